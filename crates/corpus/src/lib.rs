@@ -1,0 +1,163 @@
+//! Reading corpora: documents out of files, whatever their format.
+//!
+//! Three formats, each plain, gzip or zstd (detected from the magic bytes,
+//! so a misnamed file still reads):
+//!
+//! * **text** — one document per line;
+//! * **JSON Lines** — one object per line, the document in a string field
+//!   (`text` by default) and its ID in another (`id`);
+//! * **vertical** — Onion / Sketch Engine style, one token per line (the first
+//!   TAB column is the word), documents between `<doc …>` and `</doc>`, other
+//!   `<…>` lines (`<p>`, `<s>`, `<g/>`) being structure.
+//!
+//! The format comes from the extension (`.txt`, `.jsonl`/`.json`/`.ndjson`,
+//! `.vert`/`.vrt`, under any `.gz`/`.zst`) or, failing that, from the first
+//! bytes. A [`CorpusReader`] turns all inputs into [`Batch`]es of text pieces
+//! of a bounded size: a text or vertical document of any length streams
+//! through in pieces, so memory never depends on document size; a JSON line
+//! must fit in [`ReadOptions::max_record_bytes`].
+//!
+//! Nothing is lost silently. Invalid UTF-8 is replaced by U+FFFD and
+//! counted; a malformed JSON line, an over-long record or a truncated
+//! compressed stream is an error naming the file, line and byte offset, unless
+//! [`ReadOptions::skip_bad`] asks to count bad records and go on (a damaged
+//! compressed stream is always an error: what follows it is unknowable).
+
+mod json;
+mod reader;
+mod utf8;
+
+pub use json::{Record, parse_record};
+pub use reader::{Batch, CorpusReader, Input, Piece, ReadStats};
+pub use utf8::Utf8Repair;
+
+use std::path::{Path, PathBuf};
+
+/// How documents are laid out in a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Jsonl,
+    Vertical,
+}
+
+impl Format {
+    /// The format an extension names, looking through `.gz`/`.zst`.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let name =
+            ["gz", "gzip", "zst", "zstd"].iter().find_map(|c| name.strip_suffix(&format!(".{c}"))).unwrap_or(&name);
+        match name.rsplit('.').next()? {
+            "txt" | "text" => Some(Format::Text),
+            "jsonl" | "json" | "ndjson" => Some(Format::Jsonl),
+            "vert" | "vrt" => Some(Format::Vertical),
+            _ => None,
+        }
+    }
+
+    /// A guess from the first decompressed bytes.
+    pub fn sniff(head: &[u8]) -> Format {
+        let start = head.iter().position(|b| !b.is_ascii_whitespace()).map_or(&[][..], |i| &head[i..]);
+        if start.starts_with(b"{") {
+            Format::Jsonl
+        } else if start.starts_with(b"<doc") {
+            Format::Vertical
+        } else {
+            Format::Text
+        }
+    }
+}
+
+/// How to read.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Force a format instead of detecting it per input.
+    pub format: Option<Format>,
+    pub text_field: String,
+    pub id_field: String,
+    /// Count malformed or over-long records and go on, instead of failing.
+    pub skip_bad: bool,
+    /// The longest JSON line or vertical line accepted.
+    pub max_record_bytes: usize,
+    /// zstd inputs needing a larger window (2^this bytes) are refused, to keep
+    /// the memory promise; the error says which file and what it needs.
+    pub zstd_window_log_max: u32,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: None,
+            text_field: "text".into(),
+            id_field: "id".into(),
+            skip_bad: false,
+            max_record_bytes: 64 << 20,
+            zstd_window_log_max: 27,
+        }
+    }
+}
+
+/// Reading errors; each names the input and, where it has one, the line and offset.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    #[error("{name}: cannot open: {source}")]
+    Open { name: String, source: std::io::Error },
+    #[error("{name}: line {line}, compressed byte {offset}: {source}")]
+    Read { name: String, line: u64, offset: u64, source: std::io::Error },
+    #[error("{name}: line {line}: {what}")]
+    BadRecord { name: String, line: u64, what: String },
+    #[error(
+        "{name}: line {line} is longer than {limit} bytes, the most --memory allows for one record; raise --memory or use --skip-bad"
+    )]
+    RecordTooLong { name: String, line: u64, limit: usize },
+    #[error(
+        "{name}: needs a zstd window larger than the {limit} bytes --memory allows for decompression; raise --memory or recompress with a smaller window"
+    )]
+    Window { name: String, limit: u64 },
+    #[error("{path}: cannot write the copy of standard input: {source}")]
+    Spool { path: PathBuf, source: std::io::Error },
+}
+
+/// The decompression window a zstd file's first frame asks for, read from
+/// its header (RFC 8878 §3.1.1.1), so memory can be planned before reading.
+/// `None` for a file that is not zstd; an error if it cannot be read.
+pub fn zstd_window(path: &Path) -> std::io::Result<Option<u64>> {
+    use std::io::Read;
+    let mut head = [0u8; 18];
+    let mut file = std::fs::File::open(path)?;
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(zstd_window_from_header(&head[..got]))
+}
+
+fn zstd_window_from_header(head: &[u8]) -> Option<u64> {
+    if head.len() < 6 || head[..4] != [0x28, 0xb5, 0x2f, 0xfd] {
+        return None;
+    }
+    let descriptor = head[4];
+    let single_segment = descriptor & 0x20 != 0;
+    if !single_segment {
+        let w = head[5];
+        let log = 10 + u64::from(w >> 3);
+        let base = 1u64 << log;
+        return Some(base + (base / 8) * u64::from(w & 7));
+    }
+    // Single segment: the window is the content size, after the dictionary ID.
+    let dict_len = [0usize, 1, 2, 4][usize::from(descriptor & 3)];
+    let at = 5 + dict_len;
+    let field = |len: usize| head.get(at..at + len).map(|b| b.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x)));
+    match descriptor >> 6 {
+        0 => field(1),
+        1 => field(2).map(|v| v + 256),
+        2 => field(4),
+        _ => field(8),
+    }
+}
+
+#[cfg(test)]
+mod tests;

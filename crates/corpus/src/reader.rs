@@ -1,0 +1,640 @@
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::{CorpusError, Format, ReadOptions, Utf8Repair, parse_record};
+
+/// Where a corpus comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Path(PathBuf),
+    /// Standard input; with `spool`, every byte read is also copied there, so
+    /// a second pass can read the same corpus again.
+    Stdin {
+        spool: Option<PathBuf>,
+    },
+}
+
+impl Input {
+    pub fn name(&self) -> String {
+        match self {
+            Input::Path(p) => p.display().to_string(),
+            Input::Stdin { .. } => "<stdin>".into(),
+        }
+    }
+
+    /// Size in bytes, when known in advance.
+    pub fn size(&self) -> Option<u64> {
+        match self {
+            Input::Path(p) => std::fs::metadata(p).ok().map(|m| m.len()),
+            Input::Stdin { .. } => None,
+        }
+    }
+}
+
+/// A stretch of one document's text inside a [`Batch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    /// Byte range in [`Batch::text`].
+    pub text: Range<usize>,
+    /// The document's number, counting from 0 over all inputs in order.
+    pub doc: u64,
+    /// On a document's first piece: its ID, a range in [`Batch::ids`].
+    pub id: Option<Range<usize>>,
+    /// The document's last piece.
+    pub last: bool,
+}
+
+/// Text of whole documents, or of pieces of very long ones, read in one go.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub text: String,
+    pub ids: String,
+    pub pieces: Vec<Piece>,
+    open: bool,
+}
+
+impl Batch {
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.ids.clear();
+        self.pieces.clear();
+        self.open = false;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    /// The text of a piece.
+    pub fn piece_text(&self, p: &Piece) -> &str {
+        &self.text[p.text.clone()]
+    }
+
+    /// The ID of a document's first piece.
+    pub fn piece_id(&self, p: &Piece) -> Option<&str> {
+        p.id.as_ref().map(|r| &self.ids[r.clone()])
+    }
+
+    fn begin(&mut self, doc: u64, id: Option<&str>) {
+        debug_assert!(!self.open);
+        let id = id.map(|id| {
+            let start = self.ids.len();
+            self.ids.push_str(id);
+            start..self.ids.len()
+        });
+        let at = self.text.len();
+        self.pieces.push(Piece { text: at..at, doc, id, last: false });
+        self.open = true;
+    }
+
+    fn end(&mut self, last: bool) {
+        if self.open {
+            let end = self.text.len();
+            let p = self.pieces.last_mut().expect("an open piece");
+            p.text.end = end;
+            p.last = last;
+            self.open = false;
+        }
+    }
+}
+
+/// What reading found, beyond the documents themselves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    pub documents: u64,
+    /// Bytes read from the inputs as stored (compressed, if they are).
+    pub input_bytes: u64,
+    /// Bytes of text after decompression.
+    pub text_bytes: u64,
+    /// Invalid UTF-8 sequences replaced by U+FFFD.
+    pub replaced_utf8: u64,
+    /// Where the first replacement happened.
+    pub first_replaced_at: Option<String>,
+    /// Malformed or over-long records skipped under `skip_bad`.
+    pub skipped_records: u64,
+    /// Why the first skipped record was skipped.
+    pub first_skipped: Option<String>,
+}
+
+/// Reads all inputs, in order, into batches.
+pub struct CorpusReader {
+    inputs: Vec<Input>,
+    next_input: usize,
+    current: Option<OpenInput>,
+    options: ReadOptions,
+    progress: Arc<AtomicU64>,
+    next_doc: u64,
+    stats: ReadStats,
+    line_buf: Vec<u8>,
+}
+
+impl CorpusReader {
+    /// `progress` is advanced by every byte read from the inputs as stored.
+    pub fn new(inputs: Vec<Input>, options: ReadOptions, progress: Arc<AtomicU64>) -> Self {
+        CorpusReader {
+            inputs,
+            next_input: 0,
+            current: None,
+            options,
+            progress,
+            next_doc: 0,
+            stats: ReadStats::default(),
+            line_buf: Vec::new(),
+        }
+    }
+
+    pub fn stats(&self) -> &ReadStats {
+        &self.stats
+    }
+
+    /// Fills `batch` with about `target` bytes of text; false once every input is read.
+    pub fn fill(&mut self, batch: &mut Batch, target: usize) -> Result<bool, CorpusError> {
+        batch.clear();
+        while batch.text.len() < target {
+            if self.current.is_none() {
+                if self.next_input == self.inputs.len() {
+                    break;
+                }
+                let input = self.inputs[self.next_input].clone();
+                self.next_input += 1;
+                self.current =
+                    Some(OpenInput::open(&input, &self.options, self.progress.clone(), self.inputs.len() > 1)?);
+            }
+            let input = self.current.as_mut().expect("an open input");
+            let done = match input.format {
+                Format::Text => input.pump_text(batch, target, &mut self.next_doc, &mut self.stats, &self.options)?,
+                Format::Jsonl => input.pump_jsonl(
+                    batch,
+                    target,
+                    &mut self.next_doc,
+                    &mut self.stats,
+                    &mut self.line_buf,
+                    &self.options,
+                )?,
+                Format::Vertical => input.pump_vertical(
+                    batch,
+                    target,
+                    &mut self.next_doc,
+                    &mut self.stats,
+                    &mut self.line_buf,
+                    &self.options,
+                )?,
+            };
+            if done {
+                let finished = self.current.take().expect("an open input");
+                self.stats.input_bytes += finished.position.load(Ordering::Relaxed);
+                self.stats.text_bytes += finished.decoded.load(Ordering::Relaxed);
+                finished.close()?;
+            }
+        }
+        batch.end(false);
+        Ok(!batch.is_empty())
+    }
+}
+
+/// Counts bytes read from the stored input, for progress and error offsets.
+struct Counting<R> {
+    inner: R,
+    position: Arc<AtomicU64>,
+    progress: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.position.fetch_add(n as u64, Ordering::Relaxed);
+        self.progress.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Copies what is read to a file (standard input's spool). The copy is
+/// flushed, and a failure to write it reported, when the input ends.
+struct Tee<R> {
+    inner: R,
+    copy: std::io::BufWriter<File>,
+    path: PathBuf,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let copied = if n == 0 { self.copy.flush() } else { self.copy.write_all(&buf[..n]) };
+        copied.map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot copy standard input to {}: {e}", self.path.display()))
+        })?;
+        Ok(n)
+    }
+}
+
+struct OpenInput {
+    name: String,
+    /// Prefix of default document IDs: empty with one input, `name:` with several.
+    label: String,
+    format: Format,
+    src: Box<dyn BufRead + Send>,
+    position: Arc<AtomicU64>,
+    decoded: Arc<AtomicU64>,
+    line: u64,
+    /// In the text format: inside a line; in vertical: inside `<doc>`.
+    in_doc: bool,
+    utf8: Utf8Repair,
+}
+
+/// Bytes of decompressed text buffered per input.
+const DECODED_BUFFER: usize = 256 * 1024;
+
+impl OpenInput {
+    fn open(
+        input_spec: &Input,
+        options: &ReadOptions,
+        progress: Arc<AtomicU64>,
+        several: bool,
+    ) -> Result<OpenInput, CorpusError> {
+        let name = input_spec.name();
+        let position = Arc::new(AtomicU64::new(0));
+        let open_err = |source| CorpusError::Open { name: name.clone(), source };
+        let raw: Box<dyn Read + Send> = match input_spec {
+            Input::Path(p) => Box::new(File::open(p).map_err(open_err)?),
+            Input::Stdin { spool: None } => Box::new(std::io::stdin()),
+            Input::Stdin { spool: Some(path) } => {
+                let file = File::create(path).map_err(|source| CorpusError::Spool { path: path.clone(), source })?;
+                Box::new(Tee { inner: std::io::stdin(), copy: std::io::BufWriter::new(file), path: path.clone() })
+            }
+        };
+        let mut raw =
+            BufReader::with_capacity(64 * 1024, Counting { inner: raw, position: position.clone(), progress });
+        let head = raw.fill_buf().map_err(open_err)?;
+        let decoded: Box<dyn Read + Send> = if head.starts_with(&[0x1f, 0x8b]) {
+            Box::new(flate2::bufread::MultiGzDecoder::new(raw))
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            let mut z = zstd::Decoder::with_buffer(raw).map_err(open_err)?;
+            z.window_log_max(options.zstd_window_log_max).map_err(open_err)?;
+            Box::new(z)
+        } else {
+            Box::new(raw)
+        };
+        let decoded_bytes = Arc::new(AtomicU64::new(0));
+        let decoded =
+            Counting { inner: decoded, position: decoded_bytes.clone(), progress: Arc::new(AtomicU64::new(0)) };
+        let mut input = OpenInput {
+            label: if several { format!("{name}:") } else { String::new() },
+            name,
+            format: Format::Text,
+            src: Box::new(BufReader::with_capacity(DECODED_BUFFER, decoded)),
+            position,
+            decoded: decoded_bytes,
+            line: 0,
+            in_doc: false,
+            utf8: Utf8Repair::default(),
+        };
+        let by_name = options.format.or_else(|| match input_spec {
+            Input::Path(p) => Format::from_path(p),
+            Input::Stdin { .. } => None,
+        });
+        input.format = match by_name {
+            Some(f) => f,
+            None => {
+                let head = input
+                    .src
+                    .fill_buf()
+                    .map_err(|e| read_error(&input.name, input.line, &input.position, e, options))?;
+                Format::sniff(head)
+            }
+        };
+        Ok(input)
+    }
+}
+
+/// Turns an I/O error while reading an input into one that says where.
+fn read_error(name: &str, line: u64, position: &AtomicU64, e: std::io::Error, options: &ReadOptions) -> CorpusError {
+    if e.to_string().contains("Frame requires too much memory") {
+        return CorpusError::Window { name: name.to_owned(), limit: 1u64 << options.zstd_window_log_max };
+    }
+    let source = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        std::io::Error::new(e.kind(), format!("truncated or damaged compressed stream ({e})"))
+    } else {
+        e
+    };
+    CorpusError::Read { name: name.to_owned(), line: line.max(1), offset: position.load(Ordering::Relaxed), source }
+}
+
+/// How a line read for a record ended.
+enum LineRead {
+    Line,
+    TooLong,
+    End,
+}
+
+impl OpenInput {
+    fn fail(&self, e: std::io::Error, options: &ReadOptions) -> CorpusError {
+        read_error(&self.name, self.line, &self.position, e, options)
+    }
+
+    fn default_id(&self, ordinal_in_file: u64) -> String {
+        format!("{}{}", self.label, ordinal_in_file)
+    }
+
+    /// Reads everything left in the input, so standard input's spool is complete.
+    fn close(mut self) -> Result<(), CorpusError> {
+        let mut sink = [0u8; 8192];
+        loop {
+            match self.src.read(&mut sink) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) => return Err(read_error(&self.name, self.line, &self.position, e, &ReadOptions::default())),
+            }
+        }
+    }
+
+    /// Reads one line into `buf` (without the newline), keeping at most `limit` bytes.
+    fn read_line(&mut self, buf: &mut Vec<u8>, limit: usize, options: &ReadOptions) -> Result<LineRead, CorpusError> {
+        buf.clear();
+        let mut too_long = false;
+        let mut any = false;
+        loop {
+            let avail = match self.src.fill_buf() {
+                Ok(a) => a,
+                Err(e) => return Err(self.fail(e, options)),
+            };
+            if avail.is_empty() {
+                return Ok(match (any, too_long) {
+                    (false, _) => LineRead::End,
+                    (true, true) => LineRead::TooLong,
+                    (true, false) => LineRead::Line,
+                });
+            }
+            any = true;
+            let (take, ends) = match memchr::memchr(b'\n', avail) {
+                Some(i) => (i, true),
+                None => (avail.len(), false),
+            };
+            if !too_long {
+                if buf.len() + take > limit {
+                    too_long = true;
+                    buf.clear();
+                } else {
+                    buf.extend_from_slice(&avail[..take]);
+                }
+            }
+            self.src.consume(take + usize::from(ends));
+            if ends {
+                return Ok(if too_long { LineRead::TooLong } else { LineRead::Line });
+            }
+        }
+    }
+
+    /// One document per line, streamed in pieces of any length. True at the end of the input.
+    fn pump_text(
+        &mut self,
+        batch: &mut Batch,
+        target: usize,
+        next_doc: &mut u64,
+        stats: &mut ReadStats,
+        options: &ReadOptions,
+    ) -> Result<bool, CorpusError> {
+        while batch.text.len() < target {
+            let at_end = match self.src.fill_buf() {
+                Ok(a) => a.is_empty(),
+                Err(e) => return Err(self.fail(e, options)),
+            };
+            if at_end {
+                if self.in_doc {
+                    self.end_doc(batch, stats, *next_doc - 1);
+                }
+                return Ok(true);
+            }
+            if !self.in_doc {
+                self.line += 1;
+                self.in_doc = true;
+                let id = self.default_id(self.line);
+                batch.begin(*next_doc, Some(&id));
+                *next_doc += 1;
+            } else if !batch.open {
+                batch.begin(*next_doc - 1, None);
+            }
+            let before = self.utf8.replaced();
+            // Buffered already: this second call does no I/O.
+            let avail =
+                self.src.fill_buf().map_err(|e| read_error(&self.name, self.line, &self.position, e, options))?;
+            match memchr::memchr(b'\n', avail) {
+                Some(i) => {
+                    self.utf8.push(&avail[..i], true, &mut batch.text);
+                    self.src.consume(i + 1);
+                    self.note_replacements(before, stats);
+                    self.end_doc(batch, stats, *next_doc - 1);
+                }
+                None => {
+                    let n = avail.len();
+                    self.utf8.push(avail, false, &mut batch.text);
+                    self.src.consume(n);
+                    self.note_replacements(before, stats);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn end_doc(&mut self, batch: &mut Batch, stats: &mut ReadStats, doc: u64) {
+        if !batch.open {
+            batch.begin(doc, None);
+        }
+        let before = self.utf8.replaced();
+        self.utf8.flush(&mut batch.text);
+        self.note_replacements(before, stats);
+        batch.end(true);
+        self.in_doc = false;
+        stats.documents += 1;
+    }
+
+    fn note_replacements(&self, before: u64, stats: &mut ReadStats) {
+        let added = self.utf8.replaced() - before;
+        if added > 0 {
+            stats.replaced_utf8 += added;
+            stats.first_replaced_at.get_or_insert_with(|| format!("{}: line {}", self.name, self.line.max(1)));
+        }
+    }
+
+    fn bad_record(&self, what: String, stats: &mut ReadStats, options: &ReadOptions) -> Result<(), CorpusError> {
+        if !options.skip_bad {
+            return Err(CorpusError::BadRecord { name: self.name.clone(), line: self.line, what });
+        }
+        stats.skipped_records += 1;
+        stats.first_skipped.get_or_insert_with(|| format!("{}: line {}: {what}", self.name, self.line));
+        Ok(())
+    }
+
+    fn too_long(&self, stats: &mut ReadStats, options: &ReadOptions) -> Result<(), CorpusError> {
+        if !options.skip_bad {
+            return Err(CorpusError::RecordTooLong {
+                name: self.name.clone(),
+                line: self.line,
+                limit: options.max_record_bytes,
+            });
+        }
+        self.bad_record(format!("longer than {} bytes", options.max_record_bytes), stats, options)
+    }
+
+    /// One JSON object per line. True at the end of the input.
+    fn pump_jsonl(
+        &mut self,
+        batch: &mut Batch,
+        target: usize,
+        next_doc: &mut u64,
+        stats: &mut ReadStats,
+        line: &mut Vec<u8>,
+        options: &ReadOptions,
+    ) -> Result<bool, CorpusError> {
+        while batch.text.len() < target {
+            match self.read_line(line, options.max_record_bytes, options)? {
+                LineRead::End => return Ok(true),
+                LineRead::TooLong => {
+                    self.line += 1;
+                    self.too_long(stats, options)?;
+                    continue;
+                }
+                LineRead::Line => self.line += 1,
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let text = match std::str::from_utf8(line) {
+                Ok(s) => Cow::Borrowed(s),
+                Err(_) => {
+                    let fixed = String::from_utf8_lossy(line).into_owned();
+                    let replaced =
+                        fixed.matches(char::REPLACEMENT_CHARACTER).count() - count_literal_replacements(line);
+                    stats.replaced_utf8 += replaced as u64;
+                    stats.first_replaced_at.get_or_insert_with(|| format!("{}: line {}", self.name, self.line));
+                    Cow::Owned(fixed)
+                }
+            };
+            let record = match parse_record(&text, &options.text_field, &options.id_field) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.bad_record(format!("malformed JSON: {e}"), stats, options)?;
+                    continue;
+                }
+            };
+            let Some(body) = record.text else {
+                self.bad_record(format!("no string field \"{}\"", options.text_field), stats, options)?;
+                continue;
+            };
+            let id = record.id.unwrap_or_else(|| self.default_id(self.line));
+            batch.begin(*next_doc, Some(&id));
+            *next_doc += 1;
+            batch.text.push_str(&body);
+            batch.end(true);
+            stats.documents += 1;
+        }
+        Ok(false)
+    }
+
+    /// Onion-style vertical text. True at the end of the input.
+    fn pump_vertical(
+        &mut self,
+        batch: &mut Batch,
+        target: usize,
+        next_doc: &mut u64,
+        stats: &mut ReadStats,
+        line: &mut Vec<u8>,
+        options: &ReadOptions,
+    ) -> Result<bool, CorpusError> {
+        while batch.text.len() < target {
+            match self.read_line(line, options.max_record_bytes, options)? {
+                LineRead::End => {
+                    if self.in_doc {
+                        self.end_vertical_doc(batch, stats, *next_doc - 1);
+                    }
+                    return Ok(true);
+                }
+                LineRead::TooLong => {
+                    self.line += 1;
+                    self.too_long(stats, options)?;
+                    continue;
+                }
+                LineRead::Line => self.line += 1,
+            }
+            let text = line.strip_suffix(b"\r").unwrap_or(line);
+            if let Some(attrs) = doc_open_tag(text) {
+                if self.in_doc {
+                    self.end_vertical_doc(batch, stats, *next_doc - 1);
+                }
+                let id = attribute(attrs, b"id").map(|v| String::from_utf8_lossy(v).into_owned());
+                self.start_vertical_doc(batch, next_doc, id);
+            } else if text == b"</doc>" {
+                if self.in_doc {
+                    self.end_vertical_doc(batch, stats, *next_doc - 1);
+                }
+            } else if text.first() == Some(&b'<') && text.last() == Some(&b'>') && text.len() > 1 {
+                // Structure (<p>, </s>, <g/>, …): n-grams run across it.
+            } else if !text.is_empty() {
+                if !self.in_doc {
+                    self.start_vertical_doc(batch, next_doc, None);
+                } else if !batch.open {
+                    batch.begin(*next_doc - 1, None);
+                }
+                let word = text.split(|&b| b == b'\t').next().unwrap_or(text);
+                let before = self.utf8.replaced();
+                self.utf8.push(word, true, &mut batch.text);
+                self.note_replacements(before, stats);
+                batch.text.push('\n');
+            }
+        }
+        Ok(false)
+    }
+
+    fn start_vertical_doc(&mut self, batch: &mut Batch, next_doc: &mut u64, id: Option<String>) {
+        let id = id.unwrap_or_else(|| self.default_id(self.line));
+        batch.begin(*next_doc, Some(&id));
+        *next_doc += 1;
+        self.in_doc = true;
+    }
+
+    fn end_vertical_doc(&mut self, batch: &mut Batch, stats: &mut ReadStats, doc: u64) {
+        if !batch.open {
+            batch.begin(doc, None);
+        }
+        batch.end(true);
+        self.in_doc = false;
+        stats.documents += 1;
+    }
+}
+
+/// The attributes of a `<doc …>` line, or None for any other line.
+fn doc_open_tag(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(b"<doc")?;
+    match rest.first() {
+        Some(b'>') => Some(&[]),
+        Some(b) if b.is_ascii_whitespace() => Some(rest.strip_suffix(b">").unwrap_or(rest)),
+        _ => None,
+    }
+}
+
+/// The value of `name="…"` (or `name='…'`) among tag attributes.
+fn attribute<'a>(attrs: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let mut i = 0;
+    while i + name.len() + 2 <= attrs.len() {
+        let at_word_start = i == 0 || attrs[i - 1].is_ascii_whitespace();
+        if at_word_start && attrs[i..].starts_with(name) && attrs[i + name.len()] == b'=' {
+            let quote = attrs[i + name.len() + 1];
+            if quote == b'"' || quote == b'\'' {
+                let start = i + name.len() + 2;
+                let len = attrs[start..].iter().position(|&b| b == quote)?;
+                return Some(&attrs[start..start + len]);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// U+FFFD characters that were in the input as valid UTF-8 (not replacements).
+fn count_literal_replacements(bytes: &[u8]) -> usize {
+    memchr::memmem::find_iter(bytes, "\u{fffd}".as_bytes()).count()
+}

@@ -1,0 +1,219 @@
+use super::*;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+/// (id, whole text) of each document, and the stats.
+fn read_all(
+    inputs: Vec<Input>,
+    options: ReadOptions,
+    target: usize,
+) -> Result<(Vec<(String, String)>, ReadStats), CorpusError> {
+    let mut reader = CorpusReader::new(inputs, options, Arc::new(AtomicU64::new(0)));
+    let mut batch = Batch::default();
+    let mut docs: Vec<(String, String)> = Vec::new();
+    let mut open = false;
+    let mut expect_doc = 0u64;
+    while reader.fill(&mut batch, target)? {
+        for p in &batch.pieces {
+            if let Some(id) = batch.piece_id(p) {
+                assert!(!open, "a document started before the previous ended");
+                assert_eq!(p.doc, expect_doc);
+                docs.push((id.to_owned(), String::new()));
+                open = true;
+            }
+            assert_eq!(p.doc, expect_doc);
+            docs.last_mut().unwrap().1.push_str(batch.piece_text(p));
+            if p.last {
+                open = false;
+                expect_doc += 1;
+            }
+        }
+    }
+    assert!(!open, "the last document never ended");
+    Ok((docs, reader.stats().clone()))
+}
+
+fn file(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> Input {
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    Input::Path(path)
+}
+
+fn gz(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+fn pairs(docs: &[(&str, &str)]) -> Vec<(String, String)> {
+    docs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+#[test]
+fn text_lines_are_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = file(&dir, "c.txt", b"first doc\n\nthird doc");
+    let (docs, stats) = read_all(vec![input], ReadOptions::default(), 1 << 20).unwrap();
+    assert_eq!(docs, pairs(&[("1", "first doc"), ("2", ""), ("3", "third doc")]));
+    assert_eq!(stats.documents, 3);
+}
+
+#[test]
+fn long_documents_stream_in_pieces() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "word ".repeat(300_000);
+    let input = file(&dir, "c.txt", format!("a\n{long}\nb\n").as_bytes());
+    let (docs, _) = read_all(vec![input], ReadOptions::default(), 1000).unwrap();
+    assert_eq!(docs.len(), 3);
+    assert_eq!(docs[1].1, long);
+    let vert: String = std::iter::once("<doc id=\"v\">\n".to_string())
+        .chain((0..50_000).map(|i| format!("w{i}\tNN\n")))
+        .chain(["</doc>\n".to_string()])
+        .collect();
+    let input = file(&dir, "c.vert", vert.as_bytes());
+    let (docs, _) = read_all(vec![input], ReadOptions::default(), 1000).unwrap();
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0].1.lines().count(), 50_000);
+}
+
+#[test]
+fn jsonl_fields_ids_and_compression() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = b"{\"id\": \"a\", \"text\": \"one\"}\n\n{\"text\": \"two\\nlines\", \"id\": 7}\n{\"body\": \"x\", \"text\": \"three\"}\n";
+    let want = pairs(&[("a", "one"), ("7", "two\nlines"), ("4", "three")]);
+    for (name, bytes) in [
+        ("c.jsonl", body.to_vec()),
+        ("c.jsonl.gz", gz(body)),
+        ("c.jsonl.zst", zstd::encode_all(&body[..], 3).unwrap()),
+        ("noext", gz(body)),
+    ] {
+        let (docs, _) = read_all(vec![file(&dir, name, &bytes)], ReadOptions::default(), 1 << 20).unwrap();
+        assert_eq!(docs, want, "{name}");
+    }
+    let options = ReadOptions { text_field: "body".into(), skip_bad: true, ..ReadOptions::default() };
+    let (docs, stats) = read_all(vec![file(&dir, "d.jsonl", body)], options, 1 << 20).unwrap();
+    assert_eq!(docs, pairs(&[("4", "x")]));
+    assert_eq!(stats.skipped_records, 2);
+}
+
+#[test]
+fn several_inputs_label_default_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = file(&dir, "a.txt", b"x\ny\n");
+    let b = file(&dir, "b.txt", b"z\n");
+    let (docs, _) = read_all(vec![a, b], ReadOptions::default(), 1 << 20).unwrap();
+    let ids: Vec<&str> = docs.iter().map(|d| d.0.as_str()).collect();
+    assert!(ids[0].ends_with("a.txt:1") && ids[2].ends_with("b.txt:1"), "{ids:?}");
+}
+
+#[test]
+fn malformed_json_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = file(&dir, "bad.jsonl", b"{\"text\": \"ok\"}\n{\"text\": oops}\n");
+    let err = read_all(vec![input], ReadOptions::default(), 1 << 20).unwrap_err().to_string();
+    assert!(err.contains("bad.jsonl: line 2: malformed JSON"), "{err}");
+    let input = file(&dir, "nofield.jsonl", b"{\"txt\": \"ok\"}\n");
+    let err = read_all(vec![input], ReadOptions::default(), 1 << 20).unwrap_err().to_string();
+    assert!(err.contains("line 1: no string field \"text\""), "{err}");
+}
+
+#[test]
+fn invalid_utf8_is_replaced_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = file(&dir, "c.txt", b"caf\xe9 ok\nfine\n");
+    let (docs, stats) = read_all(vec![input], ReadOptions::default(), 1 << 20).unwrap();
+    assert_eq!(docs[0].1, "caf\u{fffd} ok");
+    assert_eq!(stats.replaced_utf8, 1);
+    assert!(stats.first_replaced_at.unwrap().ends_with("c.txt: line 1"));
+    let input = file(&dir, "c.jsonl", b"{\"text\": \"caf\xe9 \xef\xbf\xbd\"}\n");
+    let (docs, stats) = read_all(vec![input], ReadOptions::default(), 1 << 20).unwrap();
+    assert_eq!(docs[0].1, "caf\u{fffd} \u{fffd}");
+    assert_eq!(stats.replaced_utf8, 1);
+}
+
+#[test]
+fn truncated_compression_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let body: Vec<u8> = (0..20_000).flat_map(|i| format!("{{\"text\": \"line {i}\"}}\n").into_bytes()).collect();
+    let z = zstd::encode_all(&body[..], 3).unwrap();
+    let g = gz(&body);
+    for (name, bytes) in
+        [("t.jsonl.zst", &z[..z.len() / 2]), ("t.jsonl.gz", &g[..g.len() / 2]), ("t2.jsonl.gz", &g[..g.len() - 3])]
+    {
+        let err = read_all(vec![file(&dir, name, bytes)], ReadOptions::default(), 1 << 16).unwrap_err().to_string();
+        assert!(err.contains(name) && err.contains("truncated or damaged"), "{err}");
+    }
+}
+
+#[test]
+fn zstd_window_limit_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let body: Vec<u8> = (0..300_000).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+    let z = zstd::encode_all(&body[..], 19).unwrap();
+    let options = ReadOptions { zstd_window_log_max: 18, ..ReadOptions::default() };
+    let err = read_all(vec![file(&dir, "w.txt.zst", &z)], options, 1 << 16).unwrap_err().to_string();
+    assert!(err.contains("w.txt.zst: needs a zstd window"), "{err}");
+}
+
+#[test]
+fn records_longer_than_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!("{{\"text\": \"{}\"}}\n{{\"text\": \"short\"}}\n", "x".repeat(5000));
+    let options = ReadOptions { max_record_bytes: 1000, ..ReadOptions::default() };
+    let err = read_all(vec![file(&dir, "l.jsonl", body.as_bytes())], options.clone(), 1 << 16).unwrap_err().to_string();
+    assert!(err.contains("l.jsonl: line 1 is longer than 1000 bytes"), "{err}");
+    let options = ReadOptions { skip_bad: true, ..options };
+    let (docs, stats) = read_all(vec![file(&dir, "l.jsonl", body.as_bytes())], options, 1 << 16).unwrap();
+    assert_eq!(docs, pairs(&[("2", "short")]));
+    assert_eq!(stats.skipped_records, 1);
+}
+
+#[test]
+fn vertical_documents_and_structure() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = "<doc id=\"d1\" url=\"x\">\n<p>\nThe\tDT\nCat\tNN\n</p>\n<p>\nsat\n</p>\n</doc>\n<doc>\n<g/>\nNew York\tNP\n</doc>\nstray\n";
+    let (docs, stats) = read_all(vec![file(&dir, "c.vert", v.as_bytes())], ReadOptions::default(), 1 << 16).unwrap();
+    assert_eq!(docs, pairs(&[("d1", "The\nCat\nsat\n"), ("10", "New York\n"), ("14", "stray\n")]));
+    assert_eq!(stats.documents, 3);
+}
+
+#[test]
+fn formats_are_sniffed_without_extension() {
+    assert_eq!(Format::sniff(b"  {\"text\""), Format::Jsonl);
+    assert_eq!(Format::sniff(b"<doc id=1>"), Format::Vertical);
+    assert_eq!(Format::sniff(b"hello"), Format::Text);
+    assert_eq!(Format::from_path(std::path::Path::new("a/b.JSONL.zst")), Some(Format::Jsonl));
+    assert_eq!(Format::from_path(std::path::Path::new("b.vrt.gz")), Some(Format::Vertical));
+    assert_eq!(Format::from_path(std::path::Path::new("b.data")), None);
+}
+
+#[test]
+fn missing_input_is_an_open_error() {
+    let err =
+        read_all(vec![Input::Path("/no/such/file.txt".into())], ReadOptions::default(), 100).unwrap_err().to_string();
+    assert!(err.starts_with("/no/such/file.txt: cannot open"), "{err}");
+}
+
+#[test]
+fn zstd_windows_are_read_from_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let body: Vec<u8> = (0..400_000).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+    for (level, expect_at_least) in [(1, 1u64 << 19), (19, 1 << 22)] {
+        let path = dir.path().join(format!("l{level}.zst"));
+        std::fs::write(&path, zstd::encode_all(&body[..], level).unwrap()).unwrap();
+        let w = zstd_window(&path).unwrap().unwrap();
+        assert!(w >= expect_at_least && w <= 1 << 27, "level {level}: {w}");
+        // The decoder accepts exactly what the header announced.
+        let mut d = zstd::Decoder::new(std::fs::File::open(&path).unwrap()).unwrap();
+        d.window_log_max(w.next_power_of_two().ilog2()).unwrap();
+        std::io::copy(&mut d, &mut std::io::sink()).unwrap();
+    }
+    let small = dir.path().join("small.zst");
+    // Compressed in one go, the content size is known and the frame is a single segment.
+    std::fs::write(&small, zstd::bulk::compress(&b"tiny"[..], 3).unwrap()).unwrap();
+    assert_eq!(zstd_window(&small).unwrap(), Some(4));
+    let plain = dir.path().join("plain.txt");
+    std::fs::write(&plain, b"not compressed").unwrap();
+    assert_eq!(zstd_window(&plain).unwrap(), None);
+}

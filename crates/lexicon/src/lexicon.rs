@@ -1,0 +1,664 @@
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use hashbrown::HashTable;
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
+
+use crate::tokenize::{Normalization, TokenMode};
+
+/// The stable 64-bit hash of a word. It is stored nowhere, but two passes
+/// over the corpus (and two runs of the program) must agree on it, so it is
+/// XXH3 called directly — never a `Hasher` whose output may change between
+/// library versions.
+#[inline]
+pub fn word_hash(word: &[u8]) -> u64 {
+    xxh3_64(word)
+}
+
+/// Up to the first eight bytes of a word, zero-padded: with the length and
+/// the hash, it settles equality of short words without touching the arena.
+#[inline]
+fn short_key(bytes: &[u8]) -> u64 {
+    let mut key = [0u8; 8];
+    let n = bytes.len().min(8);
+    key[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(key)
+}
+
+/// Up to the first sixteen bytes of a word, zero-padded.
+#[inline]
+fn long_key(bytes: &[u8]) -> [u64; 2] {
+    let tail = if bytes.len() > 8 { &bytes[8..] } else { &[][..] };
+    [short_key(bytes), short_key(tail)]
+}
+
+/// One word of a [`LexiconBuilder`], stored in the hash table itself so a
+/// lookup costs one probe (and, for words over 8 bytes, one arena read).
+/// 32 bytes: the arena offset is 32 bits, so a lexicon holds at most 4 GiB
+/// of distinct word bytes (far beyond any memory budget it must fit in).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    hash: u64,
+    key: u64,
+    count: u64,
+    start: u32,
+    len: u16,
+    stop: bool,
+}
+
+impl Entry {
+    #[inline]
+    fn is(&self, hash: u64, key: u64, bytes: &[u8], arena: &[u8]) -> bool {
+        self.hash == hash
+            && self.key == key
+            && self.len as usize == bytes.len()
+            && (bytes.len() <= 8 || &arena[self.start as usize..self.start as usize + bytes.len()] == bytes)
+    }
+}
+
+/// Counts the words of a corpus (the lexicon pass).
+///
+/// Words live in one byte arena and a `hashbrown::HashTable` of entries
+/// hashed by [`word_hash`]: two allocations instead of one per word, which
+/// keeps the resident size close to what [`heap_bytes`](Self::heap_bytes)
+/// reports, and interning about twice as fast as `HashMap<String, u32>`.
+#[derive(Debug, Default)]
+pub struct LexiconBuilder {
+    arena: Vec<u8>,
+    table: HashTable<Entry>,
+    stoplist: std::collections::HashSet<String>,
+    tokens: u64,
+}
+
+/// What the lexicon pass learned about one token occurrence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// A stop word: dropped before n-grams are formed.
+    Stop,
+    /// Any other word, with its [`word_hash`].
+    Word(u64),
+}
+
+impl LexiconBuilder {
+    /// A builder that drops the given (already normalised) stop words.
+    pub fn new(stoplist: impl IntoIterator<Item = String>) -> Self {
+        LexiconBuilder { stoplist: stoplist.into_iter().collect(), ..Self::default() }
+    }
+
+    /// Counts one occurrence of `word`.
+    #[inline]
+    pub fn add(&mut self, word: &str) -> Counted {
+        self.add_hashed(word.as_bytes(), word_hash(word.as_bytes()))
+    }
+
+    /// [`add`](Self::add) with the word's [`word_hash`] already known.
+    #[inline]
+    pub fn add_hashed(&mut self, bytes: &[u8], hash: u64) -> Counted {
+        self.tokens += 1;
+        let entry = self.entry(bytes, hash);
+        entry.count += 1;
+        if entry.stop { Counted::Stop } else { Counted::Word(hash) }
+    }
+
+    /// Whether `word` is on the stop list given at construction.
+    pub fn is_stopword(&self, word: &str) -> bool {
+        self.stoplist.contains(word)
+    }
+
+    /// Counts `count` stop-word occurrences that were not added one by one.
+    pub fn add_stop_tokens(&mut self, count: u64) {
+        self.tokens += count;
+    }
+
+    /// The entry of a word, made (with count 0) if new.
+    #[inline]
+    fn entry(&mut self, bytes: &[u8], hash: u64) -> &mut Entry {
+        let key = short_key(bytes);
+        let arena = &mut self.arena;
+        let stoplist = &self.stoplist;
+        match self.table.entry(hash, |e| e.is(hash, key, bytes, arena), |e| e.hash) {
+            hashbrown::hash_table::Entry::Occupied(e) => e.into_mut(),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let stop = !stoplist.is_empty() && std::str::from_utf8(bytes).is_ok_and(|w| stoplist.contains(w));
+                let start =
+                    u32::try_from(arena.len()).expect("a lexicon arena over 4 GiB cannot fit any memory budget");
+                arena.extend_from_slice(bytes);
+                v.insert(Entry { hash, key, start, len: bytes.len() as u16, stop, count: 0 }).into_mut()
+            }
+        }
+    }
+
+    /// Adds another builder's counts (from a worker thread) to this one.
+    pub fn absorb(&mut self, other: LexiconBuilder) {
+        self.tokens += other.tokens;
+        for e in other.table.iter() {
+            let bytes = &other.arena[e.start as usize..e.start as usize + e.len as usize];
+            self.entry(bytes, e.hash).count += e.count;
+        }
+    }
+
+    /// Token occurrences counted, stop words included.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
+    /// Distinct words so far.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Heap bytes held, counting the slack a growing table keeps.
+    pub fn heap_bytes(&self) -> usize {
+        self.arena.capacity() + self.table.capacity() * (std::mem::size_of::<Entry>() + 1)
+    }
+
+    /// The words in ID order and the final stop list: the `stop_top` most
+    /// frequent words join the stop list, the rest are numbered by
+    /// decreasing frequency (ties by bytes), so the most frequent words get
+    /// the shortest Elias codes in run files.
+    fn numbered(&self, stop_top: usize) -> (Vec<(&[u8], u64)>, Vec<String>) {
+        let arena = &self.arena;
+        let bytes_of = |e: &Entry| &arena[e.start as usize..e.start as usize + e.len as usize];
+        let mut order: Vec<&Entry> = self.table.iter().filter(|e| !e.stop).collect();
+        order.sort_unstable_by(|a, b| b.count.cmp(&a.count).then_with(|| bytes_of(a).cmp(bytes_of(b))));
+        let promoted = stop_top.min(order.len());
+        let mut stopwords: Vec<String> = self.stoplist.iter().cloned().collect();
+        stopwords.extend(order[..promoted].iter().map(|e| String::from_utf8_lossy(bytes_of(e)).into_owned()));
+        stopwords.sort_unstable();
+        stopwords.dedup();
+        let words = order[promoted..].iter().map(|e| (bytes_of(e), e.count)).collect();
+        (words, stopwords)
+    }
+
+    /// Numbers the words (see [`save`](Self::save)) and returns the lexicon in memory.
+    pub fn finish(self, norm: Normalization, stop_top: usize) -> Lexicon {
+        let (words, stopwords) = self.numbered(stop_top);
+        Lexicon::from_parts(norm, stopwords, words.into_iter())
+    }
+
+    /// Numbers the words and writes a lexicon file straight from the
+    /// builder, without a second copy of the vocabulary in memory; returns
+    /// its identity. See [`Lexicon::save`] for the format.
+    pub fn write_to(self, norm: Normalization, stop_top: usize, out: &mut dyn Write) -> std::io::Result<u64> {
+        let (words, stopwords) = self.numbered(stop_top);
+        write_file(out, |body| write_body(body, norm, &stopwords, words.iter().copied()))
+    }
+}
+
+/// The result of looking a token up in a [`Lexicon`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// A word with this ID.
+    Id(u32),
+    /// A stop word: skip it.
+    Stop,
+    /// Not in the (loaded part of the) lexicon. No n-gram that contains it
+    /// can repeat, so it breaks the n-gram window like a document boundary.
+    Unknown,
+}
+
+/// Which words to keep in memory when loading a lexicon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every word.
+    All,
+    /// Only words seen at least twice: the only ones a repeated n-gram can hold.
+    Repeated,
+}
+
+const STOP_FLAG: u32 = 1 << 31;
+
+/// A word (or stop word) in the lookup table: hash, first 16 bytes and
+/// length inline, so most lookups are settled by one probe.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    hash: u64,
+    key: [u64; 2],
+    len: u32,
+    /// A word ID, or `STOP_FLAG | index` into the stop list.
+    value: u32,
+}
+
+/// Words numbered by decreasing frequency, with their counts, the stop list
+/// and the normalisation that produced them.
+#[derive(Debug)]
+pub struct Lexicon {
+    norm: Normalization,
+    stopwords: Vec<String>,
+    arena: Vec<u8>,
+    /// `offsets[id]..offsets[id + 1]` is the word with that ID in `arena`.
+    offsets: Vec<u64>,
+    counts: Vec<u64>,
+    table: HashTable<Slot>,
+    /// Words in the whole lexicon, loaded or not.
+    total_words: u64,
+    identity: u64,
+}
+
+impl Lexicon {
+    fn from_parts<'a>(
+        norm: Normalization,
+        stopwords: Vec<String>,
+        words: impl Iterator<Item = (&'a [u8], u64)>,
+    ) -> Lexicon {
+        let mut lex = Lexicon::empty(norm, stopwords);
+        for (w, c) in words {
+            lex.push_word(w, c);
+        }
+        lex.total_words = lex.counts.len() as u64;
+        lex.identity = lex.compute_identity();
+        lex.build_table();
+        lex
+    }
+
+    fn empty(norm: Normalization, stopwords: Vec<String>) -> Lexicon {
+        Lexicon {
+            norm,
+            stopwords,
+            arena: Vec::new(),
+            offsets: vec![0],
+            counts: Vec::new(),
+            table: HashTable::new(),
+            total_words: 0,
+            identity: 0,
+        }
+    }
+
+    fn push_word(&mut self, word: &[u8], count: u64) {
+        self.arena.extend_from_slice(word);
+        self.offsets.push(self.arena.len() as u64);
+        self.counts.push(count);
+    }
+
+    fn build_table(&mut self) {
+        let mut table = HashTable::with_capacity(self.counts.len() + self.stopwords.len());
+        for id in 0..self.counts.len() as u32 {
+            let bytes = self.word_bytes(id);
+            let slot = Slot { hash: word_hash(bytes), key: long_key(bytes), len: bytes.len() as u32, value: id };
+            table.insert_unique(slot.hash, slot, |s| s.hash);
+        }
+        self.table = table;
+        for i in 0..self.stopwords.len() {
+            let bytes = self.stopwords[i].as_bytes();
+            let hash = word_hash(bytes);
+            if self.find(hash, bytes).is_none() {
+                let slot = Slot { hash, key: long_key(bytes), len: bytes.len() as u32, value: STOP_FLAG | i as u32 };
+                self.table.insert_unique(hash, slot, |s| s.hash);
+            }
+        }
+    }
+
+    fn slot_bytes(&self, value: u32) -> &[u8] {
+        if value & STOP_FLAG != 0 {
+            self.stopwords[(value & !STOP_FLAG) as usize].as_bytes()
+        } else {
+            self.word_bytes(value)
+        }
+    }
+
+    #[inline]
+    fn find(&self, hash: u64, bytes: &[u8]) -> Option<u32> {
+        let key = long_key(bytes);
+        self.table
+            .find(hash, |s| {
+                s.hash == hash
+                    && s.key == key
+                    && s.len as usize == bytes.len()
+                    && (bytes.len() <= 16 || self.slot_bytes(s.value) == bytes)
+            })
+            .map(|s| s.value)
+    }
+
+    /// Looks a normalised token up.
+    #[inline]
+    pub fn lookup(&self, word: &str) -> Lookup {
+        self.lookup_hashed(word, word_hash(word.as_bytes()))
+    }
+
+    /// [`lookup`](Self::lookup) with the word's [`word_hash`] already known.
+    #[inline]
+    pub fn lookup_hashed(&self, word: &str, hash: u64) -> Lookup {
+        match self.find(hash, word.as_bytes()) {
+            None => Lookup::Unknown,
+            Some(v) if v & STOP_FLAG != 0 => Lookup::Stop,
+            Some(id) => Lookup::Id(id),
+        }
+    }
+
+    /// Words held in memory; IDs are `0..len()`.
+    pub fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// Words in the lexicon file, including those not loaded.
+    pub fn total_words(&self) -> u64 {
+        self.total_words
+    }
+
+    /// Number of words seen at least twice. They hold the lowest IDs.
+    pub fn repeated_len(&self) -> usize {
+        self.counts.partition_point(|&c| c >= 2)
+    }
+
+    pub fn word_bytes(&self, id: u32) -> &[u8] {
+        let id = id as usize;
+        &self.arena[self.offsets[id] as usize..self.offsets[id + 1] as usize]
+    }
+
+    /// The word with this ID.
+    pub fn word(&self, id: u32) -> &str {
+        // Words come from `&str` tokens or a checked file, so they are UTF-8.
+        std::str::from_utf8(self.word_bytes(id)).unwrap_or("\u{fffd}")
+    }
+
+    pub fn count(&self, id: u32) -> u64 {
+        self.counts[id as usize]
+    }
+
+    pub fn normalization(&self) -> Normalization {
+        self.norm
+    }
+
+    pub fn stopwords(&self) -> &[String] {
+        &self.stopwords
+    }
+
+    /// A hash of the whole lexicon (normalisation, stop list, words, counts):
+    /// runs and duplicate lists record it so they are only used with the lexicon that made them.
+    pub fn identity(&self) -> u64 {
+        self.identity
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.arena.capacity()
+            + (self.offsets.capacity() + self.counts.capacity()) * 8
+            + self.table.capacity() * (std::mem::size_of::<Slot>() + 1)
+            + self.stopwords.iter().map(|s| s.capacity() + 24).sum::<usize>()
+    }
+
+    fn compute_identity(&self) -> u64 {
+        let mut h = Xxh3::new();
+        self.write_body(&mut HashWriter(&mut h)).expect("hashing cannot fail");
+        h.digest()
+    }
+}
+
+struct HashWriter<'a>(&'a mut Xxh3);
+
+impl Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// File format
+// ---------------------------------------------------------------------------
+
+/// First eight bytes of a lexicon file.
+pub const LEXICON_MAGIC: &[u8; 8] = b"DGLEX\0\r\n";
+/// The lexicon format this build writes and reads.
+pub const LEXICON_VERSION: u16 = 1;
+
+/// Errors reading or writing a lexicon file; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LexiconError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a dupgram lexicon")]
+    BadMagic { path: PathBuf },
+    #[error("{path}: lexicon format version {found}; this build reads version {LEXICON_VERSION}")]
+    Version { path: PathBuf, found: u16 },
+    #[error("{path}: corrupt lexicon: {what}")]
+    Corrupt { path: PathBuf, what: String },
+}
+
+/// Writes a lexicon file at `path` through a temporary name in the same
+/// directory, renamed when complete; returns the identity (hash of the body).
+fn save_file(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<u64, LexiconError> {
+    let io = |e| LexiconError::Io { path: path.to_owned(), source: e };
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let tmp = builder.tempfile_in(dir).map_err(io)?;
+    let mut out = BufWriter::new(tmp.as_file());
+    let identity = write_file(&mut out, body).map_err(io)?;
+    out.flush().map_err(io)?;
+    drop(out);
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(identity)
+}
+
+/// Header, zstd-compressed body, identity; returns the identity.
+fn write_file(out: &mut dyn Write, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<u64> {
+    let mut head = [0u8; 16];
+    head[0..8].copy_from_slice(LEXICON_MAGIC);
+    head[8..10].copy_from_slice(&LEXICON_VERSION.to_le_bytes());
+    out.write_all(&head)?;
+    let mut hasher = Xxh3::new();
+    let mut z = zstd::Encoder::new(&mut *out, 3)?;
+    body(&mut Tee { out: &mut z, hasher: &mut hasher })?;
+    z.finish()?;
+    let identity = hasher.digest();
+    out.write_all(&identity.to_le_bytes())?;
+    Ok(identity)
+}
+
+/// Writes to `out` and hashes what it writes.
+struct Tee<'a> {
+    out: &'a mut dyn Write,
+    hasher: &'a mut Xxh3,
+}
+
+impl Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+fn write_body<'a>(
+    out: &mut dyn Write,
+    norm: Normalization,
+    stopwords: &[String],
+    words: impl ExactSizeIterator<Item = (&'a [u8], u64)>,
+) -> std::io::Result<()> {
+    let mode = match norm.mode {
+        TokenMode::Words => 0u8,
+        TokenMode::Raw => 1,
+        TokenMode::Lines => 2,
+    };
+    out.write_all(&[mode, u8::from(norm.numbers_as_token), u8::from(norm.strip_markup)])?;
+    write_varint(out, stopwords.len() as u64)?;
+    for s in stopwords {
+        write_varint(out, s.len() as u64)?;
+        out.write_all(s.as_bytes())?;
+    }
+    write_varint(out, words.len() as u64)?;
+    for (w, count) in words {
+        write_varint(out, w.len() as u64)?;
+        out.write_all(w)?;
+        write_varint(out, count)?;
+    }
+    Ok(())
+}
+
+impl Lexicon {
+    /// Writes the lexicon to `path` (through a temporary name, renamed when complete).
+    ///
+    /// ```text
+    /// magic "DGLEX\0\r\n" | version u16 LE | 0 u16 | 0 u32
+    /// zstd frame of the body:
+    ///   mode u8 (0 words, 1 raw, 2 lines) | numbers_as_token u8 | strip_markup u8
+    ///   stop words: varint count, then (varint length, bytes) each
+    ///   words:      varint count, then (varint length, bytes, varint count) each, by ID
+    /// identity u64 LE: XXH3-64 of the body, checked on load
+    /// ```
+    pub fn save(&self, path: &Path) -> Result<(), LexiconError> {
+        save_file(path, |out| self.write_body(out)).map(|_| ())
+    }
+
+    fn write_body(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let words = (0..self.counts.len() as u32).map(|id| (self.word_bytes(id), self.counts[id as usize]));
+        write_body(out, self.norm, &self.stopwords, words)
+    }
+
+    /// Reads a lexicon, keeping the words `scope` asks for in memory. The
+    /// whole file is always read, so its checksum is always verified.
+    pub fn load(path: &Path, scope: Scope) -> Result<Lexicon, LexiconError> {
+        let corrupt = |what: &str| LexiconError::Corrupt { path: path.to_owned(), what: what.to_owned() };
+        let io = |e: std::io::Error| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                corrupt("truncated")
+            } else {
+                LexiconError::Io { path: path.to_owned(), source: e }
+            }
+        };
+        let mut file = BufReader::new(File::open(path).map_err(io)?);
+        let mut head = [0u8; 16];
+        file.read_exact(&mut head).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => LexiconError::BadMagic { path: path.to_owned() },
+            _ => io(e),
+        })?;
+        if &head[0..8] != LEXICON_MAGIC {
+            return Err(LexiconError::BadMagic { path: path.to_owned() });
+        }
+        let version = u16::from_le_bytes([head[8], head[9]]);
+        if version != LEXICON_VERSION {
+            return Err(LexiconError::Version { path: path.to_owned(), found: version });
+        }
+        let mut z = zstd::Decoder::with_buffer(file).map_err(io)?.single_frame();
+        let mut hasher = Xxh3::new();
+        let mut body = HashingReader { inner: &mut z, hasher: &mut hasher };
+        let lex = read_body(&mut body, scope).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => corrupt(&e.to_string()),
+            _ => io(e),
+        })?;
+        let mut rest = [0u8; 1];
+        if body.read(&mut rest).map_err(io)? != 0 {
+            return Err(corrupt("trailing bytes in body"));
+        }
+        let digest = hasher.digest();
+        let mut file = z.finish();
+        let mut tail = [0u8; 8];
+        file.read_exact(&mut tail).map_err(io)?;
+        let identity = u64::from_le_bytes(tail);
+        if identity != digest {
+            return Err(corrupt("checksum mismatch"));
+        }
+        let mut lex = lex;
+        lex.identity = identity;
+        lex.build_table();
+        Ok(lex)
+    }
+}
+
+fn read_body(r: &mut impl Read, scope: Scope) -> std::io::Result<Lexicon> {
+    let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    let mut flags = [0u8; 3];
+    r.read_exact(&mut flags)?;
+    let mode = match flags[0] {
+        0 => TokenMode::Words,
+        1 => TokenMode::Raw,
+        2 => TokenMode::Lines,
+        _ => return Err(bad("unknown token mode")),
+    };
+    let norm = Normalization { mode, numbers_as_token: flags[1] == 1, strip_markup: flags[2] == 1 };
+    let stop_count = read_varint(r)?;
+    let mut stopwords = Vec::new();
+    let mut buf = Vec::new();
+    for _ in 0..stop_count {
+        read_string(r, &mut buf)?;
+        stopwords.push(String::from_utf8(buf.clone()).map_err(|_| bad("stop word is not UTF-8"))?);
+    }
+    let words = read_varint(r)?;
+    let mut lex = Lexicon::empty(norm, stopwords);
+    lex.total_words = words;
+    let mut last_count = u64::MAX;
+    for _ in 0..words {
+        read_string(r, &mut buf)?;
+        let count = read_varint(r)?;
+        if count > last_count || count == 0 {
+            return Err(bad("words are not in decreasing frequency order"));
+        }
+        last_count = count;
+        if scope == Scope::Repeated && count < 2 {
+            continue;
+        }
+        std::str::from_utf8(&buf).map_err(|_| bad("word is not UTF-8"))?;
+        lex.push_word(&buf, count);
+    }
+    Ok(lex)
+}
+
+struct HashingReader<'a, R: Read> {
+    inner: &'a mut R,
+    hasher: &'a mut Xxh3,
+}
+
+impl<R: Read> Read for HashingReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+fn write_varint(out: &mut dyn Write, mut v: u64) -> std::io::Result<()> {
+    let mut buf = [0u8; 10];
+    let mut i = 0;
+    while v >= 0x80 {
+        buf[i] = (v as u8) | 0x80;
+        v >>= 7;
+        i += 1;
+    }
+    buf[i] = v as u8;
+    out.write_all(&buf[..=i])
+}
+
+fn read_varint(r: &mut impl Read) -> std::io::Result<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let mut b = [0u8; 1];
+        r.read_exact(&mut b)?;
+        v |= u64::from(b[0] & 0x7f) << shift;
+        if b[0] < 0x80 {
+            return Ok(v);
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "varint too long"))
+}
+
+fn read_string(r: &mut impl Read, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    let len = read_varint(r)?;
+    if len > 1 << 20 {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "implausible word length"));
+    }
+    buf.resize(len as usize, 0);
+    r.read_exact(buf)
+}

@@ -1,0 +1,115 @@
+use super::*;
+use std::path::Path;
+
+fn build(texts: &[&str], stop: &[&str], stop_top: usize) -> Lexicon {
+    let mut b = LexiconBuilder::new(stop.iter().map(|s| s.to_string()));
+    for t in texts {
+        for w in tokenize(Normalization::default(), t) {
+            b.add(&w);
+        }
+    }
+    b.finish(Normalization::default(), stop_top)
+}
+
+#[test]
+fn ids_follow_frequency_then_bytes() {
+    let lex = build(&["b a c a b a d"], &[], 0);
+    let words: Vec<&str> = (0..lex.len() as u32).map(|i| lex.word(i)).collect();
+    assert_eq!(words, ["a", "b", "c", "d"]);
+    assert_eq!(lex.repeated_len(), 2);
+    assert_eq!(lex.lookup("b"), Lookup::Id(1));
+    assert_eq!(lex.lookup("zzz"), Lookup::Unknown);
+}
+
+#[test]
+fn stop_words_and_stop_top() {
+    let lex = build(&["the cat and the dog and the end"], &["and"], 1);
+    assert_eq!(lex.stopwords(), ["and", "the"]);
+    assert_eq!(lex.lookup("the"), Lookup::Stop);
+    assert_eq!(lex.lookup("and"), Lookup::Stop);
+    assert!(matches!(lex.lookup("cat"), Lookup::Id(_)));
+    let mut b = LexiconBuilder::new(["and".to_string()]);
+    assert_eq!(b.add("and"), Counted::Stop);
+    assert_eq!(b.add("cat"), Counted::Word(word_hash(b"cat")));
+}
+
+#[test]
+fn absorb_equals_one_builder() {
+    let mut a = LexiconBuilder::new([]);
+    let mut b = LexiconBuilder::new([]);
+    let mut one = LexiconBuilder::new([]);
+    for (i, w) in "x y z x y x w v x".split(' ').enumerate() {
+        if i % 2 == 0 {
+            a.add(w)
+        } else {
+            b.add(w)
+        };
+        one.add(w);
+    }
+    a.absorb(b);
+    let (l1, l2) = (a.finish(Normalization::default(), 0), one.finish(Normalization::default(), 0));
+    assert_eq!(l1.identity(), l2.identity());
+    assert_eq!(l1.len(), 5);
+}
+
+#[test]
+fn save_load_round_trip_and_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lex");
+    let lex = build(&["one two two three three three Straße", "four"], &["two"], 0);
+    lex.save(&path).unwrap();
+    let all = Lexicon::load(&path, Scope::All).unwrap();
+    assert_eq!(all.identity(), lex.identity());
+    assert_eq!(all.len(), lex.len());
+    for id in 0..lex.len() as u32 {
+        assert_eq!(all.word(id), lex.word(id));
+        assert_eq!(all.count(id), lex.count(id));
+    }
+    assert_eq!(all.stopwords(), ["two"]);
+    let rep = Lexicon::load(&path, Scope::Repeated).unwrap();
+    assert_eq!(rep.len(), 1);
+    assert_eq!(rep.total_words(), lex.len() as u64);
+    assert_eq!(rep.lookup("three"), Lookup::Id(0));
+    assert_eq!(rep.lookup("one"), Lookup::Unknown);
+    assert_eq!(rep.lookup("two"), Lookup::Stop);
+    assert_eq!(rep.identity(), lex.identity());
+    // No temporary files are left beside it.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn damaged_lexicons_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lex");
+    build(&["alpha beta beta gamma gamma gamma"], &[], 0).save(&path).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    for cut in [0, 5, 16, good.len() / 2, good.len() - 1] {
+        std::fs::write(&path, &good[..cut]).unwrap();
+        let err = Lexicon::load(&path, Scope::All).unwrap_err().to_string();
+        assert!(err.starts_with(&path.display().to_string()), "{err}");
+    }
+    let mut flipped = good.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    std::fs::write(&path, &flipped).unwrap();
+    assert!(Lexicon::load(&path, Scope::All).unwrap_err().to_string().contains("checksum"));
+    assert!(Lexicon::load(Path::new("/nonexistent/lex"), Scope::All).is_err());
+}
+
+#[test]
+fn builder_writes_the_same_file_as_the_lexicon() {
+    let dir = tempfile::tempdir().unwrap();
+    let texts = ["the quick brown fox jumps over the lazy dog the end", "quick quick fox"];
+    let lex = build(&texts, &["lazy"], 1);
+    lex.save(&dir.path().join("a")).unwrap();
+    let mut b = LexiconBuilder::new(["lazy".to_string()]);
+    for t in texts {
+        for w in tokenize(Normalization::default(), t) {
+            b.add(&w);
+        }
+    }
+    let mut bytes = Vec::new();
+    let identity = b.write_to(Normalization::default(), 1, &mut bytes).unwrap();
+    assert_eq!(identity, lex.identity());
+    assert_eq!(bytes, std::fs::read(dir.path().join("a")).unwrap());
+}

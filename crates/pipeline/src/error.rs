@@ -1,0 +1,46 @@
+use std::path::PathBuf;
+
+use dupgram_chunker::LayoutError;
+use dupgram_corpus::CorpusError;
+use dupgram_lexicon::LexiconError;
+use dupgram_runs::RunError;
+
+/// Everything that can stop a job. Messages name the file concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error(transparent)]
+    Lexicon(#[from] LexiconError),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("--memory {budget} is too small: {what}")]
+    Memory { budget: String, what: String },
+    #[error("the input changed while it was being read: {0}")]
+    Changed(String),
+    #[error("{0}")]
+    Usage(String),
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl PipelineError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        PipelineError::Io { path: path.into(), source }
+    }
+}
+
+impl<E: Into<PipelineError>> From<dupgram_merge::MergeError<E>> for PipelineError {
+    fn from(e: dupgram_merge::MergeError<E>) -> Self {
+        match e {
+            dupgram_merge::MergeError::Run(r) => PipelineError::Run(r),
+            dupgram_merge::MergeError::Sink(s) => s.into(),
+            dupgram_merge::MergeError::Interrupted => PipelineError::Interrupted,
+            dupgram_merge::MergeError::FanIn => PipelineError::Usage("merge fan-in below 2".into()),
+        }
+    }
+}

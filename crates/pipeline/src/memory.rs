@@ -1,0 +1,193 @@
+//! The memory budget: how `--memory` is shared between the parts of a job,
+//! and what the process actually used.
+//!
+//! The promise is about resident memory (RSS) of the whole process, so the
+//! plan starts from what the process already holds when the job begins
+//! (code, libraries, thread stacks) and keeps a margin for allocator slack.
+//! Every large buffer is sized from the plan and allocated once.
+
+/// Human-readable byte count: `1.5 GiB`, `64.0 MiB`, `512 B`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+}
+
+/// Parses `16M`, `1G`, `1.5GiB`, `512k`, `1073741824` (binary units).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num.parse().map_err(|_| format!("'{text}' is not a size like 512M or 2G"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("'{text}': unknown unit '{unit}' (use K, M, G or T)")),
+    };
+    let bytes = value * scale as f64;
+    if !bytes.is_finite() || bytes < 1.0 {
+        return Err(format!("'{text}' is not a positive size"));
+    }
+    Ok(bytes as u64)
+}
+
+/// A line of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`); None off Linux.
+fn status_bytes(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Resident memory now.
+pub fn current_rss() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+/// Peak resident memory of the process so far.
+pub fn peak_rss() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// Keeps glibc's allocator from holding on to freed memory: large blocks are
+/// always mapped and returned on free (instead of the threshold creeping up
+/// after the first big free), and threads share two arenas rather than one
+/// each. Without this, RSS after a pass can stay at the pass's peak.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only adjusts allocator parameters; it is called before
+    // any thread of ours exists and takes plain integers.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1024 * 1024);
+    }
+}
+
+/// How many files this process may hold open, less a margin.
+pub fn open_file_allowance() -> usize {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct we pass and reads nothing else.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    if ok { (limit.rlim_cur as usize).saturating_sub(64).clamp(16, 4096) } else { 256 }
+}
+
+/// The share of the budget each part of a job may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryPlan {
+    pub budget: u64,
+    /// What is neither planned nor ours: code, stacks, allocator slack.
+    pub reserve: u64,
+    /// Reader: the largest zstd window accepted is 2^this bytes.
+    pub zstd_window_log: u32,
+    /// Bytes set aside for the zstd window (0 without zstd input).
+    pub zstd_window: u64,
+    /// Longest JSON or vertical line.
+    pub max_record: usize,
+    /// Bytes of text per batch handed to a worker.
+    pub batch_bytes: usize,
+    /// Batches alive at once (the pool).
+    pub batches: usize,
+}
+
+/// Bytes of read-side buffers besides batches: decoded and raw buffers, a zstd block.
+const READER_BUFFERS: u64 = 448 * 1024;
+
+/// What the inputs need to be decompressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZstdNeed {
+    /// No zstd input.
+    None,
+    /// The largest window the zstd inputs' headers announce.
+    Window(u64),
+    /// Standard input, which may be zstd: plan a moderate window.
+    Unknown,
+}
+
+impl MemoryPlan {
+    /// The smallest `--memory` accepted.
+    pub const MINIMUM: u64 = 16 << 20;
+
+    pub fn new(budget: u64, threads: usize, zstd: ZstdNeed) -> Result<MemoryPlan, String> {
+        if budget < Self::MINIMUM {
+            return Err(format!("{} is below the minimum of {}", human_bytes(budget), human_bytes(Self::MINIMUM)));
+        }
+        let base = current_rss().unwrap_or(4 << 20).max(2 << 20);
+        // Allocator slack and thread stacks grow with the budget and thread count.
+        let reserve = base + (1 << 20) + budget / 32 + threads as u64 * (256 << 10);
+        let usable = budget - reserve.min(budget);
+        let zstd_window = match zstd {
+            ZstdNeed::None => 0,
+            ZstdNeed::Window(w) => w.max(1 << 10).next_power_of_two(),
+            ZstdNeed::Unknown => (usable / 4).clamp(1 << 20, 8 << 20).next_power_of_two() / 2 * 2,
+        };
+        if zstd_window > usable / 2 {
+            return Err(format!(
+                "a zstd input needs a {} decompression window and only {} can be set aside for it; raise --memory or recompress with a smaller window (zstd --long=N / -M)",
+                human_bytes(zstd_window),
+                human_bytes(usable / 2)
+            ));
+        }
+        let zstd_window_log = zstd_window.max(1 << 10).ilog2().min(31);
+        let max_record = (usable / 16).clamp(256 << 10, 64 << 20) as usize;
+        let batch_bytes = (usable / 128).clamp(64 << 10, 1 << 20) as usize;
+        Ok(MemoryPlan {
+            budget,
+            reserve,
+            zstd_window_log,
+            zstd_window,
+            max_record,
+            batch_bytes,
+            batches: 2 * threads + 2,
+        })
+    }
+
+    /// Bytes left for the job's own structures once reading is paid for.
+    /// A batch may hold a whole record, and a record's text may be copied once when unescaped.
+    pub fn working(&self) -> u64 {
+        let reading = self.zstd_window
+            + READER_BUFFERS
+            + 2 * self.max_record as u64
+            + self.batches as u64 * self.batch_bytes as u64 * 3 / 2;
+        self.budget.saturating_sub(self.reserve + reading)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_bytes("16M"), Ok(16 << 20));
+        assert_eq!(parse_bytes("1G"), Ok(1 << 30));
+        assert_eq!(parse_bytes("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("5X").is_err());
+        assert!(parse_bytes("0").is_err());
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
+    }
+
+    #[test]
+    fn plans_leave_room_to_work() {
+        for budget in [16u64 << 20, 64 << 20, 1 << 30, 8 << 30] {
+            for zstd in [ZstdNeed::None, ZstdNeed::Window(2 << 20), ZstdNeed::Unknown] {
+                let plan = MemoryPlan::new(budget, 2, zstd).unwrap();
+                assert!(plan.working() > budget / 4, "{budget}: {plan:?} leaves {}", plan.working());
+                assert!(plan.zstd_window <= budget / 4);
+            }
+        }
+        assert!(MemoryPlan::new(8 << 20, 2, ZstdNeed::None).is_err());
+        let err = MemoryPlan::new(16 << 20, 2, ZstdNeed::Window(128 << 20)).unwrap_err();
+        assert!(err.contains("128.0 MiB decompression window"), "{err}");
+    }
+}

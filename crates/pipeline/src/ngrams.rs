@@ -1,0 +1,989 @@
+//! `count_ngrams`: every n-gram that occurs at least `min_count` times, exactly, in fixed memory.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, RwLock};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+use dupgram_chunker::{Chunk, KeyLayout, KeyWindow};
+use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
+use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Scope, Tokenizer, word_hash};
+use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_runs::{RunHeader, RunWriter};
+use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
+use serde::Serialize;
+
+use crate::feed::{BatchWorker, Source, feed};
+use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
+use crate::{Control, PipelineError};
+
+/// What to count, and with what resources.
+#[derive(Debug, Clone)]
+pub struct NgramConfig {
+    pub inputs: Vec<Input>,
+    /// Format and field options; the size limits in it are set from `memory`.
+    pub read: ReadOptions,
+    pub norm: Normalization,
+    /// Stop words, already normalised.
+    pub stopwords: Vec<String>,
+    /// Also drop this many of the corpus's most frequent words.
+    pub stop_top: usize,
+    pub n: usize,
+    /// Report n-grams seen at least this often (≥ 2).
+    pub min_count: u64,
+    /// Peak resident memory allowed, in bytes.
+    pub memory: u64,
+    pub threads: usize,
+    /// Where runs and other temporary files go (a fresh subdirectory is made).
+    pub tmp_dir: PathBuf,
+    /// Use the sieve (on by default: results are identical either way).
+    pub sieve: bool,
+    /// Where the lexicon is written: a temporary name in that directory,
+    /// returned in [`NgramOutcome::lexicon_file`] for the caller to keep.
+    pub lexicon_dir: Option<PathBuf>,
+    pub limits: Limits,
+}
+
+/// Overrides of sizes normally derived from the memory budget, so tests
+/// can force many runs and multi-pass merges on tiny corpora.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    pub chunk_ngrams: Option<usize>,
+    pub fan_in: Option<usize>,
+    pub batch_bytes: Option<usize>,
+}
+
+impl NgramConfig {
+    pub fn new(inputs: Vec<Input>, n: usize) -> Self {
+        NgramConfig {
+            inputs,
+            read: ReadOptions::default(),
+            norm: Normalization::default(),
+            stopwords: Vec::new(),
+            stop_top: 0,
+            n,
+            min_count: 2,
+            memory: 1 << 30,
+            threads: std::thread::available_parallelism().map_or(2, |p| p.get()),
+            tmp_dir: std::env::temp_dir(),
+            sieve: true,
+            lexicon_dir: None,
+            limits: Limits::default(),
+        }
+    }
+
+    fn check(&self) -> Result<(), PipelineError> {
+        if self.n == 0 || self.n > 32 {
+            return Err(PipelineError::Usage(format!("n must be between 1 and 32, not {}", self.n)));
+        }
+        if self.min_count < 2 {
+            return Err(PipelineError::Usage("--min-count must be at least 2".into()));
+        }
+        if self.threads == 0 {
+            return Err(PipelineError::Usage("--threads must be at least 1".into()));
+        }
+        self.norm.validate().map_err(|e| PipelineError::Usage(e.into()))?;
+        Ok(())
+    }
+}
+
+/// Seconds spent in each pass.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct PassSeconds {
+    pub lexicon: f64,
+    pub sieve: f64,
+    pub count: f64,
+    pub merge: f64,
+    pub total: f64,
+}
+
+/// What the sieve did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SieveStats {
+    pub used: bool,
+    pub bytes: u64,
+    /// Share of counters at "2 or more" after filling: the chance a unique n-gram got through.
+    pub saturation: f64,
+    /// Why it was switched off, if it was.
+    pub dropped: Option<String>,
+}
+
+/// The summary of a job, as printed and as written by `--stats-json`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NgramStats {
+    pub n: usize,
+    pub min_count: u64,
+    pub memory_budget: u64,
+    pub threads: usize,
+    pub documents: u64,
+    pub input_bytes: u64,
+    /// Tokens, stop words included.
+    pub tokens: u64,
+    /// Distinct words (stop words excluded).
+    pub vocabulary: u64,
+    /// Words seen at least twice: the only ones a duplicate n-gram can hold.
+    pub repeated_words: u64,
+    pub stopwords: u64,
+    /// N-gram occurrences (positions).
+    pub ngrams: u64,
+    pub distinct_ngrams: u64,
+    /// N-grams occurring at least twice, and their occurrences.
+    pub duplicate_types: u64,
+    pub duplicate_occurrences: u64,
+    /// N-grams written (count ≥ min_count).
+    pub output_ngrams: u64,
+    /// N-grams the sieve let into chunks.
+    pub sorted_ngrams: u64,
+    pub sieve: SieveStats,
+    pub chunk_ngrams: usize,
+    pub runs_written: u64,
+    pub run_bytes: u64,
+    pub intermediate_merges: u64,
+    pub merge_bytes: u64,
+    /// All bytes written to temporary files: runs, intermediate merges and standard input's copy.
+    pub bytes_spilled: u64,
+    pub merge_passes: u32,
+    pub fan_in: usize,
+    pub replaced_utf8: u64,
+    pub skipped_records: u64,
+    pub long_tokens: u64,
+    pub warnings: Vec<String>,
+    pub peak_rss: u64,
+    pub seconds: PassSeconds,
+}
+
+/// A finished count.
+#[derive(Debug)]
+pub struct NgramOutcome {
+    pub stats: NgramStats,
+    /// The lexicon (the part of it that duplicate n-grams use).
+    pub lexicon: Lexicon,
+    /// The whole lexicon file, under a temporary name in `lexicon_dir`
+    /// (or the job's temporary directory, then already removed): persist it to keep it.
+    pub lexicon_file: Option<tempfile::NamedTempFile>,
+}
+
+/// Counts the n-grams of the corpus and hands every one seen at least
+/// `min_count` times to `emit`, in increasing order of word IDs.
+pub fn count_ngrams(config: &NgramConfig, control: &Control, emit: &mut Emit) -> Result<NgramOutcome, PipelineError> {
+    config.check()?;
+    let started = Instant::now();
+    let plan = MemoryPlan::new(config.memory, config.threads, zstd_need(&config.inputs)?)
+        .map_err(|what| memory_error(config, what))?;
+    let work = tempfile::Builder::new()
+        .prefix("dupgram-")
+        .tempdir_in(&config.tmp_dir)
+        .map_err(|e| PipelineError::io(&config.tmp_dir, e))?;
+    let mut stats = NgramStats {
+        n: config.n,
+        min_count: config.min_count,
+        memory_budget: config.memory,
+        threads: config.threads,
+        ..NgramStats::default()
+    };
+    let job = Job { config, control, plan, work: work.path(), inputs: config.inputs.clone() };
+    let result = job.run(&mut stats, emit, started);
+    drop(work);
+    let (lexicon, lexicon_file) = result?;
+    stats.seconds.total = started.elapsed().as_secs_f64();
+    stats.peak_rss = peak_rss().unwrap_or(0);
+    Ok(NgramOutcome { stats, lexicon, lexicon_file })
+}
+
+/// The largest zstd window the inputs announce.
+pub(crate) fn zstd_need(inputs: &[Input]) -> Result<ZstdNeed, PipelineError> {
+    let mut need = ZstdNeed::None;
+    for input in inputs {
+        let window = match input {
+            Input::Stdin { .. } => return Ok(ZstdNeed::Unknown),
+            Input::Path(p) => dupgram_corpus::zstd_window(p)
+                .map_err(|source| CorpusError::Open { name: p.display().to_string(), source })?,
+        };
+        if let Some(w) = window {
+            need = match need {
+                ZstdNeed::Window(v) if v >= w => need,
+                _ => ZstdNeed::Window(w),
+            };
+        }
+    }
+    Ok(need)
+}
+
+fn memory_error(config: &NgramConfig, what: String) -> PipelineError {
+    PipelineError::Memory { budget: human_bytes(config.memory), what }
+}
+
+struct Job<'a> {
+    config: &'a NgramConfig,
+    control: &'a Control,
+    plan: MemoryPlan,
+    work: &'a Path,
+    /// The inputs of the passes after the first (standard input becomes its copy).
+    inputs: Vec<Input>,
+}
+
+type SharedSieve = RwLock<Option<Sieve>>;
+
+impl Job<'_> {
+    fn read_options(&self) -> ReadOptions {
+        ReadOptions {
+            max_record_bytes: self.plan.max_record,
+            zstd_window_log_max: self.plan.zstd_window_log,
+            ..self.config.read.clone()
+        }
+    }
+
+    fn source<'s>(&self, inputs: &'s [Input], options: &'s ReadOptions) -> Source<'s> {
+        Source {
+            inputs,
+            options,
+            batch_bytes: self.config.limits.batch_bytes.unwrap_or(self.plan.batch_bytes),
+            batches: self.plan.batches,
+        }
+    }
+
+    fn memory_error(&self, what: String) -> PipelineError {
+        memory_error(self.config, what)
+    }
+
+    fn total_input_bytes(&self) -> Option<u64> {
+        self.config.inputs.iter().map(Input::size).sum()
+    }
+
+    fn run(
+        mut self,
+        stats: &mut NgramStats,
+        emit: &mut Emit,
+        started: Instant,
+    ) -> Result<(Lexicon, Option<tempfile::NamedTempFile>), PipelineError> {
+        let config = self.config;
+        // Standard input can only be read once: the first pass keeps a copy.
+        let first_inputs: Vec<Input> = config
+            .inputs
+            .iter()
+            .map(|i| match i {
+                Input::Stdin { .. } => Input::Stdin { spool: Some(self.work.join("stdin.copy")) },
+                other => other.clone(),
+            })
+            .collect();
+        self.inputs = first_inputs
+            .iter()
+            .map(|i| match i {
+                Input::Stdin { spool: Some(p) } => Input::Path(p.clone()),
+                other => other.clone(),
+            })
+            .collect();
+
+        let sieve: SharedSieve = RwLock::new(self.sized_sieve());
+        let fused = config.stop_top == 0;
+        let (lexicon_file, first_read, first_tokens) = self.lexicon_pass(&first_inputs, &sieve, fused, stats)?;
+        stats.seconds.lexicon = started.elapsed().as_secs_f64();
+        if let Some(Input::Stdin { spool: Some(p) }) = first_inputs.iter().find(|i| matches!(i, Input::Stdin { .. })) {
+            stats.bytes_spilled += std::fs::metadata(p).map_or(0, |m| m.len());
+        }
+        stats.documents = first_read.documents;
+        stats.input_bytes = first_read.input_bytes;
+        stats.replaced_utf8 = first_read.replaced_utf8;
+        stats.skipped_records = first_read.skipped_records;
+        if let Some(at) = &first_read.first_replaced_at {
+            stats.warnings.push(format!(
+                "{} invalid UTF-8 sequences replaced by U+FFFD, the first at {at}",
+                first_read.replaced_utf8
+            ));
+        }
+        if let Some(why) = &first_read.first_skipped {
+            stats.warnings.push(format!("{} bad records skipped, the first at {why}", first_read.skipped_records));
+        }
+
+        let lexicon = Lexicon::load(lexicon_file.path(), Scope::Repeated)?;
+        stats.vocabulary = lexicon.total_words();
+        stats.repeated_words = lexicon.repeated_len() as u64;
+        stats.stopwords = lexicon.stopwords().len() as u64;
+
+        if config.sieve && !fused {
+            let t = Instant::now();
+            self.sieve_pass(&lexicon, &sieve)?;
+            stats.seconds.sieve = t.elapsed().as_secs_f64();
+        }
+        self.settle_sieve(&sieve, stats);
+
+        let layout = KeyLayout::new(config.n, lexicon.repeated_len().saturating_sub(1) as u32)?;
+        let t = Instant::now();
+        let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
+        let counted = self.count_pass(&lexicon, sieve.as_ref(), layout, stats)?;
+        drop(sieve);
+        stats.seconds.count = t.elapsed().as_secs_f64();
+        if counted.tokens != first_tokens || counted.documents != stats.documents {
+            return Err(PipelineError::Changed(format!(
+                "the first pass read {} documents and {} tokens, the second {} and {}",
+                stats.documents, first_tokens, counted.documents, counted.tokens
+            )));
+        }
+
+        let t = Instant::now();
+        self.merge_pass(counted.runs, counted.entries, &lexicon, stats, emit)?;
+        stats.seconds.merge = t.elapsed().as_secs_f64();
+        stats.distinct_ngrams = stats.ngrams - stats.duplicate_occurrences + stats.duplicate_types;
+        stats.bytes_spilled += stats.run_bytes + stats.merge_bytes;
+        let keep = config.lexicon_dir.is_some().then_some(lexicon_file);
+        Ok((lexicon, keep))
+    }
+
+    /// A sieve of about 4 bytes (16 counters) per expected n-gram, within 40 % of the working memory.
+    fn sized_sieve(&self) -> Option<Sieve> {
+        if !self.config.sieve {
+            return None;
+        }
+        let cap = self.plan.working() * 2 / 5;
+        // Compressed text is roughly a quarter of its plain size; a token takes about 6 bytes.
+        let expected_ngrams = self.config.inputs.iter().map(|i| match i {
+            Input::Path(p) if is_compressed(p) => i.size().map(|s| s * 4 / 6),
+            _ => i.size().map(|s| s / 6),
+        });
+        let wanted = expected_ngrams.sum::<Option<u64>>().map_or(cap, |n| (n * 4).max(1 << 20));
+        // Without the memory map there is simply no sieve: results are the same.
+        Sieve::with_bytes(wanted.min(cap) as usize).ok()
+    }
+
+    fn lexicon_pass(
+        &self,
+        inputs: &[Input],
+        sieve: &SharedSieve,
+        fused: bool,
+        stats: &mut NgramStats,
+    ) -> Result<(tempfile::NamedTempFile, ReadStats, u64), PipelineError> {
+        let config = self.config;
+        self.control.progress.start("lexicon", self.total_input_bytes());
+        let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
+        let budget = LexiconBudget {
+            // Numbering the words needs about as much again as counting them.
+            with_sieve: self.plan.working().saturating_sub(sieve_bytes) / 2,
+            without_sieve: self.plan.working() / 2,
+            dropped_sieve: std::sync::OnceLock::new(),
+            budget: human_bytes(config.memory),
+        };
+        let shared = Mutex::new(LexiconBuilder::new(config.stopwords.iter().cloned()));
+        let stoplist: HashSet<String> = config.stopwords.iter().cloned().collect();
+        let workers: Vec<LexiconWorker> = (0..config.threads)
+            .map(|_| LexiconWorker {
+                tokenizer: Tokenizer::new(config.norm),
+                words: TokenBuffer::default(),
+                stoplist: &stoplist,
+                lexicon: &shared,
+                roll: (fused && config.sieve).then(|| RollingFingerprint::new(config.n)),
+                line: DelayLine::default(),
+                sieve,
+                budget: &budget,
+            })
+            .collect();
+        let options = self.read_options();
+        let (long_tokens, read) = feed(workers, &self.source(inputs, &options), self.control)?;
+        if let Some(why) = budget.dropped_sieve.get() {
+            stats.sieve.dropped = Some(why.clone());
+        }
+        let builder = shared.into_inner().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
+        stats.long_tokens = long_tokens.iter().sum();
+        stats.tokens = builder.tokens();
+        let tokens = builder.tokens();
+        let dir = config.lexicon_dir.as_deref().unwrap_or(self.work);
+        let mut file = crate::output::temp_beside(dir, "dupgram-lexicon").map_err(|e| PipelineError::io(dir, e))?;
+        let path = file.path().to_owned();
+        let mut out = std::io::BufWriter::new(file.as_file_mut());
+        builder
+            .write_to(config.norm, config.stop_top, &mut out)
+            .and_then(|_| out.flush())
+            .map_err(|e| PipelineError::io(&path, e))?;
+        drop(out);
+        Ok((file, read, tokens))
+    }
+
+    /// With `--stop-top`, the stop words are known only now: fill the sieve with the final n-grams.
+    fn sieve_pass(&self, lexicon: &Lexicon, sieve: &SharedSieve) -> Result<(), PipelineError> {
+        let guard = sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))?;
+        let Some(sieve) = guard.as_ref() else { return Ok(()) };
+        self.control.progress.start("sieve", self.total_input_bytes());
+        let workers: Vec<SieveWorker> = (0..self.config.threads)
+            .map(|_| SieveWorker {
+                tokenizer: Tokenizer::new(self.config.norm),
+                lexicon,
+                sieve,
+                roll: RollingFingerprint::new(self.config.n),
+                line: DelayLine::default(),
+            })
+            .collect();
+        let options = self.read_options();
+        feed(workers, &self.source(&self.inputs, &options), self.control)?;
+        Ok(())
+    }
+
+    /// Records how full the sieve is, and drops it when it would let most n-grams through anyway.
+    fn settle_sieve(&self, sieve: &SharedSieve, stats: &mut NgramStats) {
+        let Ok(mut guard) = sieve.write() else { return };
+        if let Some(s) = guard.as_ref() {
+            stats.sieve.bytes = s.bytes() as u64;
+            stats.sieve.saturation = s.saturation();
+            if stats.sieve.saturation > 0.6 {
+                stats.sieve.dropped =
+                    Some(format!("{:.0} % of its counters were full", stats.sieve.saturation * 100.0));
+                *guard = None;
+            }
+        }
+        stats.sieve.used = guard.is_some();
+    }
+
+    fn count_pass(
+        &self,
+        lexicon: &Lexicon,
+        sieve: Option<&Sieve>,
+        layout: KeyLayout,
+        stats: &mut NgramStats,
+    ) -> Result<CountPassTotals, PipelineError> {
+        match layout.words() {
+            1 => self.count_pass_with::<1>(lexicon, sieve, layout, stats),
+            2 => self.count_pass_with::<2>(lexicon, sieve, layout, stats),
+            3 => self.count_pass_with::<3>(lexicon, sieve, layout, stats),
+            4 => self.count_pass_with::<4>(lexicon, sieve, layout, stats),
+            6 => self.count_pass_with::<6>(lexicon, sieve, layout, stats),
+            8 => self.count_pass_with::<8>(lexicon, sieve, layout, stats),
+            12 => self.count_pass_with::<12>(lexicon, sieve, layout, stats),
+            _ => self.count_pass_with::<16>(lexicon, sieve, layout, stats),
+        }
+    }
+
+    fn chunk_capacity(
+        &self,
+        lexicon: &Lexicon,
+        sieve: Option<&Sieve>,
+        layout: KeyLayout,
+    ) -> Result<usize, PipelineError> {
+        if let Some(n) = self.config.limits.chunk_ngrams {
+            return Ok(n);
+        }
+        let threads = self.config.threads as u64;
+        let fixed = lexicon.heap_bytes() as u64 + sieve.map_or(0, |s| s.bytes() as u64) + threads * WRITER_BYTES;
+        let room = self.plan.working().saturating_sub(fixed) / threads;
+        let keys = room / layout.key_bytes() as u64;
+        if keys < MIN_CHUNK_NGRAMS {
+            return Err(self.memory_error(format!(
+                "after the lexicon ({}) there is no room for chunks of n-grams",
+                human_bytes(lexicon.heap_bytes() as u64)
+            )));
+        }
+        Ok(keys.min(u32::MAX as u64) as usize)
+    }
+
+    fn count_pass_with<const L: usize>(
+        &self,
+        lexicon: &Lexicon,
+        sieve: Option<&Sieve>,
+        layout: KeyLayout,
+        stats: &mut NgramStats,
+    ) -> Result<CountPassTotals, PipelineError> {
+        let config = self.config;
+        // Without room for chunks beside the sieve, do without the sieve.
+        let (sieve, capacity) = match self.chunk_capacity(lexicon, sieve, layout) {
+            Ok(c) => (sieve, c),
+            Err(_) if sieve.is_some() => {
+                stats.sieve.used = false;
+                stats.sieve.dropped = Some("no room for chunks beside it".into());
+                (None, self.chunk_capacity(lexicon, None, layout)?)
+            }
+            Err(e) => return Err(e),
+        };
+        stats.chunk_ngrams = capacity;
+        self.control.progress.start("counting", self.total_input_bytes());
+        let header = RunHeader { n: config.n as u8, lexicon_id: lexicon.identity() };
+        let workers: Vec<CountWorker<L>> = (0..config.threads)
+            .map(|worker| CountWorker {
+                tokenizer: Tokenizer::new(config.norm),
+                lexicon,
+                sieve,
+                window: KeyWindow::new(layout),
+                roll: RollingFingerprint::new(config.n),
+                line: DelayLine::default(),
+                spill: ChunkSpill {
+                    chunk: Chunk::new(layout, capacity),
+                    dir: self.work,
+                    worker,
+                    next: 0,
+                    header,
+                    runs: Vec::new(),
+                    bytes: 0,
+                    distinct: 0,
+                    sorted: 0,
+                },
+                n: config.n as u64,
+                doc_tokens: 0,
+                counts: CountTotals::default(),
+            })
+            .collect();
+        let options = self.read_options();
+        let (outputs, read) = feed(workers, &self.source(&self.inputs, &options), self.control)?;
+        let mut total = CountPassTotals { documents: read.documents, ..CountPassTotals::default() };
+        for (spill, counts) in outputs {
+            total.tokens += counts.tokens;
+            stats.ngrams += counts.ngrams;
+            stats.sorted_ngrams += spill.sorted;
+            stats.runs_written += spill.runs.len() as u64;
+            stats.run_bytes += spill.bytes;
+            total.entries += spill.distinct;
+            total.runs.extend(spill.runs);
+        }
+        Ok(total)
+    }
+
+    /// Merges all runs; the n-grams found go to `emit` on a thread of
+    /// their own, so formatting and writing the output overlap decoding.
+    fn merge_pass(
+        &self,
+        runs: Vec<RunFile>,
+        entries: u64,
+        lexicon: &Lexicon,
+        stats: &mut NgramStats,
+        emit: &mut Emit,
+    ) -> Result<(), PipelineError> {
+        let per_run = 72 * 1024 + 4 * self.config.n as u64;
+        let room = self.plan.working().saturating_sub(lexicon.heap_bytes() as u64 + OUTPUT_BYTES + WRITER_BYTES);
+        let fan_in =
+            self.config.limits.fan_in.unwrap_or_else(|| ((room / per_run) as usize).clamp(2, open_file_allowance()));
+        stats.fan_in = fan_in;
+        self.control.progress.start("merging", Some(entries));
+        let header = RunHeader { n: self.config.n as u8, lexicon_id: lexicon.identity() };
+        let (full_tx, full_rx) = bounded::<DupBatch>(2);
+        let (free_tx, free_rx) = bounded::<DupBatch>(3);
+        for _ in 0..3 {
+            free_tx.send(DupBatch::default()).expect("room for every batch");
+        }
+        let n = self.config.n;
+        let work = self.work;
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(move || -> Result<(), PipelineError> {
+                for mut batch in full_rx {
+                    for (ids, &count) in batch.ids.chunks_exact(n).zip(&batch.counts) {
+                        emit(lexicon, ids, count)?;
+                    }
+                    batch.ids.clear();
+                    batch.counts.clear();
+                    let _ = free_tx.send(batch);
+                }
+                Ok(())
+            });
+            let mut sink = DupFilter {
+                min_count: self.config.min_count,
+                batch: DupBatch::default(),
+                full: full_tx,
+                free: free_rx,
+                types: 0,
+                occurrences: 0,
+                written: 0,
+            };
+            let mut next = 0u64;
+            let merged = merge_all(
+                runs,
+                header,
+                fan_in,
+                || {
+                    next += 1;
+                    work.join(format!("merge-{next:06}.dgr"))
+                },
+                &mut sink,
+                self.control,
+            )
+            .map_err(PipelineError::from)
+            .and_then(|report| sink.flush().map(|()| report));
+            let (types, occurrences, written) = (sink.types, sink.occurrences, sink.written);
+            drop(sink);
+            let wrote = writer
+                .join()
+                .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the output thread panicked".into())));
+            // An output error (a full disk) explains why the merge could not hand over its batches.
+            let report = match (merged, wrote) {
+                (_, Err(e)) => return Err(e),
+                (merged, Ok(())) => merged?,
+            };
+            stats.intermediate_merges = report.intermediate_merges;
+            stats.merge_bytes = report.bytes_written;
+            stats.merge_passes = report.passes;
+            stats.duplicate_types = types;
+            stats.duplicate_occurrences = occurrences;
+            stats.output_ngrams = written;
+            Ok(())
+        })
+    }
+}
+
+fn is_compressed(path: &Path) -> bool {
+    let mut head = [0u8; 4];
+    std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok()
+        && (head[..2] == [0x1f, 0x8b] || head == [0x28, 0xb5, 0x2f, 0xfd])
+}
+
+/// Buffers of one run writer (block, frame, file buffer).
+const WRITER_BYTES: u64 = 256 * 1024;
+/// Buffers of the output thread and file, zstd encoder included.
+const OUTPUT_BYTES: u64 = 2 << 20;
+const MIN_CHUNK_NGRAMS: u64 = 4096;
+
+/// The lexicon pass's share of memory, watched as the vocabulary grows.
+struct LexiconBudget {
+    with_sieve: u64,
+    without_sieve: u64,
+    dropped_sieve: std::sync::OnceLock<String>,
+    budget: String,
+}
+
+impl LexiconBudget {
+    /// Drops the sieve when the vocabulary needs its room, and fails when even that is not enough.
+    fn check(&self, bytes: u64, words: usize, sieve: &SharedSieve) -> Result<(), PipelineError> {
+        if bytes > self.with_sieve && sieve.read().is_ok_and(|s| s.is_some()) {
+            if let Ok(mut s) = sieve.write() {
+                *s = None;
+            }
+            let _ = self
+                .dropped_sieve
+                .set(format!("the vocabulary needed its memory ({} for {words}+ words)", human_bytes(bytes)));
+        }
+        if bytes > self.without_sieve {
+            return Err(PipelineError::Memory {
+                budget: self.budget.clone(),
+                what: format!(
+                    "the vocabulary alone outgrew {} after {words} distinct words",
+                    human_bytes(self.without_sieve)
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The words of one batch, gathered so the shared lexicon is locked once per batch.
+#[derive(Default)]
+struct TokenBuffer {
+    bytes: Vec<u8>,
+    /// (end in `bytes`, word hash) of each word.
+    words: Vec<(u32, u64)>,
+    stop_tokens: u64,
+}
+
+struct LexiconWorker<'a> {
+    tokenizer: Tokenizer,
+    words: TokenBuffer,
+    stoplist: &'a HashSet<String>,
+    lexicon: &'a Mutex<LexiconBuilder>,
+    /// Present when the sieve is filled in this pass.
+    roll: Option<RollingFingerprint>,
+    line: DelayLine<Slot>,
+    sieve: &'a SharedSieve,
+    budget: &'a LexiconBudget,
+}
+
+impl BatchWorker for LexiconWorker<'_> {
+    type Output = u64;
+
+    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
+        {
+            let guard = self.sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))?;
+            let sieve = guard.as_ref();
+            for piece in &batch.pieces {
+                let (words, roll, line, stoplist) = (&mut self.words, &mut self.roll, &mut self.line, self.stoplist);
+                let mut emit = |w: &str| {
+                    if !stoplist.is_empty() && stoplist.contains(w) {
+                        words.stop_tokens += 1;
+                        return;
+                    }
+                    let h = word_hash(w.as_bytes());
+                    words.bytes.extend_from_slice(w.as_bytes());
+                    words.words.push((words.bytes.len() as u32, h));
+                    if let (Some(r), Some(s)) = (roll.as_mut(), sieve)
+                        && let Some(fp) = r.push(h)
+                    {
+                        insert_later(s, line, fp);
+                    }
+                };
+                self.tokenizer.feed(batch.piece_text(piece), &mut emit);
+                if piece.last {
+                    self.tokenizer.finish(&mut emit);
+                    if let Some(r) = self.roll.as_mut() {
+                        r.reset();
+                    }
+                }
+            }
+            if let Some(s) = sieve {
+                self.line.drain().for_each(|slot| s.insert_at(slot));
+            }
+        }
+        let (bytes, words) = {
+            let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
+            let mut start = 0usize;
+            for &(end, hash) in &self.words.words {
+                lexicon.add_hashed(&self.words.bytes[start..end as usize], hash);
+                start = end as usize;
+            }
+            lexicon.add_stop_tokens(self.words.stop_tokens);
+            (lexicon.heap_bytes() as u64, lexicon.len())
+        };
+        self.words.bytes.clear();
+        self.words.words.clear();
+        self.words.stop_tokens = 0;
+        self.budget.check(bytes, words, self.sieve)
+    }
+
+    fn finish(self) -> Result<u64, PipelineError> {
+        Ok(self.tokenizer.long_tokens())
+    }
+}
+
+/// Prefetches the counter of `fingerprint` and fills the one prefetched `DEPTH` n-grams ago.
+#[inline]
+fn insert_later(sieve: &Sieve, line: &mut DelayLine<Slot>, fingerprint: u64) {
+    let slot = sieve.locate(fingerprint);
+    sieve.prefetch(slot);
+    if let Some(ready) = line.push(slot) {
+        sieve.insert_at(ready);
+    }
+}
+
+struct SieveWorker<'a> {
+    tokenizer: Tokenizer,
+    lexicon: &'a Lexicon,
+    sieve: &'a Sieve,
+    roll: RollingFingerprint,
+    line: DelayLine<Slot>,
+}
+
+impl BatchWorker for SieveWorker<'_> {
+    type Output = ();
+
+    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
+        for piece in &batch.pieces {
+            let (lexicon, sieve, roll, line) = (self.lexicon, self.sieve, &mut self.roll, &mut self.line);
+            let mut emit = |w: &str| {
+                let h = word_hash(w.as_bytes());
+                match lexicon.lookup_hashed(w, h) {
+                    Lookup::Stop => {}
+                    Lookup::Unknown => roll.reset(),
+                    Lookup::Id(_) => {
+                        if let Some(fp) = roll.push(h) {
+                            insert_later(sieve, line, fp);
+                        }
+                    }
+                }
+            };
+            self.tokenizer.feed(batch.piece_text(piece), &mut emit);
+            if piece.last {
+                self.tokenizer.finish(&mut emit);
+                self.roll.reset();
+            }
+        }
+        self.line.drain().for_each(|slot| self.sieve.insert_at(slot));
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(), PipelineError> {
+        Ok(())
+    }
+}
+
+/// Totals of the count pass.
+#[derive(Debug, Default)]
+struct CountPassTotals {
+    documents: u64,
+    tokens: u64,
+    runs: Vec<RunFile>,
+    /// Entries in all runs.
+    entries: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct CountTotals {
+    tokens: u64,
+    ngrams: u64,
+}
+
+/// A worker's chunk and where it goes when full.
+struct ChunkSpill<'a, const L: usize> {
+    chunk: Chunk<L>,
+    dir: &'a Path,
+    worker: usize,
+    next: u32,
+    header: RunHeader,
+    runs: Vec<RunFile>,
+    bytes: u64,
+    distinct: u64,
+    sorted: u64,
+}
+
+impl<const L: usize> ChunkSpill<'_, L> {
+    /// Adds an n-gram; a full chunk is sorted and written as a run.
+    #[inline]
+    fn keep(&mut self, key: [u64; L]) -> Result<(), PipelineError> {
+        self.sorted += 1;
+        self.chunk.push(key);
+        if self.chunk.is_full() { self.write() } else { Ok(()) }
+    }
+
+    fn write(&mut self) -> Result<(), PipelineError> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join(format!("run-w{}-{:06}.dgr", self.worker, self.next));
+        self.next += 1;
+        let mut writer = RunWriter::create(&path, self.header)?;
+        let counts = self.chunk.drain_sorted(|ids, count| writer.push(ids, count))?;
+        let (_, summary) = writer.finish()?;
+        self.distinct += counts.distinct;
+        self.bytes += summary.bytes;
+        self.runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
+        Ok(())
+    }
+}
+
+struct CountWorker<'a, const L: usize> {
+    tokenizer: Tokenizer,
+    lexicon: &'a Lexicon,
+    sieve: Option<&'a Sieve>,
+    window: KeyWindow<L>,
+    roll: RollingFingerprint,
+    /// N-grams whose sieve counter is being prefetched.
+    line: DelayLine<(Slot, [u64; L])>,
+    spill: ChunkSpill<'a, L>,
+    n: u64,
+    /// Tokens of the current document that are not stop words.
+    doc_tokens: u64,
+    counts: CountTotals,
+}
+
+impl<'a, const L: usize> BatchWorker for CountWorker<'a, L> {
+    type Output = (ChunkSpill<'a, L>, CountTotals);
+
+    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
+        let mut failure: Option<PipelineError> = None;
+        for piece in &batch.pieces {
+            let CountWorker { tokenizer, lexicon, sieve, window, roll, line, spill, doc_tokens, counts, .. } =
+                &mut *self;
+            let sieve = *sieve;
+            let mut emit = |w: &str| {
+                counts.tokens += 1;
+                if failure.is_some() {
+                    return;
+                }
+                let h = word_hash(w.as_bytes());
+                let id = match lexicon.lookup_hashed(w, h) {
+                    Lookup::Stop => return,
+                    Lookup::Unknown => {
+                        *doc_tokens += 1;
+                        window.reset();
+                        roll.reset();
+                        return;
+                    }
+                    Lookup::Id(id) => id,
+                };
+                *doc_tokens += 1;
+                let fingerprint = if sieve.is_some() { roll.push(h) } else { None };
+                let Some(key) = window.push(id) else { return };
+                let kept = match (sieve, fingerprint) {
+                    (Some(s), Some(fp)) => {
+                        let slot = s.locate(fp);
+                        s.prefetch(slot);
+                        match line.push((slot, key)) {
+                            Some((ready, key)) if s.may_repeat_at(ready) => spill.keep(key),
+                            _ => Ok(()),
+                        }
+                    }
+                    _ => spill.keep(key),
+                };
+                if let Err(e) = kept {
+                    failure = Some(e);
+                }
+            };
+            tokenizer.feed(batch.piece_text(piece), &mut emit);
+            if piece.last {
+                tokenizer.finish(&mut emit);
+                self.counts.ngrams += self.doc_tokens.saturating_sub(self.n - 1);
+                self.doc_tokens = 0;
+                self.window.reset();
+                self.roll.reset();
+            }
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        self.flush_line()
+    }
+
+    fn finish(mut self) -> Result<(ChunkSpill<'a, L>, CountTotals), PipelineError> {
+        self.flush_line()?;
+        self.spill.write()?;
+        Ok((self.spill, self.counts))
+    }
+}
+
+impl<const L: usize> CountWorker<'_, L> {
+    fn flush_line(&mut self) -> Result<(), PipelineError> {
+        let Some(sieve) = self.sieve else { return Ok(()) };
+        for (slot, key) in self.line.drain() {
+            if sieve.may_repeat_at(slot) {
+                self.spill.keep(key)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where the n-grams of a job go: called for each, in order, on the output thread.
+pub type Emit<'a> = dyn FnMut(&Lexicon, &[u32], u64) -> Result<(), PipelineError> + Send + 'a;
+
+/// N-grams handed from the merge to the output thread in one go.
+#[derive(Default)]
+struct DupBatch {
+    ids: Vec<u32>,
+    counts: Vec<u64>,
+}
+
+/// Entries per [`DupBatch`].
+const DUP_BATCH: usize = 2048;
+
+/// The last merge's sink: counts duplicates, passes on those frequent enough.
+struct DupFilter {
+    min_count: u64,
+    batch: DupBatch,
+    full: Sender<DupBatch>,
+    free: Receiver<DupBatch>,
+    types: u64,
+    occurrences: u64,
+    written: u64,
+}
+
+impl DupFilter {
+    fn flush(&mut self) -> Result<(), PipelineError> {
+        if self.batch.counts.is_empty() {
+            return Ok(());
+        }
+        let next = self.free.recv().map_err(|_| PipelineError::Interrupted)?;
+        let full = std::mem::replace(&mut self.batch, next);
+        self.full.send(full).map_err(|_| PipelineError::Interrupted)
+    }
+}
+
+impl MergeSink for DupFilter {
+    type Error = PipelineError;
+
+    #[inline]
+    fn accept(&mut self, ngram: &[u32], count: u64) -> Result<(), PipelineError> {
+        if count >= 2 {
+            self.types += 1;
+            self.occurrences += count;
+        }
+        if count >= self.min_count {
+            self.written += 1;
+            self.batch.ids.extend_from_slice(ngram);
+            self.batch.counts.push(count);
+            if self.batch.counts.len() == DUP_BATCH {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+}

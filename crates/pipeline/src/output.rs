@@ -1,0 +1,177 @@
+//! Output files: written under a temporary name beside the target and
+//! renamed into place only when complete, so a failed or interrupted job
+//! never leaves a half-written file under the name a user asked for.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::PipelineError;
+
+enum Sink {
+    Stdout(BufWriter<std::io::Stdout>),
+    Plain(BufWriter<File>),
+    Zstd(zstd::Encoder<'static, BufWriter<File>>),
+}
+
+/// A file (or standard output) being written.
+pub struct OutputFile {
+    sink: Sink,
+    target: Option<PathBuf>,
+    tmp: Option<tempfile::TempPath>,
+}
+
+impl OutputFile {
+    /// Opens the output now, so a bad path fails before any work is done.
+    /// `None` means standard output. A name ending in `.zst` is compressed.
+    pub fn create(target: Option<&Path>) -> Result<OutputFile, PipelineError> {
+        let Some(target) = target else {
+            return Ok(OutputFile {
+                sink: Sink::Stdout(BufWriter::with_capacity(256 * 1024, std::io::stdout())),
+                target: None,
+                tmp: None,
+            });
+        };
+        let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name =
+            target.file_name().ok_or_else(|| PipelineError::Usage(format!("{}: not a file name", target.display())))?;
+        if target.is_dir() {
+            return Err(PipelineError::Usage(format!("{}: is a directory", target.display())));
+        }
+        // A device or a pipe (/dev/null, a FIFO) is written in place: renaming
+        // a file over it would replace it.
+        if std::fs::metadata(target).is_ok_and(|m| !m.is_file()) {
+            let file = File::options().write(true).open(target).map_err(|e| PipelineError::io(target, e))?;
+            return Ok(OutputFile {
+                sink: Sink::Plain(BufWriter::with_capacity(256 * 1024, file)),
+                target: Some(target.to_owned()),
+                tmp: None,
+            });
+        }
+        let tmp = temp_beside(dir, &name.to_string_lossy()).map_err(|e| PipelineError::io(target, e))?;
+        let (file, path) = tmp.into_parts();
+        let buffered = BufWriter::with_capacity(256 * 1024, file);
+        let sink = if target.extension().is_some_and(|e| e == "zst") {
+            let mut z = zstd::Encoder::new(buffered, 3).map_err(|e| PipelineError::io(target, e))?;
+            // A checksum lets readers detect a damaged file; a 1 MiB window
+            // keeps the encoder near 2 MiB, within the smallest budgets.
+            z.include_checksum(true).map_err(|e| PipelineError::io(target, e))?;
+            z.window_log(20).map_err(|e| PipelineError::io(target, e))?;
+            Sink::Zstd(z)
+        } else {
+            Sink::Plain(buffered)
+        };
+        Ok(OutputFile { sink, target: Some(target.to_owned()), tmp: Some(path) })
+    }
+
+    fn name(&self) -> PathBuf {
+        self.target.clone().unwrap_or_else(|| PathBuf::from("<stdout>"))
+    }
+
+    #[inline]
+    pub fn write_all(&mut self, bytes: &[u8]) -> Result<(), PipelineError> {
+        let result = match &mut self.sink {
+            Sink::Stdout(w) => w.write_all(bytes),
+            Sink::Plain(w) => w.write_all(bytes),
+            Sink::Zstd(w) => w.write_all(bytes),
+        };
+        result.map_err(|e| PipelineError::io(self.name(), e))
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    pub fn finish(self) -> Result<(), PipelineError> {
+        let name = self.name();
+        let io = |e| PipelineError::io(&name, e);
+        let file = match self.sink {
+            Sink::Stdout(mut w) => return w.flush().map_err(io),
+            Sink::Plain(w) => w.into_inner().map_err(|e| io(e.into_error()))?,
+            Sink::Zstd(z) => z.finish().map_err(io)?.into_inner().map_err(|e| io(e.into_error()))?,
+        };
+        if let (Some(tmp), Some(target)) = (self.tmp, self.target.as_ref()) {
+            file.sync_all().map_err(io)?;
+            tmp.persist(target).map_err(|e| io(e.error))?;
+        }
+        Ok(())
+    }
+}
+
+/// A temporary file in `dir` that will become a user's file: hidden while
+/// written, and created with the permissions a normal file gets (0666 less
+/// the umask), not the 0600 of a private temporary file.
+pub fn temp_beside(dir: &Path, name: &str) -> std::io::Result<tempfile::NamedTempFile> {
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    builder.tempfile_in(dir)
+}
+
+/// Moves a finished temporary file into place.
+pub fn persist(file: tempfile::NamedTempFile, target: &Path) -> Result<(), PipelineError> {
+    file.as_file().sync_all().map_err(|e| PipelineError::io(target, e))?;
+    file.persist(target).map_err(|e| PipelineError::io(target, e.error))?;
+    Ok(())
+}
+
+/// Writes duplicate n-grams as `word word … word<TAB>count` lines.
+pub struct DupTsvWriter {
+    out: OutputFile,
+    line: Vec<u8>,
+}
+
+impl DupTsvWriter {
+    pub fn new(out: OutputFile) -> Self {
+        DupTsvWriter { out, line: Vec::with_capacity(256) }
+    }
+
+    #[inline]
+    pub fn write(&mut self, lexicon: &dupgram_lexicon::Lexicon, ids: &[u32], count: u64) -> Result<(), PipelineError> {
+        self.line.clear();
+        for (i, &id) in ids.iter().enumerate() {
+            if i > 0 {
+                self.line.push(b' ');
+            }
+            self.line.extend_from_slice(lexicon.word_bytes(id));
+        }
+        self.line.push(b'\t');
+        push_decimal(&mut self.line, count);
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)
+    }
+
+    pub fn finish(self) -> Result<(), PipelineError> {
+        self.out.finish()
+    }
+}
+
+/// Appends `v` in decimal, without allocating.
+#[inline]
+pub fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimals() {
+        for v in [0u64, 7, 10, 99, 1234567890, u64::MAX] {
+            let mut out = Vec::new();
+            super::push_decimal(&mut out, v);
+            assert_eq!(out, v.to_string().into_bytes());
+        }
+    }
+}

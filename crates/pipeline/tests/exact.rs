@@ -1,0 +1,194 @@
+//! The engine against the naive in-memory counter, on random corpora, with
+//! chunks and fan-ins small enough to force many runs and multi-pass merges.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use dupgram_corpus::{Format, Input};
+use dupgram_lexicon::Normalization;
+use dupgram_pipeline::{Control, Limits, NgramConfig, count_ngrams};
+use dupgram_testkit::{Corpus, CorpusSpec, NaiveOptions, naive_ngrams};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+struct Case {
+    seed: u64,
+    tokens: u64,
+    vocabulary: u32,
+    n: usize,
+    threads: usize,
+    chunk: usize,
+    fan_in: usize,
+    batch: usize,
+    sieve: bool,
+    stop_top: usize,
+    stopwords: Vec<String>,
+    min_count: u64,
+    format: Format,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let corpus = (
+        any::<u64>(),
+        200u64..3000,
+        prop_oneof![Just(8u32), Just(40), Just(2000)],
+        prop_oneof![Just(Format::Jsonl), Just(Format::Text), Just(Format::Vertical)],
+    );
+    let engine = (
+        1usize..=3,
+        prop_oneof![Just(1usize), 2usize..40, 500usize..5000],
+        2usize..6,
+        prop_oneof![Just(16usize), 64usize..2048],
+        any::<bool>(),
+    );
+    let counting = (1usize..=12, prop_oneof![Just(0usize), 1usize..4], any::<bool>(), 2u64..4);
+    (corpus, engine, counting).prop_map(
+        |(
+            (seed, tokens, vocabulary, format),
+            (threads, chunk, fan_in, batch, sieve),
+            (n, stop_top, stop, min_count),
+        )| Case {
+            seed,
+            tokens,
+            vocabulary,
+            n,
+            threads,
+            chunk,
+            fan_in,
+            batch,
+            sieve,
+            stop_top,
+            stopwords: if stop { vec!["ka".into(), "lo".into()] } else { vec![] },
+            min_count,
+            format,
+        },
+    )
+}
+
+/// Writes the corpus in `format`; returns the documents' texts.
+fn write_corpus(case: &Case, path: &std::path::Path) -> Vec<String> {
+    let spec = CorpusSpec {
+        seed: case.seed,
+        tokens: case.tokens,
+        vocabulary: case.vocabulary,
+        mean_doc_len: 40,
+        ..CorpusSpec::default()
+    };
+    let corpus = Corpus::new(spec);
+    let docs: Vec<_> = Corpus::new(CorpusSpec {
+        seed: case.seed,
+        tokens: case.tokens,
+        vocabulary: case.vocabulary,
+        mean_doc_len: 40,
+        ..CorpusSpec::default()
+    })
+    .collect();
+    let texts: Vec<String> = docs.iter().map(|d| corpus.text(d)).collect();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for (d, t) in docs.iter().zip(&texts) {
+        match case.format {
+            Format::Jsonl => writeln!(f, "{}", serde_json_line(&d.id, t)).unwrap(),
+            Format::Text => writeln!(f, "{t}").unwrap(),
+            Format::Vertical => {
+                writeln!(f, "<doc id=\"{}\">\n<p>", d.id).unwrap();
+                for w in t.split(' ') {
+                    writeln!(f, "{w}\tX").unwrap();
+                }
+                writeln!(f, "</p>\n</doc>").unwrap();
+            }
+        }
+    }
+    texts
+}
+
+fn serde_json_line(id: &str, text: &str) -> String {
+    format!("{{\"id\": \"{id}\", \"text\": \"{text}\"}}")
+}
+
+fn run_engine(
+    case: &Case,
+    path: &std::path::Path,
+    tmp: &std::path::Path,
+) -> (BTreeMap<String, u64>, dupgram_pipeline::NgramStats) {
+    let norm = if case.format == Format::Vertical { Normalization::lines() } else { Normalization::default() };
+    let mut config = NgramConfig::new(vec![Input::Path(path.to_owned())], case.n);
+    config.read.format = Some(case.format);
+    config.norm = norm;
+    config.stopwords = case.stopwords.clone();
+    config.stop_top = case.stop_top;
+    config.min_count = case.min_count;
+    config.memory = 64 << 20;
+    config.threads = case.threads;
+    config.tmp_dir = tmp.to_owned();
+    config.sieve = case.sieve;
+    config.limits = Limits { chunk_ngrams: Some(case.chunk), fan_in: Some(case.fan_in), batch_bytes: Some(case.batch) };
+    let mut got = BTreeMap::new();
+    let mut last: Option<Vec<u32>> = None;
+    let outcome = count_ngrams(&config, &Control::default(), &mut |lex, ids, count| {
+        assert!(last.as_deref().is_none_or(|l| l < ids), "output is not in increasing ID order");
+        last = Some(ids.to_vec());
+        let words: Vec<&str> = ids.iter().map(|&i| lex.word(i)).collect();
+        got.insert(words.join(" "), count);
+        Ok(())
+    })
+    .unwrap();
+    (got, outcome.stats)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #[test]
+    fn engine_equals_naive_counter(case in case()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("corpus.in");
+        let texts = write_corpus(&case, &path);
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let (got, stats) = run_engine(&case, &path, &tmp);
+        let naive = naive_ngrams(&texts, &NaiveOptions {
+            norm: Normalization::default(),
+            stopwords: case.stopwords.clone(),
+            stop_top: case.stop_top,
+            n: case.n,
+            min_count: case.min_count,
+        });
+        prop_assert_eq!(&got, &naive);
+        let all = naive_ngrams(&texts, &NaiveOptions { norm: Normalization::default(), stopwords: case.stopwords.clone(), stop_top: case.stop_top, n: case.n, min_count: 1 });
+        prop_assert_eq!(stats.distinct_ngrams, all.len() as u64);
+        prop_assert_eq!(stats.ngrams, all.values().sum::<u64>());
+        prop_assert_eq!(stats.duplicate_types, all.values().filter(|&&c| c >= 2).count() as u64);
+        // Runs and intermediate merges are all gone.
+        prop_assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    }
+}
+
+#[test]
+fn output_is_the_same_for_any_threads_and_memory() {
+    let case = Case {
+        seed: 99,
+        tokens: 20_000,
+        vocabulary: 500,
+        n: 5,
+        threads: 1,
+        chunk: 100,
+        fan_in: 3,
+        batch: 300,
+        sieve: true,
+        stop_top: 0,
+        stopwords: vec![],
+        min_count: 2,
+        format: Format::Text,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.in");
+    write_corpus(&case, &path);
+    let (reference, _) = run_engine(&case, &path, dir.path());
+    for (threads, chunk, fan_in, sieve) in [(2, 7, 2, false), (3, 100_000, 64, true), (4, 1, 5, true)] {
+        let other = Case { threads, chunk, fan_in, sieve, ..case.clone() };
+        let (got, stats) = run_engine(&other, &path, dir.path());
+        assert_eq!(got, reference, "threads {threads}, chunk {chunk}, fan-in {fan_in}");
+        if chunk == 1 {
+            assert!(stats.merge_passes >= 3, "{stats:?}");
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Run files: the sorted, compressed spill format of dupgram's first pass.
+//!
+//! A *run* is the sorted list of distinct n-grams of one chunk of the corpus
+//! (or of a merge of several runs), each with its count. Runs are written once,
+//! read once, sequentially, so the format optimises for size and decode speed,
+//! following Pomikálek & Rychlý (section 4): word IDs are small integers (the
+//! lexicon gives frequent words small IDs), each n-gram is stored without the
+//! prefix it shares with the previous one, and every number is an Elias code.
+//!
+//! # Layout (format version 1, all integers little-endian)
+//!
+//! ```text
+//! header  32 bytes  magic "DGRUN\0\r\n" | version u16 | n u8 | 0 u8 | 0 u32
+//!                   | lexicon id u64 | crc32 of the 24 bytes before | 0 u32
+//! block*            payload length u32 | entries u32 | crc32 of payload u32 | payload
+//! footer  40 bytes  magic "DGRUNEND" | blocks u64 | entries u64 | sum of counts u64
+//!                   | crc32 of the 32 bytes before | 0 u32
+//! ```
+//!
+//! A block payload is a big-endian bit stream, padded to a byte. Its first entry
+//! is stored whole, so any block decodes on its own:
+//!
+//! ```text
+//! first entry:  delta(id₀+1) … delta(idₙ₋₁+1)  gamma(count)
+//! next entries: gamma(lcp+1)  delta(id_lcp − prev_lcp)  delta(id_lcp+1 +1) … delta(idₙ₋₁+1)  gamma(count)
+//! ```
+//!
+//! where `lcp` is the number of leading IDs shared with the previous entry.
+//! Entries are strictly increasing, so `id_lcp − prev_lcp` ≥ 1.
+//!
+//! # Integrity
+//!
+//! Every block carries a CRC-32 of its payload and the footer repeats the
+//! totals, so a flipped byte, a truncated file or a file cut at a block
+//! boundary is reported as an error naming the file and offset — a damaged run
+//! is never merged silently. The header's lexicon identity and `n` stop runs of
+//! different jobs from being mixed.
+
+mod bits;
+mod reader;
+mod writer;
+
+pub use bits::{BitCursor, BitWriter, CodeError};
+pub use reader::RunReader;
+pub use writer::{RunSummary, RunWriter};
+
+use std::path::PathBuf;
+
+/// The first eight bytes of every run file.
+pub const MAGIC: &[u8; 8] = b"DGRUN\0\r\n";
+/// The first eight bytes of every run footer.
+pub const FOOTER_MAGIC: &[u8; 8] = b"DGRUNEND";
+/// The run format this build writes and reads.
+pub const FORMAT_VERSION: u16 = 1;
+pub const HEADER_LEN: u64 = 32;
+pub const FOOTER_LEN: u64 = 40;
+const BLOCK_HEADER_LEN: usize = 12;
+/// A block is closed once its payload reaches this size. 64 KiB keeps a merge
+/// reader's buffer small (fan-in is memory / block size) while one read system
+/// call per block keeps I/O cheap.
+pub const BLOCK_TARGET_BYTES: usize = 64 * 1024;
+/// Larger payload lengths are treated as corruption.
+const MAX_BLOCK_BYTES: u32 = 16 * 1024 * 1024;
+/// The longest n-gram a run can hold.
+pub const MAX_N: usize = 255;
+
+/// What identifies the job a run belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunHeader {
+    /// Words per n-gram.
+    pub n: u8,
+    /// Identity of the lexicon whose IDs the run uses.
+    pub lexicon_id: u64,
+}
+
+impl RunHeader {
+    fn encode(&self) -> [u8; HEADER_LEN as usize] {
+        let mut h = [0u8; HEADER_LEN as usize];
+        h[0..8].copy_from_slice(MAGIC);
+        h[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        h[10] = self.n;
+        h[16..24].copy_from_slice(&self.lexicon_id.to_le_bytes());
+        let crc = crc32fast::hash(&h[0..24]);
+        h[24..28].copy_from_slice(&crc.to_le_bytes());
+        h
+    }
+}
+
+/// Errors reading or writing a run file. Each names the file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a dupgram run file")]
+    BadMagic { path: PathBuf },
+    #[error("{path}: run format version {found}; this build reads version {FORMAT_VERSION}")]
+    Version { path: PathBuf, found: u16 },
+    #[error("{path}: truncated run file (its footer is missing or damaged)")]
+    Truncated { path: PathBuf },
+    #[error("{path}: corrupt run file at byte {offset}: {what}")]
+    Corrupt { path: PathBuf, offset: u64, what: String },
+    #[error(
+        "{path}: belongs to another job (n = {found_n}, lexicon {found_lexicon:016x}; expected n = {expected_n}, lexicon {expected_lexicon:016x})"
+    )]
+    Mismatch { path: PathBuf, found_n: u8, found_lexicon: u64, expected_n: u8, expected_lexicon: u64 },
+    #[error("{path}: n-grams must be pushed in strictly increasing order, each with n = {n} IDs and a count ≥ 1")]
+    BadEntry { path: PathBuf, n: u8 },
+}
+
+impl RunError {
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        RunError::Io { path: path.to_owned(), source }
+    }
+}
+
+#[cfg(test)]
+mod tests;

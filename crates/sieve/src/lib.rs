@@ -1,0 +1,305 @@
+//! The sieve: proof that most n-grams occur once, before anything is sorted.
+//!
+//! At n = 10 nearly every n-gram of real text is unique, and sorting and
+//! spilling them all is what makes the external sort of Pomikálek & Rychlý
+//! write three times the input to disk. dupgram's lexicon pass already reads
+//! every token, so it also drops a fingerprint of every n-gram into a table
+//! of two-bit saturating counters (0, 1, "2 or more"). The counting pass then
+//! keeps only the n-grams whose counter reached 2.
+//!
+//! The sieve never decides a result, it only discards: an n-gram that occurs
+//! twice sets its own counter to 2 both times, whatever else collides with it,
+//! so no repeated n-gram is ever dropped. A unique n-gram survives only when
+//! another n-gram lands on its counter; survivors are sorted and counted
+//! exactly like everything else, so a collision costs a few bytes of spill,
+//! never a wrong count. With `s` counters and `d` distinct n-grams a unique
+//! n-gram survives with probability about `1 − e^(−d/s)`.
+//!
+//! Fingerprints roll: a polynomial over the words' 64-bit hashes modulo 2⁶⁴,
+//! updated in O(1) per token and finished with the MurmurHash3 mixer so the
+//! counter index uses well-spread bits.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters per 64-bit word.
+const SLOTS_PER_WORD: u64 = 32;
+
+/// A table of two-bit saturating counters, safe to fill from several threads.
+///
+/// Filling is order-independent: a counter ends at "2 or more" exactly when
+/// two or more insertions hit it, however the threads interleave.
+///
+/// The table is an anonymous memory map advised to use huge pages: every
+/// access is a random one into tens or hundreds of megabytes, and with 4 KiB
+/// pages nearly each would also miss the TLB. Callers that can wait a few
+/// n-grams for an answer [`prefetch`](Self::prefetch) the counter first (see
+/// [`DelayLine`]), so several cache misses are in flight at once.
+pub struct Sieve {
+    /// Keeps the mapping alive; all access goes through `cells`.
+    _map: memmap2::MmapMut,
+    cells: *const AtomicU64,
+    words: usize,
+    slots: u64,
+}
+
+// SAFETY: `cells` points into `_map`, which the Sieve owns and never moves or
+// unmaps before drop; the memory is only ever accessed through atomics, so
+// sharing and sending the Sieve between threads is as safe as for a
+// `Vec<AtomicU64>`.
+unsafe impl Send for Sieve {}
+unsafe impl Sync for Sieve {}
+
+/// Where a fingerprint's counter is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    word: usize,
+    shift: u32,
+}
+
+impl Sieve {
+    /// A sieve of about `bytes` bytes (at least one word), zeroed.
+    pub fn with_bytes(bytes: usize) -> std::io::Result<Sieve> {
+        let words = (bytes / 8).max(1);
+        let mut map = memmap2::MmapMut::map_anon(words * 8)?;
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        // A raw pointer taken from the exclusive borrow, so writing through it
+        // (as atomics) never goes through a shared `&[u8]`.
+        let cells = map.as_mut_ptr() as *const AtomicU64;
+        Ok(Sieve { _map: map, cells, words, slots: words as u64 * SLOTS_PER_WORD })
+    }
+
+    #[inline]
+    fn cells(&self) -> &[AtomicU64] {
+        // SAFETY: the mapping is page-aligned (so aligned for u64), holds
+        // exactly `words` u64s, lives as long as `self`, and all-zero or any
+        // other bits are valid u64s. AtomicU64 has the layout of u64.
+        unsafe { std::slice::from_raw_parts(self.cells, self.words) }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.words * 8
+    }
+
+    pub fn slots(&self) -> u64 {
+        self.slots
+    }
+
+    /// The counter of a fingerprint.
+    #[inline]
+    pub fn locate(&self, fingerprint: u64) -> Slot {
+        let slot = ((u128::from(fingerprint) * u128::from(self.slots)) >> 64) as u64;
+        Slot { word: (slot / SLOTS_PER_WORD) as usize, shift: ((slot % SLOTS_PER_WORD) * 2) as u32 }
+    }
+
+    /// Starts loading a counter's cache line; a hint only.
+    #[inline]
+    pub fn prefetch(&self, slot: Slot) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let p = self.cells()[slot.word].as_ptr() as *const i8;
+            // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a
+            // hint to the cache that cannot fault or change memory; `p` points
+            // into the table anyway.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = slot;
+    }
+
+    /// Records one occurrence at a counter.
+    #[inline]
+    pub fn insert_at(&self, slot: Slot) {
+        let cell = &self.cells()[slot.word];
+        let seen = 1u64 << slot.shift;
+        let twice = 2u64 << slot.shift;
+        // A plain load first: a saturated counter needs no locked write.
+        if cell.load(Ordering::Relaxed) & twice != 0 {
+            return;
+        }
+        if cell.fetch_or(seen, Ordering::Relaxed) & seen != 0 {
+            cell.fetch_or(twice, Ordering::Relaxed);
+        }
+    }
+
+    /// False only if every n-gram hashing to this counter occurs at most once.
+    #[inline]
+    pub fn may_repeat_at(&self, slot: Slot) -> bool {
+        self.cells()[slot.word].load(Ordering::Relaxed) & (2u64 << slot.shift) != 0
+    }
+
+    /// Records one occurrence of the n-gram with this fingerprint.
+    #[inline]
+    pub fn insert(&self, fingerprint: u64) {
+        self.insert_at(self.locate(fingerprint));
+    }
+
+    /// False only if the n-gram with this fingerprint certainly occurs at most once.
+    #[inline]
+    pub fn may_repeat(&self, fingerprint: u64) -> bool {
+        self.may_repeat_at(self.locate(fingerprint))
+    }
+
+    /// Share of counters at "2 or more": the chance a unique n-gram slips through.
+    pub fn saturation(&self) -> f64 {
+        let high_bits = 0xAAAA_AAAA_AAAA_AAAAu64;
+        let set: u64 =
+            self.cells().iter().map(|w| u64::from((w.load(Ordering::Relaxed) & high_bits).count_ones())).sum();
+        set as f64 / self.slots as f64
+    }
+}
+
+/// Holds the last few items so their counters can be prefetched before
+/// they are used: each push returns the item pushed `DEPTH` pushes ago.
+#[derive(Debug)]
+pub struct DelayLine<T> {
+    items: VecDeque<T>,
+}
+
+/// Items in flight: enough to overlap the memory latency with the work of
+/// tokenizing the next few words.
+pub const DEPTH: usize = 16;
+
+impl<T> Default for DelayLine<T> {
+    fn default() -> Self {
+        DelayLine { items: VecDeque::with_capacity(DEPTH + 1) }
+    }
+}
+
+impl<T> DelayLine<T> {
+    #[inline]
+    pub fn push(&mut self, item: T) -> Option<T> {
+        self.items.push_back(item);
+        if self.items.len() > DEPTH { self.items.pop_front() } else { None }
+    }
+
+    /// Everything still held, oldest first.
+    pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
+        self.items.drain(..)
+    }
+}
+
+/// The rolling fingerprint of the last `n` word hashes.
+#[derive(Debug, Clone)]
+pub struct RollingFingerprint {
+    n: usize,
+    /// `BASE^(n−1)`, to remove the oldest word.
+    top_power: u64,
+    ring: Vec<u64>,
+    next: usize,
+    filled: usize,
+    sum: u64,
+}
+
+const BASE: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl RollingFingerprint {
+    pub fn new(n: usize) -> Self {
+        assert!(n >= 1, "n-grams have at least one word");
+        let top_power = (1..n).fold(1u64, |p, _| p.wrapping_mul(BASE));
+        RollingFingerprint { n, top_power, ring: vec![0; n], next: 0, filled: 0, sum: 0 }
+    }
+
+    /// Forgets the window (at a document boundary or a word that cannot repeat).
+    #[inline]
+    pub fn reset(&mut self) {
+        self.filled = 0;
+        self.sum = 0;
+    }
+
+    /// Adds a word; returns the fingerprint of the n-gram it completes, if any.
+    #[inline]
+    pub fn push(&mut self, word_hash: u64) -> Option<u64> {
+        if self.filled == self.n {
+            let oldest = self.ring[self.next];
+            self.sum = self.sum.wrapping_sub(oldest.wrapping_mul(self.top_power));
+        } else {
+            self.filled += 1;
+        }
+        self.sum = self.sum.wrapping_mul(BASE).wrapping_add(word_hash);
+        self.ring[self.next] = word_hash;
+        self.next = if self.next + 1 == self.n { 0 } else { self.next + 1 };
+        (self.filled == self.n).then(|| mix(self.sum))
+    }
+}
+
+/// MurmurHash3's 64-bit finaliser.
+#[inline]
+fn mix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn fingerprints(words: &[u64], n: usize) -> Vec<u64> {
+        let mut r = RollingFingerprint::new(n);
+        words.iter().filter_map(|&w| r.push(w)).collect()
+    }
+
+    proptest! {
+        #[test]
+        fn rolling_equals_direct(words in prop::collection::vec(0u64..20, 0..60), n in 1usize..8) {
+            let rolled = fingerprints(&words, n);
+            let direct: Vec<u64> = words.windows(n).map(|w| fingerprints(w, n)[0]).collect();
+            prop_assert_eq!(rolled, direct);
+        }
+
+        #[test]
+        fn repeated_ngrams_always_pass(words in prop::collection::vec(0u64..6, 0..300), n in 1usize..5, kb in 0usize..3) {
+            // A tiny sieve collides a lot; repeated n-grams must still all pass.
+            let sieve = Sieve::with_bytes(kb * 8).unwrap();
+            let fps = fingerprints(&words, n);
+            for &f in &fps { sieve.insert(f); }
+            let mut counts: HashMap<&[u64], usize> = HashMap::new();
+            for w in words.windows(n) { *counts.entry(w).or_default() += 1; }
+            for (w, f) in words.windows(n).zip(&fps) {
+                if counts[w] >= 2 { prop_assert!(sieve.may_repeat(*f)); }
+            }
+        }
+    }
+
+    #[test]
+    fn delay_line_returns_items_in_order() {
+        let mut line = DelayLine::default();
+        let mut out: Vec<usize> = (0..40).filter_map(|i| line.push(i)).collect();
+        out.extend(line.drain());
+        assert_eq!(out, (0..40).collect::<Vec<_>>());
+        let sieve = Sieve::with_bytes(4096).unwrap();
+        let slot = sieve.locate(12345);
+        sieve.prefetch(slot);
+        sieve.insert_at(slot);
+        assert!(!sieve.may_repeat_at(slot));
+        sieve.insert_at(slot);
+        assert!(sieve.may_repeat_at(slot));
+    }
+
+    #[test]
+    fn a_roomy_sieve_drops_most_uniques() {
+        let sieve = Sieve::with_bytes(1 << 20).unwrap();
+        let words: Vec<u64> = (0..100_000u64).map(|i| i.wrapping_mul(0x2545_F491_4F6C_DD1D)).collect();
+        let fps = fingerprints(&words, 3);
+        for &f in &fps {
+            sieve.insert(f);
+        }
+        let passed = fps.iter().filter(|&&f| sieve.may_repeat(f)).count();
+        // 100k n-grams in 4M counters: about 2.4 % collide.
+        assert!(passed < 5_000, "{passed} unique n-grams passed");
+        assert!(sieve.saturation() < 0.01);
+        let reset = {
+            let mut r = RollingFingerprint::new(2);
+            r.push(1);
+            r.reset();
+            r.push(2)
+        };
+        assert_eq!(reset, None);
+    }
+}

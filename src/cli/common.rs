@@ -1,0 +1,192 @@
+//! Options shared by the commands that read a corpus.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use dupgram_corpus::{Format, Input, ReadOptions};
+use dupgram_lexicon::{Normalization, TokenMode, tokenize};
+use dupgram_pipeline::{MemoryPlan, parse_bytes};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// One document per line.
+    Text,
+    /// JSON Lines: one object per line, text in --text-field.
+    Jsonl,
+    /// Vertical (Onion / Sketch Engine): one token per line, <doc> structure.
+    Vertical,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TokensArg {
+    /// Unicode words, split at whitespace and punctuation, case-folded.
+    Words,
+    /// Whitespace-separated tokens, kept as they are.
+    Raw,
+}
+
+/// Where the corpus is and how to read it.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Input")]
+pub struct InputArgs {
+    /// Corpus files (plain, .gz or .zst); `-` reads standard input.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// Input format [default: from the extension, else from the content].
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// JSON Lines field holding the document text.
+    #[arg(long, default_value = "text", value_name = "NAME")]
+    pub text_field: String,
+    /// JSON Lines field holding the document ID.
+    #[arg(long, default_value = "id", value_name = "NAME")]
+    pub id_field: String,
+    /// Count malformed or over-long records and go on, instead of stopping.
+    #[arg(long)]
+    pub skip_bad: bool,
+}
+
+impl InputArgs {
+    pub fn inputs(&self) -> anyhow::Result<Vec<Input>> {
+        let stdin_count = self.inputs.iter().filter(|p| p.as_os_str() == "-").count();
+        anyhow::ensure!(stdin_count <= 1, "standard input (-) can be given only once");
+        self.inputs
+            .iter()
+            .map(|p| {
+                if p.as_os_str() == "-" {
+                    return Ok(Input::Stdin { spool: None });
+                }
+                anyhow::ensure!(p.is_file(), "{}: no such file", p.display());
+                Ok(Input::Path(p.clone()))
+            })
+            .collect()
+    }
+
+    pub fn read_options(&self) -> ReadOptions {
+        ReadOptions {
+            format: self.format.map(|f| match f {
+                FormatArg::Text => Format::Text,
+                FormatArg::Jsonl => Format::Jsonl,
+                FormatArg::Vertical => Format::Vertical,
+            }),
+            text_field: self.text_field.clone(),
+            id_field: self.id_field.clone(),
+            skip_bad: self.skip_bad,
+            ..ReadOptions::default()
+        }
+    }
+
+    /// Vertical input is one token per line, taken as is.
+    pub fn is_vertical(&self) -> bool {
+        match self.format {
+            Some(f) => f == FormatArg::Vertical,
+            None => self.inputs.iter().any(|p| Format::from_path(p) == Some(Format::Vertical)),
+        }
+    }
+}
+
+/// How text becomes tokens.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Tokens")]
+pub struct TokenArgs {
+    /// Tokenizer (vertical input is always one token per line, untouched).
+    #[arg(long, value_enum, default_value_t = TokensArg::Words)]
+    pub tokens: TokensArg,
+    /// Replace every number by one number token `#` (Kupietz §2.1).
+    #[arg(long)]
+    pub numbers_as_token: bool,
+    /// Remove <…> tags and decode &…; entities first.
+    #[arg(long)]
+    pub strip_markup: bool,
+    /// Drop the words of this file (one or more per line, normalised like the corpus).
+    #[arg(long, value_name = "FILE")]
+    pub stopwords: Option<PathBuf>,
+    /// Also drop the K most frequent words of the corpus (Pomikálek & Rychlý used 600).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub stop_top: usize,
+}
+
+impl TokenArgs {
+    pub fn normalization(&self, vertical: bool) -> Normalization {
+        let mode = if vertical {
+            TokenMode::Lines
+        } else {
+            match self.tokens {
+                TokensArg::Words => TokenMode::Words,
+                TokensArg::Raw => TokenMode::Raw,
+            }
+        };
+        Normalization { mode, numbers_as_token: self.numbers_as_token, strip_markup: self.strip_markup }
+    }
+
+    /// The stop list, normalised with `norm` so it matches corpus tokens.
+    pub fn stopwords(&self, norm: Normalization) -> anyhow::Result<Vec<String>> {
+        let Some(path) = &self.stopwords else { return Ok(Vec::new()) };
+        let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read the stop list", path.display()))?;
+        let text = String::from_utf8_lossy(&bytes);
+        // Line mode would keep "the " with its space: split stop lists into words.
+        let norm = if norm.mode == TokenMode::Lines { Normalization::raw() } else { norm };
+        let mut words: Vec<String> = text.lines().flat_map(|line| tokenize(norm, line)).collect();
+        words.sort();
+        words.dedup();
+        Ok(words)
+    }
+}
+
+/// Memory, threads and temporary files.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Resources")]
+pub struct ResourceArgs {
+    /// Peak memory (resident set) of the whole process, e.g. 512M, 4G; at least 16M.
+    #[arg(long, default_value = "1G", value_name = "SIZE", value_parser = parse_size)]
+    pub memory: u64,
+    /// Worker threads [default: number of cores].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Directory for temporary files (runs) [default: the system's].
+    #[arg(long, value_name = "DIR")]
+    pub tmp_dir: Option<PathBuf>,
+    /// No progress bar and no summary on standard error.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(text)?;
+    if bytes < MemoryPlan::MINIMUM {
+        return Err(format!("at least 16M is needed, not {text}"));
+    }
+    Ok(bytes)
+}
+
+impl ResourceArgs {
+    pub fn threads(&self) -> anyhow::Result<usize> {
+        let threads = self.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |p| p.get()));
+        anyhow::ensure!(threads >= 1, "--threads must be at least 1");
+        Ok(threads)
+    }
+
+    pub fn tmp_dir(&self) -> anyhow::Result<PathBuf> {
+        let dir = self.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
+        anyhow::ensure!(dir.is_dir(), "{}: --tmp-dir is not a directory", dir.display());
+        Ok(dir)
+    }
+}
+
+/// `path` with `suffix` appended to its file name.
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Writes `value` as pretty JSON to `path`, atomically.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut out = dupgram_pipeline::output::OutputFile::create(Some(path))?;
+    let mut text = serde_json::to_vec_pretty(value)?;
+    text.push(b'\n');
+    out.write_all(&text)?;
+    out.finish()?;
+    Ok(())
+}

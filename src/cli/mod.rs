@@ -1,0 +1,47 @@
+//! Command-line interface.
+
+mod common;
+mod ngrams;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use dupgram_pipeline::{Control, PipelineError};
+
+/// Find every duplicated word n-gram of a corpus, exactly, in fixed memory.
+#[derive(Debug, Parser)]
+#[command(name = "dupgram", version, about, long_about = None, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Ngrams(ngrams::NgramsArgs),
+}
+
+pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Ngrams(args) => ngrams::run(args, control),
+    }
+}
+
+/// Prints an error on one line and picks the exit code: 130 when
+/// interrupted, 0 when standard output was closed by a reader that had
+/// seen enough (as `head` does), 1 otherwise.
+pub fn report(error: &anyhow::Error, control: &Control) -> ExitCode {
+    if control.interrupted() || matches!(error.downcast_ref::<PipelineError>(), Some(PipelineError::Interrupted)) {
+        eprintln!("dupgram: interrupted; temporary files removed, no output written");
+        return ExitCode::from(130);
+    }
+    if let Some(PipelineError::Io { path, source }) = error.downcast_ref::<PipelineError>()
+        && source.kind() == std::io::ErrorKind::BrokenPipe
+        && path.as_os_str() == "<stdout>"
+    {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("dupgram: error: {error:#}");
+    ExitCode::from(1)
+}

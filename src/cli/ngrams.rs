@@ -1,0 +1,178 @@
+//! `dupgram ngrams`: every duplicated n-gram with its count.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use dupgram_pipeline::output::{DupTsvWriter, OutputFile, persist};
+use dupgram_pipeline::{Control, Limits, NgramConfig, NgramStats, count_ngrams, human_bytes};
+
+use super::common::{InputArgs, ResourceArgs, TokenArgs, with_suffix, write_json};
+use super::progress::ProgressView;
+
+/// List every word n-gram occurring at least twice, with its exact count.
+///
+/// Output: one line per n-gram, its words separated by single spaces, a TAB,
+/// the count; sorted by word IDs (the most frequent words first). N-grams
+/// never cross a document boundary.
+///
+/// Examples:
+///   dupgram ngrams corpus.jsonl.zst -n 10 --memory 1G -o dups.tsv
+///   zcat web.txt.gz | dupgram ngrams - -n 8 --stop-top 600 -o dups.tsv.zst
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct NgramsArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Words per n-gram (1 to 32).
+    #[arg(short = 'n', long = "n", default_value_t = 10, value_name = "N")]
+    n: usize,
+    /// Write the n-grams here (compressed when the name ends in .zst) [default: standard output].
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Report n-grams seen at least this many times.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    min_count: u64,
+    /// Save the lexicon (word IDs and counts) here [default: OUTPUT.lex when -o is given].
+    #[arg(long, value_name = "FILE")]
+    lexicon: Option<PathBuf>,
+    /// Write the summary as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// Sort every n-gram instead of first proving most of them unique (same output, more disk).
+    #[arg(long)]
+    no_sieve: bool,
+    #[command(flatten)]
+    tokens: TokenArgs,
+    #[command(flatten)]
+    resources: ResourceArgs,
+}
+
+pub fn run(args: NgramsArgs, control: &Control) -> anyhow::Result<()> {
+    let norm = args.tokens.normalization(args.input.is_vertical());
+    // The lexicon goes beside a regular output file; not beside /dev/null or a pipe.
+    let beside_output = args.output.as_ref().filter(|o| std::fs::metadata(o).map_or(true, |m| m.is_file()));
+    let lexicon_path = args.lexicon.clone().or_else(|| beside_output.map(|o| with_suffix(o, ".lex")));
+    let config = NgramConfig {
+        inputs: args.input.inputs()?,
+        read: args.input.read_options(),
+        norm,
+        stopwords: args.tokens.stopwords(norm)?,
+        stop_top: args.tokens.stop_top,
+        n: args.n,
+        min_count: args.min_count,
+        memory: args.resources.memory,
+        threads: args.resources.threads()?,
+        tmp_dir: args.resources.tmp_dir()?,
+        sieve: !args.no_sieve,
+        lexicon_dir: lexicon_path.as_ref().map(|p| {
+            p.parent().filter(|d| !d.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), |d| d.to_owned())
+        }),
+        limits: Limits::default(),
+    };
+    // Open outputs before any work, so a bad path fails at once.
+    let mut writer = DupTsvWriter::new(OutputFile::create(args.output.as_deref())?);
+    let outcome = {
+        let _progress = ProgressView::start(control, args.resources.quiet);
+        count_ngrams(&config, control, &mut |lexicon, ids, count| writer.write(lexicon, ids, count))?
+    };
+    writer.finish()?;
+    if let (Some(file), Some(path)) = (outcome.lexicon_file, &lexicon_path) {
+        persist(file, path)?;
+    }
+    if let Some(path) = &args.stats_json {
+        write_json(path, &outcome.stats)?;
+    }
+    if !args.resources.quiet {
+        eprint!("{}", summary(&outcome.stats));
+        if let Some(p) = &lexicon_path {
+            eprintln!("  lexicon saved to {}", p.display());
+        }
+    }
+    Ok(())
+}
+
+fn summary(s: &NgramStats) -> String {
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
+    line("documents", group(s.documents));
+    line(
+        "tokens",
+        format!("{} ({} distinct words, {} repeated)", group(s.tokens), group(s.vocabulary), group(s.repeated_words)),
+    );
+    line(&format!("{}-grams", s.n), format!("{} ({} distinct)", group(s.ngrams), group(s.distinct_ngrams)));
+    line(
+        "duplicate n-grams",
+        format!(
+            "{} types, {} occurrences ({:.1} % of all)",
+            group(s.duplicate_types),
+            group(s.duplicate_occurrences),
+            100.0 * ratio(s.duplicate_occurrences, s.ngrams)
+        ),
+    );
+    if s.min_count > 2 {
+        line(&format!("with count ≥ {}", s.min_count), group(s.output_ngrams));
+    }
+    let sieve = match (&s.sieve.dropped, s.sieve.used) {
+        (Some(why), _) => format!("off: {why}"),
+        (None, true) => format!(
+            "{} let {} n-grams through ({:.1} %)",
+            human_bytes(s.sieve.bytes),
+            group(s.sorted_ngrams),
+            100.0 * ratio(s.sorted_ngrams, s.ngrams)
+        ),
+        (None, false) => "off".into(),
+    };
+    line("sieve", sieve);
+    line(
+        "runs written",
+        format!(
+            "{} ({}; {} n-grams per chunk)",
+            group(s.runs_written),
+            human_bytes(s.run_bytes),
+            group(s.chunk_ngrams as u64)
+        ),
+    );
+    line(
+        "bytes spilled",
+        format!("{} ({:.2} per input byte)", human_bytes(s.bytes_spilled), ratio(s.bytes_spilled, s.input_bytes)),
+    );
+    line(
+        "merge",
+        format!("{} pass(es), fan-in {}, {} intermediate merges", s.merge_passes, s.fan_in, s.intermediate_merges),
+    );
+    line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
+    let t = &s.seconds;
+    line(
+        "time",
+        format!(
+            "{:.2} s ({:.2} M tokens/s; lexicon {:.2}, sieve {:.2}, count {:.2}, merge {:.2})",
+            t.total,
+            s.tokens as f64 / t.total.max(1e-9) / 1e6,
+            t.lexicon,
+            t.sieve,
+            t.count,
+            t.merge
+        ),
+    );
+    for w in &s.warnings {
+        out.push_str(&format!("  warning: {w}\n"));
+    }
+    if s.long_tokens > 0 {
+        out.push_str(&format!("  note: {} tokens longer than 1 KiB were cut and tagged with a hash\n", s.long_tokens));
+    }
+    out
+}
+
+/// 1234567 → "1,234,567".
+fn group(v: u64) -> String {
+    let digits = v.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,28 @@
+//! `dupgram`: exact duplicate word n-grams and co-derivative documents in fixed memory.
+//!
+//! The binary only parses arguments, shows progress and prints summaries;
+//! the work is done by the crates under `crates/` (see `dupgram-pipeline`).
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    dupgram_pipeline::tune_allocator();
+    let args = cli::Cli::parse();
+    let control = dupgram_pipeline::Control::default();
+    let stop = control.stop.clone();
+    // The first Ctrl-C (or SIGTERM from a scheduler) asks the job to stop and
+    // clean up; a second one ends the process at once.
+    let _ = ctrlc::set_handler(move || {
+        if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    match cli::run(args, &control) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => cli::report(&e, &control),
+    }
+}

@@ -1,0 +1,389 @@
+//! `dupgram ngrams` end to end: formats, compression, bad input, resources.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+#[test]
+fn sample_matches_the_naive_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dups.tsv");
+    let (code, stdout, stderr) =
+        run(&["ngrams", s(&sample("news.jsonl")), "-n", "8", "-o", s(&out), "--memory", "64M"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("duplicate n-grams"), "a summary is printed: {stderr}");
+    let texts: Vec<String> = std::fs::read_to_string(sample("news.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["text"].as_str().unwrap().to_owned())
+        .collect();
+    let got = parse_tsv(&std::fs::read_to_string(&out).unwrap());
+    assert_eq!(got, naive(&texts, 8));
+    assert!(got.contains_key("the night bus service to the northern suburbs"));
+    assert!(dir.path().join("dups.tsv.lex").is_file(), "the lexicon is saved beside the output");
+}
+
+#[test]
+fn every_format_and_compression_gives_the_same_ngrams() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("c.jsonl");
+    let texts = generated(&jsonl, 20_000, 5, 300);
+    let expect = naive(&texts, 6);
+    let text: String = texts.iter().map(|t| format!("{t}\n")).collect();
+    let vertical: String = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("<doc id=\"{i}\">\n<p>\n{}\n</p>\n</doc>\n", t.replace(' ', "\tX\n")))
+        .collect();
+    let files = [
+        ("c.txt", text.as_bytes().to_vec()),
+        ("c.txt.gz", gzip(text.as_bytes())),
+        ("c.jsonl.zst", zstd::encode_all(std::fs::read(&jsonl).unwrap().as_slice(), 3).unwrap()),
+        ("c.vert", vertical.as_bytes().to_vec()),
+        ("c.vert.gz", gzip(vertical.as_bytes())),
+        ("noext", gzip(&std::fs::read(&jsonl).unwrap())),
+    ];
+    for (name, bytes) in files {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let (code, stdout, stderr) = run(&["ngrams", s(&path), "-n", "6", "-q", "--memory", "64M"]);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert_eq!(parse_tsv(&stdout), expect, "{name}");
+    }
+    // Standard input, and several inputs at once.
+    let (code, stdout, stderr) = run_with_stdin(&["ngrams", "-", "-n", "6", "-q"], Some(&gzip(text.as_bytes())));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(parse_tsv(&stdout), expect);
+    let half = dir.path().join("half.txt");
+    let other = dir.path().join("other.txt");
+    let mid = texts.len() / 2;
+    std::fs::write(&half, texts[..mid].iter().map(|t| format!("{t}\n")).collect::<String>()).unwrap();
+    std::fs::write(&other, texts[mid..].iter().map(|t| format!("{t}\n")).collect::<String>()).unwrap();
+    let (code, stdout, _) = run(&["ngrams", s(&half), s(&other), "-n", "6", "-q"]);
+    assert_eq!(code, 0);
+    assert_eq!(parse_tsv(&stdout), expect);
+}
+
+#[test]
+fn output_is_identical_for_any_threads_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 150_000, 11, 3000);
+    let mut outputs = Vec::new();
+    for (threads, memory) in [("1", "1G"), ("2", "16M"), ("3", "24M"), ("2", "256M")] {
+        let out = dir.path().join(format!("o-{threads}-{memory}.tsv"));
+        let (code, _, stderr) =
+            run(&["ngrams", s(&corpus), "-n", "7", "-o", s(&out), "--threads", threads, "--memory", memory, "-q"]);
+        assert_eq!(code, 0, "{threads} threads, {memory}: {stderr}");
+        outputs.push(std::fs::read(&out).unwrap());
+    }
+    assert!(!outputs[0].is_empty());
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]));
+}
+
+#[test]
+fn a_document_longer_than_a_chunk_is_counted_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    // One 1,000,000-token line; at 16M a chunk holds a few hundred thousand n-grams.
+    let spec = dupgram_testkit::CorpusSpec {
+        seed: 3,
+        tokens: 1_000_000,
+        vocabulary: 2000,
+        mean_doc_len: 1000,
+        ..Default::default()
+    };
+    let corpus = dupgram_testkit::Corpus::new(spec.clone());
+    let words: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| corpus.text(&d)).collect();
+    let doc = words.join(" ");
+    let path = dir.path().join("long.txt");
+    std::fs::write(&path, format!("{doc}\nshort line\n")).unwrap();
+    let stats = dir.path().join("stats.json");
+    let (code, stdout, stderr) = run(&[
+        "ngrams",
+        s(&path),
+        "-n",
+        "5",
+        "--memory",
+        "16M",
+        "--no-sieve",
+        "--threads",
+        "1",
+        "--stats-json",
+        s(&stats),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert!(json["runs_written"].as_u64().unwrap() > 1, "{json}");
+    assert_eq!(parse_tsv(&stdout), naive(&[doc, "short line".into()], 5));
+}
+
+#[test]
+fn empty_and_short_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, b"").unwrap();
+    let (code, stdout, stderr) = run(&["ngrams", s(&empty), "-n", "3"]);
+    assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+    let short = dir.path().join("short.txt");
+    std::fs::write(&short, b"one two\none two\n\nthree\n").unwrap();
+    let (code, stdout, _) = run(&["ngrams", s(&short), "-n", "3", "-q"]);
+    assert_eq!((code, stdout.as_str()), (0, ""));
+    let (code, stdout, _) = run(&["ngrams", s(&short), "-n", "2", "-q"]);
+    assert_eq!((code, stdout.as_str()), (0, "one two\t2\n"));
+    let (code, stdout, _) = run(&["ngrams", s(&short), "-n", "1", "-q", "--min-count", "3"]);
+    assert_eq!((code, stdout.as_str()), (0, ""));
+}
+
+#[test]
+fn invalid_utf8_is_replaced_counted_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.txt");
+    std::fs::write(&path, b"caf\xe9 au lait caf\xe9 au lait\nfine text here\n").unwrap();
+    let stats = dir.path().join("s.json");
+    let (code, stdout, stderr) = run(&["ngrams", s(&path), "-n", "2", "--stats-json", s(&stats)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("2 invalid UTF-8 sequences replaced") && stderr.contains("bad.txt: line 1"), "{stderr}");
+    assert_eq!(parse_tsv(&stdout).get("au lait"), Some(&2));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert_eq!(json["replaced_utf8"], 2);
+}
+
+#[test]
+fn malformed_json_stops_with_file_and_line_unless_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.jsonl");
+    std::fs::write(&path, b"{\"text\": \"a b c a b c\"}\n{\"text\": \"a b c\n{\"text\": \"a b c\"}\n").unwrap();
+    let out = dir.path().join("out.tsv");
+    let (code, _, stderr) = run(&["ngrams", s(&path), "-n", "3", "-o", s(&out)]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("bad.jsonl: line 2: malformed JSON"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(leftovers(dir.path()).iter().all(|p| p == &path), "no output left: {:?}", leftovers(dir.path()));
+    let (code, _, stderr) = run(&["ngrams", s(&path), "-n", "3", "-o", s(&out), "--skip-bad"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("1 bad records skipped, the first at") && stderr.contains("line 2"), "{stderr}");
+    assert_eq!(parse_tsv(&std::fs::read_to_string(&out).unwrap()).get("a b c"), Some(&3));
+}
+
+#[test]
+fn truncated_compressed_input_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let jsonl = dir.path().join("c.jsonl");
+    generated(&jsonl, 50_000, 9, 500);
+    let body = std::fs::read(&jsonl).unwrap();
+    let gz = gzip(&body);
+    let zst = zstd::encode_all(&body[..], 3).unwrap();
+    for (name, bytes) in [("t.jsonl.gz", &gz[..gz.len() * 2 / 3]), ("t.jsonl.zst", &zst[..zst.len() * 2 / 3])] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out = dir.path().join("out.tsv");
+        let (code, _, stderr) = run(&["ngrams", s(&path), "-n", "4", "-o", s(&out), "--tmp-dir", s(&tmp)]);
+        assert_eq!(code, 1, "{name}");
+        assert!(stderr.contains(name) && stderr.contains("truncated or damaged"), "{stderr}");
+        assert!(!out.exists() && !dir.path().join("out.tsv.lex").exists(), "no output under the final name");
+        assert!(leftovers(&tmp).is_empty(), "temporary files removed: {:?}", leftovers(&tmp));
+        assert!(
+            leftovers(dir.path()).iter().all(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.')),
+            "no hidden temporaries"
+        );
+    }
+}
+
+#[test]
+fn bad_paths_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = sample("news.jsonl");
+    for (args, needle) in [
+        (vec!["ngrams", "/no/such/corpus.jsonl"], "/no/such/corpus.jsonl: no such file"),
+        (vec!["ngrams", s(&sample), "-o", "/no/such/dir/out.tsv"], "/no/such/dir/out.tsv"),
+        (vec!["ngrams", s(&sample), "--tmp-dir", "/no/such/dir"], "/no/such/dir: --tmp-dir is not a directory"),
+        (vec!["ngrams", s(&sample), "--memory", "4M"], "at least 16M"),
+        (vec!["ngrams", s(&sample), "-n", "0"], "n must be between 1 and 32"),
+        (vec!["ngrams", s(&sample), "--stopwords", "/no/such/stop.txt"], "/no/such/stop.txt"),
+    ] {
+        let (code, _, stderr) = run(&args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(stderr.trim().lines().count() <= 3, "short error: {stderr}");
+    }
+    let out_dir = dir.path().join("is-a-dir");
+    std::fs::create_dir(&out_dir).unwrap();
+    let (code, _, stderr) = run(&["ngrams", s(&sample), "-o", s(&out_dir)]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("is a directory"), "{stderr}");
+}
+
+#[test]
+fn a_full_temporary_disk_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs", s(&mnt)])
+        .status()
+        .is_ok_and(|st| st.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
+        return;
+    }
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 300_000, 4, 5000);
+    let out = dir.path().join("out.tsv");
+    let (code, _, stderr) =
+        run(&["ngrams", s(&corpus), "-n", "5", "--no-sieve", "-o", s(&out), "--tmp-dir", s(&mnt), "--memory", "16M"]);
+    let left = leftovers(&mnt);
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(left.is_empty(), "temporary files removed: {left:?}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn ctrl_c_removes_temporary_files_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 3_000_000, 8, 20_000);
+    let out = dir.path().join("out.tsv");
+    let child = dupgram()
+        .args([
+            "ngrams",
+            s(&corpus),
+            "-n",
+            "8",
+            "-o",
+            s(&out),
+            "--tmp-dir",
+            s(&tmp),
+            "--memory",
+            "16M",
+            "--threads",
+            "1",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the job has started spilling, then interrupt it.
+    let started = std::time::Instant::now();
+    while leftovers(&tmp).is_empty() && started.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // kill(1) sends SIGINT as a terminal's Ctrl-C would.
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(leftovers(&tmp).is_empty(), "temporary files removed: {:?}", leftovers(&tmp));
+    assert!(!out.exists() && !Path::new(&format!("{}.lex", out.display())).exists());
+    assert!(leftovers(dir.path()).iter().all(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.')));
+}
+
+#[test]
+fn zst_output_stats_json_and_lexicon() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d.tsv.zst");
+    let lex = dir.path().join("words.lex");
+    let stats = dir.path().join("stats.json");
+    let (code, _, stderr) = run(&[
+        "ngrams",
+        s(&sample("news.jsonl")),
+        "-n",
+        "8",
+        "-o",
+        s(&out),
+        "--lexicon",
+        s(&lex),
+        "--stats-json",
+        s(&stats),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let text = String::from_utf8(zstd::decode_all(std::fs::File::open(&out).unwrap()).unwrap()).unwrap();
+    let (_, plain, _) = run(&["ngrams", s(&sample("news.jsonl")), "-n", "8", "-q"]);
+    assert_eq!(text, plain);
+    assert!(lex.is_file() && !dir.path().join("d.tsv.zst.lex").exists());
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    for key in [
+        "documents",
+        "tokens",
+        "distinct_ngrams",
+        "duplicate_types",
+        "duplicate_occurrences",
+        "runs_written",
+        "bytes_spilled",
+        "merge_passes",
+        "peak_rss",
+    ] {
+        assert!(json.get(key).is_some(), "{key} missing from {json}");
+    }
+    assert_eq!(json["documents"], 19);
+    assert_eq!(json["duplicate_types"].as_u64().unwrap() as usize, text.lines().count());
+    assert!(json["seconds"]["total"].as_f64().is_some());
+}
+
+#[test]
+fn memory_budget_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 600_000, 21, 20_000);
+    for budget in ["16M", "32M"] {
+        let stats = dir.path().join("s.json");
+        let (code, _, stderr) =
+            run(&["ngrams", s(&corpus), "-n", "10", "-o", "/dev/null", "--memory", budget, "--stats-json", s(&stats)]);
+        assert_eq!(code, 0, "{stderr}");
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+        let peak = json["peak_rss"].as_u64().unwrap();
+        let limit = dupgram_pipeline::parse_bytes(budget).unwrap();
+        assert!(peak > 0 && peak <= limit, "peak {peak} over {budget}");
+    }
+}
+
+#[test]
+fn stop_words_and_normalisation_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    std::fs::write(&path, "The <b>price</b> is 1,000 euros.\nthe price is 2,500 euros!\n").unwrap();
+    let (code, stdout, stderr) = run(&["ngrams", s(&path), "-n", "4", "-q", "--strip-markup", "--numbers-as-token"]);
+    assert_eq!(code, 0, "{stderr}");
+    // All five words occur twice: IDs follow their bytes ("#", "euros", "is", "price", "the").
+    assert_eq!(stdout, "price is # euros\t2\nthe price is #\t2\n");
+    let stop = dir.path().join("stop.txt");
+    std::fs::write(&stop, "THE\nis\n").unwrap();
+    let (_, stdout, _) =
+        run(&["ngrams", s(&path), "-n", "3", "-q", "--strip-markup", "--numbers-as-token", "--stopwords", s(&stop)]);
+    assert_eq!(stdout, "price # euros\t2\n");
+    let (_, stdout, _) =
+        run(&["ngrams", s(&path), "-n", "2", "-q", "--strip-markup", "--numbers-as-token", "--stop-top", "2"]);
+    // The two "most frequent" (all tie; the first by bytes) are "#" and "euros".
+    assert_eq!(stdout, "price is\t2\nthe price\t2\n");
+    let (code, _, stderr) = run(&["ngrams", s(&path), "--tokens", "raw", "--strip-markup"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("apply to the default word tokenizer"), "{stderr}");
+    let raw = dir.path().join("raw.txt");
+    std::fs::write(&raw, "a-b c\na-b c\nA-b c\n").unwrap();
+    let (_, stdout, _) = run(&["ngrams", s(&raw), "-n", "2", "-q", "--tokens", "raw"]);
+    assert_eq!(stdout, "a-b c\t2\n");
+    let (_, stdout, _) = run(&["ngrams", s(&raw), "-n", "2", "-q"]);
+    assert_eq!(stdout, "a b\t3\nb c\t3\n");
+}
+
+#[test]
+fn help_describes_the_command() {
+    let (code, stdout, _) = run(&["ngrams", "--help"]);
+    assert_eq!(code, 0);
+    for needle in
+        ["--memory", "--min-count", "--stop-top", "--numbers-as-token", "--stats-json", "--skip-bad", "Examples"]
+    {
+        assert!(stdout.contains(needle), "{needle} missing from --help");
+    }
+    let (code, _, stderr) = run(&["ngrams"]);
+    assert_eq!(code, 2, "{stderr}");
+}
