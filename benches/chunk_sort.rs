@@ -1,1 +1,182 @@
-fn main() {}
+//! Sorting a chunk's n-grams: which in-memory sort the chunker should use.
+//!
+//! Candidates, on the same generated tokens (Zipf words, 30 % copied text):
+//! * `libsais` suffix array over the word IDs (integer alphabet), then a
+//!   scan grouping equal n-grams — the paper's design, with the fastest
+//!   suffix-array builder there is;
+//! * positions sorted by comparing their n-gram slices (`sort_unstable_by`);
+//! * packed n-gram keys (`dupgram-chunker`), `sort_unstable` — what dupgram uses;
+//! * packed keys bucketed by their top 16 bits (one MSD radix pass), then
+//!   `sort_unstable` per bucket.
+//!
+//! Every method must find the same distinct n-grams and counts; the run
+//! checks that before printing. `cargo bench --bench chunk_sort`;
+//! `DUPGRAM_BENCH_TOKENS` sets the size (default 4M).
+
+mod common;
+
+use dupgram_chunker::{Chunk, KeyLayout, KeyWindow};
+
+const N: usize = 10;
+
+/// (distinct n-grams, a checksum of them with their counts).
+type Digest = (u64, u64);
+
+fn digest_of(groups: impl Iterator<Item = (Vec<u32>, u64)>) -> Digest {
+    let mut d = (0u64, 0u64);
+    for (g, c) in groups {
+        let h = g.iter().fold(0xcbf29ce484222325u64, |h, &x| (h ^ u64::from(x)).wrapping_mul(0x100000001b3));
+        d.0 += 1;
+        d.1 = d.1.wrapping_add(h.wrapping_mul(c | 1).rotate_left(c as u32 % 63));
+    }
+    d
+}
+
+/// All n-gram start positions of the flat text (documents separated by u32::MAX).
+fn positions(text: &[u32]) -> Vec<u32> {
+    (0..text.len().saturating_sub(N - 1)).filter(|&p| text[p..p + N].iter().all(|&x| x != u32::MAX)).map(|p| p as u32).collect()
+}
+
+fn group_sorted(text: &[u32], order: impl Iterator<Item = usize>) -> Digest {
+    let mut out = Vec::new();
+    let mut current: Option<(&[u32], u64)> = None;
+    for p in order {
+        let g = &text[p..p + N];
+        match &mut current {
+            Some((c, count)) if *c == g => *count += 1,
+            _ => {
+                if let Some((c, count)) = current.take() {
+                    out.push((c.to_vec(), count));
+                }
+                current = Some((g, 1));
+            }
+        }
+    }
+    out.extend(current.map(|(c, n)| (c.to_vec(), n)));
+    digest_of(out.into_iter())
+}
+
+fn with_libsais(text: &[u32]) -> Digest {
+    // The separator becomes the largest symbol; IDs fit in i32.
+    let sep = text.iter().filter(|&&x| x != u32::MAX).max().copied().unwrap_or(0) + 1;
+    let mut t: Vec<i32> = text.iter().map(|&x| if x == u32::MAX { sep as i32 } else { x as i32 }).collect();
+    let sa = libsais::SuffixArrayConstruction::for_text_mut(&mut t).in_owned_buffer32().single_threaded().run().expect("libsais runs").into_vec();
+    group_sorted(text, sa.into_iter().map(|p| p as usize).filter(|&p| p + N <= text.len() && text[p..p + N].iter().all(|&x| x != u32::MAX)))
+}
+
+fn with_slice_sort(text: &[u32]) -> Digest {
+    let mut pos = positions(text);
+    pos.sort_unstable_by(|&a, &b| text[a as usize..a as usize + N].cmp(&text[b as usize..b as usize + N]));
+    group_sorted(text, pos.into_iter().map(|p| p as usize))
+}
+
+fn keys<const L: usize>(layout: KeyLayout, docs: &[Vec<u32>], keep: impl Fn(usize) -> bool) -> Vec<[u64; L]> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    for d in docs {
+        let mut w = KeyWindow::<L>::new(layout);
+        for &id in d {
+            if let Some(k) = w.push(id) {
+                if keep(i) {
+                    out.push(k);
+                }
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+fn with_keys<const L: usize>(layout: KeyLayout, docs: &[Vec<u32>], keep: impl Fn(usize) -> bool) -> Digest {
+    let all = keys::<L>(layout, docs, keep);
+    let mut chunk = Chunk::<L>::new(layout, all.len());
+    for k in all {
+        chunk.push(k);
+    }
+    let mut out = Vec::new();
+    chunk.drain_sorted::<()>(|g, c| {
+        out.push((g.to_vec(), c));
+        Ok(())
+    })
+    .unwrap();
+    digest_of(out.into_iter())
+}
+
+fn with_keys_bucketed<const L: usize>(layout: KeyLayout, docs: &[Vec<u32>]) -> Digest {
+    let mut all = keys::<L>(layout, docs, |_| true);
+    let bits = N * layout.width() as usize;
+    // The top 16 occupied bits of each key choose its bucket.
+    let top = |k: &[u64; L]| -> usize {
+        let shift = bits.saturating_sub(16);
+        let (word, within) = (L - 1 - shift / 64, shift % 64);
+        let mut v = k[word] >> within;
+        if within > 48 && word > 0 {
+            v |= k[word - 1] << (64 - within);
+        }
+        (v & 0xffff) as usize
+    };
+    let mut counts = vec![0usize; 1 << 16];
+    for k in &all {
+        counts[top(k)] += 1;
+    }
+    let mut starts = vec![0usize; (1 << 16) + 1];
+    for b in 0..1 << 16 {
+        starts[b + 1] = starts[b] + counts[b];
+    }
+    let mut sorted = vec![[0u64; L]; all.len()];
+    let mut next = starts.clone();
+    for k in all.drain(..) {
+        let b = top(&k);
+        sorted[next[b]] = k;
+        next[b] += 1;
+    }
+    for b in 0..1 << 16 {
+        sorted[starts[b]..starts[b + 1]].sort_unstable();
+    }
+    let mut ids = vec![0u32; N];
+    let mut out: Vec<(Vec<u32>, u64)> = Vec::new();
+    for k in &sorted {
+        layout.unpack(k, &mut ids);
+        match out.last_mut() {
+            Some((g, c)) if *g == ids => *c += 1,
+            _ => out.push((ids.clone(), 1)),
+        }
+    }
+    digest_of(out.into_iter())
+}
+
+fn main() {
+    let count = common::scale(4_000_000);
+    let runs = common::runs();
+    let t = common::tokens(count, 42, false);
+    let text: Vec<u32> = t.docs.iter().flat_map(|d| d.iter().copied().chain([u32::MAX])).collect();
+    let layout = KeyLayout::new(N, t.max_id).unwrap();
+    assert_eq!(layout.words(), 3, "the bench instantiates keys of 3 words");
+    let ngrams = positions(&text).len() as f64;
+    let expect = with_slice_sort(&text);
+    println!("chunk sort, {count} tokens, n = {N}, {} distinct n-grams, key width {} bits, median of {runs}", expect.0, layout.width());
+    println!();
+    println!("| method | M n-grams/s | memory per n-gram |");
+    println!("|---|---:|---:|");
+    let mut report = |name: &str, bytes: &str, f: &dyn Fn() -> Digest| {
+        assert_eq!(f(), expect, "{name} disagrees");
+        let time = common::median(runs, || {
+            std::hint::black_box(f());
+        });
+        println!("| {name} | {:.1} | {bytes} |", ngrams / time.as_secs_f64() / 1e6);
+    };
+    report("libsais suffix array + scan", "8 B (text + SA, every token)", &|| with_libsais(&text));
+    report("positions, slice comparison", "8 B (text + positions)", &|| with_slice_sort(&text));
+    report("packed keys, sort_unstable (dupgram)", "24 B (kept n-grams only)", &|| with_keys::<3>(layout, &t.docs, |_| true));
+    report("packed keys, 16-bit buckets + sort_unstable", "48 B", &|| with_keys_bucketed::<3>(layout, &t.docs));
+    // What the sieve changes: a key sort pays only for the n-grams kept; a
+    // suffix array is built over every token whatever is kept.
+    let kept = |i: usize| (i as u64).wrapping_mul(0x9E3779B97F4A7C15) >> 58 < 23; // about 36 %
+    let time = common::median(runs, || {
+        std::hint::black_box(with_keys::<3>(layout, &t.docs, kept));
+    });
+    println!(
+        "| packed keys, 36 % kept by the sieve | {:.1} (per n-gram of the text) | 24 B per kept n-gram |",
+        ngrams / time.as_secs_f64() / 1e6
+    );
+}

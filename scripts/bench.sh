@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The dupgram benchmark: dupgram against the classic baselines, side by side,
+# on the same corpora, in one run. Prints a Markdown table (and saves it under
+# $DUPGRAM_BENCH_DIR/results.md).
+#
+#   scripts/bench.sh                      # 1M, 10M and 100M generated tokens + the real corpora
+#   scripts/bench.sh --sizes 1M,10M       # smaller
+#   scripts/bench.sh --runs 3 --no-sort   # more repeats; skip the sort | uniq baseline
+#
+# Baselines:
+#   sort   awk n-gram lines | LC_ALL=C sort -S <same memory> | uniq -cd   (exact)
+#   hash   dupgram-hashcount: 64-bit n-gram fingerprints in a hash map   (approximate; memory grows)
+# Tokenisation: dupgram's default (Unicode words, case-folded); the awk
+# baseline lower-cases and splits at non-alphanumerics, the same on ASCII text.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+sizes=1M,10M,100M
+runs=0
+n=10
+memory=1G
+with_sort=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sizes) sizes=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --memory) memory=$2; shift 2 ;;
+    -n) n=$2; shift 2 ;;
+    --no-sort) with_sort=0; shift ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+work=${DUPGRAM_BENCH_DIR:-$here/target/bench}
+mkdir -p "$work"
+cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p dupgram -p dupgram-testkit
+bin=$here/target/release
+awk_bin=$(command -v mawk || command -v awk)
+sort_mem=$(echo "$memory" | sed 's/[Bb]$//')
+
+# --- corpora -----------------------------------------------------------------
+corpora=()
+for size in ${sizes//,/ }; do
+  base=$work/gen-$size
+  if [ ! -s "$base.jsonl.zst" ]; then
+    echo "generating $size tokens..." >&2
+    "$bin/dupgram-gen" --tokens "$size" --seed 1 --format jsonl | zstd -q -T2 -f -o "$base.jsonl.zst"
+  fi
+  corpora+=("$base")
+done
+for real in reuters21578 20newsgroups; do
+  src=$here/../shared/corpora/$real.jsonl.zst
+  if [ -f "$src" ]; then
+    corpora+=("$work/$real")
+    [ -e "$work/$real.jsonl.zst" ] || cp "$src" "$work/$real.jsonl.zst"
+  else
+    echo "skipping $real: $src not found" >&2
+  fi
+done
+# Plain one-document-per-line text for the awk baseline, made once, untimed.
+for c in "${corpora[@]}"; do
+  if [ ! -s "$c.txt" ]; then
+    zstd -dc "$c.jsonl.zst" | python3 -c 'import sys, json
+for line in sys.stdin:
+    if line.strip():
+        print(" ".join(json.loads(line)["text"].split()))' > "$c.txt"
+  fi
+done
+
+# --- measuring ---------------------------------------------------------------
+# measure COMMAND...: runs it; prints wall seconds and peak RSS (KiB).
+measure() {
+  /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" > /dev/null 2> "$work/stderr.log" || {
+    echo "failed: $*" >&2; cat "$work/stderr.log" >&2; exit 1; }
+  cat "$work/time.txt"
+}
+
+# Largest size a directory reached while process $1 ran.
+watch_dir() {
+  local pid=$1 dir=$2 peak=0 now
+  while kill -0 "$pid" 2> /dev/null; do
+    now=$(du -sb "$dir" 2> /dev/null | cut -f1)
+    [ "${now:-0}" -gt "$peak" ] && peak=$now
+    sleep 0.2
+  done
+  echo "$peak"
+}
+
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+table=$work/results.md
+{
+  echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS | spill / input byte (stored, text) | wall vs dupgram |"
+  echo "|---|---:|---|---:|---:|---:|---:|---:|"
+} > "$table"
+
+for c in "${corpora[@]}"; do
+  name=$(basename "$c")
+  input=$c.jsonl.zst
+  in_bytes=$(stat -Lc %s "$input")
+  text_bytes=$(stat -c %s "$c.txt")
+  r=$runs
+  if [ "$r" = 0 ]; then r=3; [ "$text_bytes" -gt 300000000 ] && r=1; fi
+
+  # dupgram
+  times=()
+  for _ in $(seq "$r"); do
+    read -r wall rss < <(measure "$bin/dupgram" ngrams "$input" -n "$n" --memory "$memory" -q -o "$work/dups.tsv" --stats-json "$work/stats.json")
+    times+=("$wall"); d_rss=$rss
+  done
+  d_wall=$(printf '%s\n' "${times[@]}" | median)
+  tokens=$(python3 -c "import json; print(json.load(open('$work/stats.json'))['tokens'])")
+  spill=$(python3 -c "import json; print(json.load(open('$work/stats.json'))['bytes_spilled'])")
+  d_types=$(python3 -c "import json; print(json.load(open('$work/stats.json'))['duplicate_types'])")
+  row() { # tool wall rss spill
+    printf '| %s | %s | %s | %.2f s | %.2f | %s MiB | %s | %s |\n' "$name" "$tokens" "$1" "$2" \
+      "$(python3 -c "print($tokens / $2 / 1e6)")" "$(( $3 / 1024 ))" "$4" \
+      "$(python3 -c "print(f'{$2 / $d_wall:.1f}×')")" >> "$table"
+  }
+  row dupgram "$d_wall" "$d_rss" "$(python3 -c "print(f'{$spill / $in_bytes:.2f}, {$spill / $text_bytes:.2f}')")"
+
+  # in-memory hash map of fingerprints
+  times=()
+  for _ in $(seq "$r"); do
+    read -r wall rss < <(measure "$bin/dupgram-hashcount" "$input" -n "$n")
+    times+=("$wall"); h_rss=$rss
+  done
+  row "hash map (approximate)" "$(printf '%s\n' "${times[@]}" | median)" "$h_rss" "0 (in memory)"
+
+  # awk | sort | uniq -cd
+  if [ "$with_sort" = 1 ]; then
+    times=()
+    for _ in $(seq "$r"); do
+      tmp=$(mktemp -d "$work/sort.XXXX")
+      /usr/bin/time -f "%e %M" -o "$work/time.txt" bash -c "LC_ALL=C '$awk_bin' -v n=$n '{ s = tolower(\$0); gsub(/[^a-z0-9]+/, \" \", s); k = split(s, w, \" \"); for (i = 1; i + n - 1 <= k; i++) { g = w[i]; for (j = 1; j < n; j++) g = g \" \" w[i + j]; print g } }' '$c.txt' | LC_ALL=C sort -S $sort_mem -T '$tmp' | uniq -cd > '$work/sort.out'" &
+      pid=$!
+      peak=$(watch_dir "$pid" "$tmp")
+      wait "$pid"
+      read -r wall rss < "$work/time.txt"
+      times+=("$wall"); s_rss=$rss; s_peak=$peak
+      rm -rf "$tmp"
+    done
+    s_types=$(wc -l < "$work/sort.out")
+    row "awk \| sort -S $memory \| uniq -cd" "$(printf '%s\n' "${times[@]}" | median)" "$s_rss" \
+      "$(python3 -c "print(f'{$s_peak / $in_bytes:.2f}, {$s_peak / $text_bytes:.2f}')")"
+    echo "$name: dupgram found $d_types duplicate $n-grams, sort | uniq $s_types (tokenisers differ on non-ASCII text)" >&2
+  fi
+done
+
+echo
+cat "$table"
