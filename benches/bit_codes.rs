@@ -98,9 +98,13 @@ fn main() {
         assert_eq!(io_read(&ours, count, delta), expect);
         let mhz = |d: std::time::Duration| count as f64 / d.as_secs_f64() / 1e6;
         let w_own = common::median(runs, || drop(std::hint::black_box(own_write(&vals, delta))));
-        let r_own = common::median(runs, || drop(std::hint::black_box(own_read(&ours, count, delta))));
+        let r_own = common::median(runs, || {
+            std::hint::black_box(own_read(&ours, count, delta));
+        });
         let w_io = common::median(runs, || drop(std::hint::black_box(io_write(&vals, delta))));
-        let r_io = common::median(runs, || drop(std::hint::black_box(io_read(&ours, count, delta))));
+        let r_io = common::median(runs, || {
+            std::hint::black_box(io_read(&ours, count, delta));
+        });
         println!("| {name} | dupgram-runs u64 buffer | {:.0} | {:.0} |", mhz(w_own), mhz(r_own));
         println!("| {name} | bitstream-io | {:.0} | {:.0} |", mhz(w_io), mhz(r_io));
     }

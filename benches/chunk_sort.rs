@@ -7,7 +7,12 @@
 //! * positions sorted by comparing their n-gram slices (`sort_unstable_by`);
 //! * packed n-gram keys (`dupgram-chunker`), `sort_unstable` — what dupgram uses;
 //! * packed keys bucketed by their top 16 bits (one MSD radix pass), then
-//!   `sort_unstable` per bucket.
+//!   `sort_unstable` per bucket;
+//! * prefix doubling limited to depth n (Manber–Myers / Larsson–Sadakane
+//!   style): ranks of 1-, 2-, 4-, 8-grams, then of n-grams, each round a sort
+//!   of (rank, rank) pairs;
+//! * an LSD radix sort of positions: one stable counting sort per word of
+//!   the n-gram, last word first.
 //!
 //! Every method must find the same distinct n-grams and counts; the run
 //! checks that before printing. `cargo bench --bench chunk_sort`;
@@ -34,7 +39,10 @@ fn digest_of(groups: impl Iterator<Item = (Vec<u32>, u64)>) -> Digest {
 
 /// All n-gram start positions of the flat text (documents separated by u32::MAX).
 fn positions(text: &[u32]) -> Vec<u32> {
-    (0..text.len().saturating_sub(N - 1)).filter(|&p| text[p..p + N].iter().all(|&x| x != u32::MAX)).map(|p| p as u32).collect()
+    (0..text.len().saturating_sub(N - 1))
+        .filter(|&p| text[p..p + N].iter().all(|&x| x != u32::MAX))
+        .map(|p| p as u32)
+        .collect()
 }
 
 fn group_sorted(text: &[u32], order: impl Iterator<Item = usize>) -> Digest {
@@ -60,13 +68,102 @@ fn with_libsais(text: &[u32]) -> Digest {
     // The separator becomes the largest symbol; IDs fit in i32.
     let sep = text.iter().filter(|&&x| x != u32::MAX).max().copied().unwrap_or(0) + 1;
     let mut t: Vec<i32> = text.iter().map(|&x| if x == u32::MAX { sep as i32 } else { x as i32 }).collect();
-    let sa = libsais::SuffixArrayConstruction::for_text_mut(&mut t).in_owned_buffer32().single_threaded().run().expect("libsais runs").into_vec();
-    group_sorted(text, sa.into_iter().map(|p| p as usize).filter(|&p| p + N <= text.len() && text[p..p + N].iter().all(|&x| x != u32::MAX)))
+    let sa = libsais::SuffixArrayConstruction::for_text_mut(&mut t)
+        .in_owned_buffer32()
+        .single_threaded()
+        .run()
+        .expect("libsais runs")
+        .into_vec();
+    group_sorted(
+        text,
+        sa.into_iter()
+            .map(|p| p as usize)
+            .filter(|&p| p + N <= text.len() && text[p..p + N].iter().all(|&x| x != u32::MAX)),
+    )
 }
 
 fn with_slice_sort(text: &[u32]) -> Digest {
     let mut pos = positions(text);
     pos.sort_unstable_by(|&a, &b| text[a as usize..a as usize + N].cmp(&text[b as usize..b as usize + N]));
+    group_sorted(text, pos.into_iter().map(|p| p as usize))
+}
+
+/// Ranks (equivalence classes) of every position's prefix of `len` words,
+/// by doubling; positions too close to a document end rank as u32::MAX.
+fn with_doubling(text: &[u32]) -> Digest {
+    let len = text.len();
+    let mut rank: Vec<u32> = text.to_vec();
+    let mut known = 1;
+    let mut order: Vec<u32> = (0..len as u32).collect();
+    let mut keyed: Vec<(u64, u32)> = Vec::with_capacity(len);
+    while known < N {
+        // Combine the rank of prefix `known` at i with that of prefix `step` at i + known.
+        let step = known.min(N - known);
+        let step_rank = if step == known { rank.clone() } else { prefix_rank(text, step) };
+        keyed.clear();
+        for i in 0..len {
+            let a = rank[i];
+            let b = if i + known < len { step_rank[i + known] } else { u32::MAX };
+            let key = if a == u32::MAX || b == u32::MAX { u64::MAX } else { (u64::from(a) << 32) | u64::from(b) };
+            keyed.push((key, i as u32));
+        }
+        keyed.sort_unstable();
+        let mut next = 0u32;
+        for j in 0..len {
+            let (key, i) = keyed[j];
+            if key == u64::MAX {
+                rank[i as usize] = u32::MAX;
+                continue;
+            }
+            if j > 0 && keyed[j - 1].0 != key {
+                next += 1;
+            }
+            rank[i as usize] = next;
+        }
+        known += step;
+        order = keyed.iter().map(|&(_, i)| i).collect();
+    }
+    group_sorted(text, order.into_iter().map(|p| p as usize).filter(|&p| rank[p] != u32::MAX))
+}
+
+/// Ranks of the prefixes of `len` words (for the last, shorter doubling step).
+fn prefix_rank(text: &[u32], len: usize) -> Vec<u32> {
+    let mut rank = vec![u32::MAX; text.len()];
+    let mut pos: Vec<u32> = (0..text.len().saturating_sub(len - 1))
+        .filter(|&p| text[p..p + len].iter().all(|&x| x != u32::MAX))
+        .map(|p| p as u32)
+        .collect();
+    pos.sort_unstable_by(|&a, &b| text[a as usize..a as usize + len].cmp(&text[b as usize..b as usize + len]));
+    let mut next = 0;
+    for (j, &p) in pos.iter().enumerate() {
+        if j > 0 && text[pos[j - 1] as usize..pos[j - 1] as usize + len] != text[p as usize..p as usize + len] {
+            next += 1;
+        }
+        rank[p as usize] = next;
+    }
+    rank
+}
+
+/// One stable counting sort of positions per word of the n-gram, last word first.
+fn with_radix_positions(text: &[u32], max_id: u32) -> Digest {
+    let mut pos = positions(text);
+    let mut scratch = vec![0u32; pos.len()];
+    let mut counts = vec![0usize; max_id as usize + 2];
+    for column in (0..N).rev() {
+        counts.iter_mut().for_each(|c| *c = 0);
+        for &p in &pos {
+            counts[text[p as usize + column] as usize + 1] += 1;
+        }
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        for &p in &pos {
+            let slot = &mut counts[text[p as usize + column] as usize];
+            scratch[*slot] = p;
+            *slot += 1;
+        }
+        std::mem::swap(&mut pos, &mut scratch);
+    }
     group_sorted(text, pos.into_iter().map(|p| p as usize))
 }
 
@@ -94,11 +191,12 @@ fn with_keys<const L: usize>(layout: KeyLayout, docs: &[Vec<u32>], keep: impl Fn
         chunk.push(k);
     }
     let mut out = Vec::new();
-    chunk.drain_sorted::<()>(|g, c| {
-        out.push((g.to_vec(), c));
-        Ok(())
-    })
-    .unwrap();
+    chunk
+        .drain_sorted::<()>(|g, c| {
+            out.push((g.to_vec(), c));
+            Ok(())
+        })
+        .unwrap();
     digest_of(out.into_iter())
 }
 
@@ -154,7 +252,11 @@ fn main() {
     assert_eq!(layout.words(), 3, "the bench instantiates keys of 3 words");
     let ngrams = positions(&text).len() as f64;
     let expect = with_slice_sort(&text);
-    println!("chunk sort, {count} tokens, n = {N}, {} distinct n-grams, key width {} bits, median of {runs}", expect.0, layout.width());
+    println!(
+        "chunk sort, {count} tokens, n = {N}, {} distinct n-grams, key width {} bits, median of {runs}",
+        expect.0,
+        layout.width()
+    );
     println!();
     println!("| method | M n-grams/s | memory per n-gram |");
     println!("|---|---:|---:|");
@@ -167,7 +269,11 @@ fn main() {
     };
     report("libsais suffix array + scan", "8 B (text + SA, every token)", &|| with_libsais(&text));
     report("positions, slice comparison", "8 B (text + positions)", &|| with_slice_sort(&text));
-    report("packed keys, sort_unstable (dupgram)", "24 B (kept n-grams only)", &|| with_keys::<3>(layout, &t.docs, |_| true));
+    report("prefix doubling to depth n", "20 B (text, ranks, pairs)", &|| with_doubling(&text));
+    report("positions, LSD radix by word", "12 B (text + 2 × positions)", &|| with_radix_positions(&text, t.max_id));
+    report("packed keys, sort_unstable (dupgram)", "24 B (kept n-grams only)", &|| {
+        with_keys::<3>(layout, &t.docs, |_| true)
+    });
     report("packed keys, 16-bit buckets + sort_unstable", "48 B", &|| with_keys_bucketed::<3>(layout, &t.docs));
     // What the sieve changes: a key sort pays only for the n-grams kept; a
     // suffix array is built over every token whatever is kept.

@@ -148,5 +148,27 @@ for c in "${corpora[@]}"; do
   fi
 done
 
+# --- memory: the same budgets on generated corpora 10× apart ------------------
+gens=()
+for c in "${corpora[@]}"; do case $(basename "$c") in gen-*) gens+=("$c") ;; esac; done
+if [ "${#gens[@]}" -ge 2 ]; then
+  {
+    echo
+    echo "| corpus | --memory | peak RSS | runs | spill / text byte | wall |"
+    echo "|---|---:|---:|---:|---:|---:|"
+  } >> "$table"
+  for c in "${gens[@]: -2}"; do
+    for budget in 64M 256M; do
+      read -r wall rss < <(measure "$bin/dupgram" ngrams "$c.jsonl.zst" -n "$n" --memory "$budget" -q -o "$work/dups.tsv" --stats-json "$work/stats.json")
+      python3 - "$work/stats.json" "$(basename "$c")" "$budget" "$rss" "$wall" "$(stat -c %s "$c.txt")" >> "$table" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+name, budget, rss, wall, text = sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+print(f"| {name} | {budget} | {rss // 1024} MiB | {s['runs_written']} | {s['bytes_spilled'] / text:.2f} | {wall:.1f} s |")
+PY
+    done
+  done
+fi
+
 echo
 cat "$table"
