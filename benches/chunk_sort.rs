@@ -260,7 +260,7 @@ fn main() {
     println!();
     println!("| method | M n-grams/s | memory per n-gram |");
     println!("|---|---:|---:|");
-    let mut report = |name: &str, bytes: &str, f: &dyn Fn() -> Digest| {
+    let report = |name: &str, bytes: &str, f: &dyn Fn() -> Digest| {
         assert_eq!(f(), expect, "{name} disagrees");
         let time = common::median(runs, || {
             std::hint::black_box(f());
