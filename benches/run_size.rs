@@ -25,7 +25,7 @@ fn run_bytes<const L: usize>(docs: &[Vec<u32>], max_id: u32, n: usize) -> (u64, 
         }
     }
     let mut writer =
-        RunWriter::new(Cursor::new(Vec::new()), Path::new("bench"), RunHeader { n: n as u8, lexicon_id: 0 }).unwrap();
+        RunWriter::new(Cursor::new(Vec::new()), Path::new("bench"), RunHeader::counts(n as u8, 0)).unwrap();
     let counts = chunk.drain_sorted(|g, c| writer.push(g, c)).unwrap();
     let (_, summary) = writer.finish().unwrap();
     (summary.bytes, counts.distinct)

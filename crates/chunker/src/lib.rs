@@ -241,6 +241,78 @@ impl<const L: usize> Chunk<L> {
     }
 }
 
+/// A fixed-capacity buffer of n-gram keys with an occurrence each
+/// (`document << 32 | position`): the chunk of the second pass, whose runs
+/// list where each n-gram occurs.
+pub struct PostingChunk<const L: usize> {
+    layout: KeyLayout,
+    items: Vec<([u64; L], u64)>,
+    capacity: usize,
+    ids: Vec<u32>,
+    occurrences: Vec<u64>,
+}
+
+impl<const L: usize> PostingChunk<L> {
+    /// A chunk of up to `capacity` occurrences; memory is taken as they arrive.
+    pub fn new(layout: KeyLayout, capacity: usize) -> Self {
+        assert_eq!(L, layout.words, "key storage does not match the layout");
+        let capacity = capacity.max(1);
+        PostingChunk {
+            layout,
+            items: Vec::with_capacity(capacity.min(1 << 16)),
+            capacity,
+            ids: vec![0; layout.n],
+            occurrences: Vec::new(),
+        }
+    }
+
+    /// Bytes one occurrence takes.
+    pub fn item_bytes(layout: KeyLayout) -> usize {
+        layout.key_bytes() + 8
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.items.len() >= self.capacity
+    }
+
+    #[inline]
+    pub fn push(&mut self, key: [u64; L], occurrence: u64) {
+        if self.items.len() == self.items.capacity() {
+            let target = (self.items.capacity() * 2).clamp(1, self.capacity);
+            self.items.reserve_exact(target - self.items.len());
+        }
+        self.items.push((key, occurrence));
+    }
+
+    /// Sorts, and hands each distinct n-gram with its occurrences (increasing) to `emit`; leaves the chunk empty.
+    pub fn drain_sorted<E>(&mut self, mut emit: impl FnMut(&[u32], &[u64]) -> Result<(), E>) -> Result<ChunkCounts, E> {
+        self.items.sort_unstable();
+        let mut counts = ChunkCounts { ngrams: self.items.len() as u64, distinct: 0 };
+        let mut i = 0;
+        while i < self.items.len() {
+            let key = self.items[i].0;
+            self.occurrences.clear();
+            while i < self.items.len() && self.items[i].0 == key {
+                self.occurrences.push(self.items[i].1);
+                i += 1;
+            }
+            self.layout.unpack(&key, &mut self.ids);
+            emit(&self.ids, &self.occurrences)?;
+            counts.distinct += 1;
+        }
+        self.items.clear();
+        Ok(counts)
+    }
+}
+
 #[inline]
 fn cmp_keys<const L: usize>(a: &[u64; L], b: &[u64; L]) -> Ordering {
     a.cmp(b)
@@ -313,6 +385,24 @@ mod tests {
             }
             prop_assert_eq!(back, ids);
         }
+    }
+
+    #[test]
+    fn posting_chunks_group_occurrences() {
+        let layout = KeyLayout::new(2, 9).unwrap();
+        let mut chunk = PostingChunk::<1>::new(layout, 10);
+        for (ids, occ) in [([3, 4], 7u64), ([1, 2], 9), ([3, 4], 2), ([1, 2], 5), ([0, 9], 1)] {
+            chunk.push(layout.pack::<1>(&ids), occ);
+        }
+        let mut out = Vec::new();
+        chunk
+            .drain_sorted::<()>(|g, o| {
+                out.push((g.to_vec(), o.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(out, vec![(vec![0, 9], vec![1]), (vec![1, 2], vec![5, 9]), (vec![3, 4], vec![2, 7])]);
+        assert!(chunk.is_empty());
     }
 
     #[test]

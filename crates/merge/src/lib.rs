@@ -18,18 +18,22 @@ pub use loser_tree::LoserTree;
 
 use std::path::{Path, PathBuf};
 
-use dupgram_runs::{RunError, RunHeader, RunReader, RunSummary, RunWriter};
+use dupgram_runs::{RunError, RunHeader, RunKind, RunReader, RunSummary, RunWriter};
 
-/// Receives the merged stream: each distinct n-gram once, with its summed count.
+/// Receives the merged stream: each distinct n-gram once, with its summed
+/// count and, from postings runs, all its occurrences in increasing order.
 pub trait MergeSink {
     type Error: From<RunError>;
-    fn accept(&mut self, ngram: &[u32], count: u64) -> Result<(), Self::Error>;
+    fn accept(&mut self, ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), Self::Error>;
 }
 
 impl<W: std::io::Write> MergeSink for RunWriter<W> {
     type Error = RunError;
-    fn accept(&mut self, ngram: &[u32], count: u64) -> Result<(), RunError> {
-        self.push(ngram, count)
+    fn accept(&mut self, ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), RunError> {
+        match self.header().kind {
+            RunKind::Counts => self.push(ngram, count),
+            RunKind::Postings => self.push_postings(ngram, occurrences),
+        }
     }
 }
 
@@ -87,6 +91,9 @@ pub fn merge_into<S: MergeSink, I: Interrupt + ?Sized>(
     let n = runs.first().map_or(0, |r| usize::from(r.header().n));
     let mut acc: Vec<u32> = Vec::with_capacity(n);
     let mut acc_count = 0u64;
+    // Occurrences from several runs interleave: gathered here, sorted when the n-gram is complete.
+    let mut acc_occurrences: Vec<u64> = Vec::new();
+    let mut sorted = true;
     loop {
         let w = tree.winner();
         if w >= runs.len() || !live[w] {
@@ -94,14 +101,22 @@ pub fn merge_into<S: MergeSink, I: Interrupt + ?Sized>(
         }
         if acc_count > 0 && runs[w].ngram() == acc.as_slice() {
             acc_count = acc_count.saturating_add(runs[w].count());
+            sorted &= acc_occurrences.last().is_none_or(|&l| runs[w].occurrences().first().is_none_or(|&f| l < f));
+            acc_occurrences.extend_from_slice(runs[w].occurrences());
         } else {
             if acc_count > 0 {
-                sink.accept(&acc, acc_count).map_err(MergeError::Sink)?;
+                if !sorted {
+                    acc_occurrences.sort_unstable();
+                }
+                sink.accept(&acc, acc_count, &acc_occurrences).map_err(MergeError::Sink)?;
                 counts.distinct_out += 1;
             }
             acc.clear();
             acc.extend_from_slice(runs[w].ngram());
             acc_count = runs[w].count();
+            acc_occurrences.clear();
+            acc_occurrences.extend_from_slice(runs[w].occurrences());
+            sorted = true;
         }
         counts.entries_in += 1;
         if counts.entries_in % 65536 == 0 {
@@ -114,7 +129,10 @@ pub fn merge_into<S: MergeSink, I: Interrupt + ?Sized>(
         tree.replay(w, |a, b| precedes(&runs, &live, a, b));
     }
     if acc_count > 0 {
-        sink.accept(&acc, acc_count).map_err(MergeError::Sink)?;
+        if !sorted {
+            acc_occurrences.sort_unstable();
+        }
+        sink.accept(&acc, acc_count, &acc_occurrences).map_err(MergeError::Sink)?;
         counts.distinct_out += 1;
     }
     stop.advanced(counts.entries_in % 65536);

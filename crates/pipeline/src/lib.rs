@@ -25,6 +25,7 @@ mod feed;
 pub mod memory;
 mod ngrams;
 pub mod output;
+mod scan;
 
 pub use error::PipelineError;
 pub use memory::{MemoryPlan, ZstdNeed, human_bytes, parse_bytes, peak_rss, tune_allocator};

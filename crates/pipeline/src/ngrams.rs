@@ -7,7 +7,7 @@ use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
-use dupgram_chunker::{Chunk, KeyLayout, KeyWindow};
+use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Scope, Tokenizer, word_hash};
 use dupgram_merge::{MergeSink, RunFile, merge_all};
@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::feed::{BatchWorker, Source, feed};
 use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
+use crate::scan::{ScanSink, Scanner};
 use crate::{Control, PipelineError};
 
 /// What to count, and with what resources.
@@ -494,29 +495,28 @@ impl Job<'_> {
         };
         stats.chunk_ngrams = capacity;
         self.control.progress.start("counting", self.total_input_bytes());
-        let header = RunHeader { n: config.n as u8, lexicon_id: lexicon.identity() };
+        let header = RunHeader::counts(config.n as u8, lexicon.identity());
         let workers: Vec<CountWorker<L>> = (0..config.threads)
             .map(|worker| CountWorker {
-                tokenizer: Tokenizer::new(config.norm),
-                lexicon,
-                sieve,
-                window: KeyWindow::new(layout),
-                roll: RollingFingerprint::new(config.n),
-                line: DelayLine::default(),
-                spill: ChunkSpill {
-                    chunk: Chunk::new(layout, capacity),
-                    dir: self.work,
-                    worker,
-                    next: 0,
-                    header,
-                    runs: Vec::new(),
-                    bytes: 0,
-                    distinct: 0,
-                    sorted: 0,
+                scanner: Scanner::new(config.norm, lexicon, layout, sieve.is_some()),
+                keep: KeepNgrams {
+                    sieve,
+                    line: DelayLine::default(),
+                    spill: ChunkSpill {
+                        chunk: Chunk::new(layout, capacity),
+                        dir: self.work,
+                        worker,
+                        next: 0,
+                        header,
+                        runs: Vec::new(),
+                        bytes: 0,
+                        distinct: 0,
+                        sorted: 0,
+                    },
+                    failure: None,
                 },
                 n: config.n as u64,
-                doc_tokens: 0,
-                counts: CountTotals::default(),
+                ngrams: 0,
             })
             .collect();
         let options = self.read_options();
@@ -550,7 +550,7 @@ impl Job<'_> {
             self.config.limits.fan_in.unwrap_or_else(|| ((room / per_run) as usize).clamp(2, open_file_allowance()));
         stats.fan_in = fan_in;
         self.control.progress.start("merging", Some(entries));
-        let header = RunHeader { n: self.config.n as u8, lexicon_id: lexicon.identity() };
+        let header = RunHeader::counts(self.config.n as u8, lexicon.identity());
         let (full_tx, full_rx) = bounded::<DupBatch>(2);
         let (free_tx, free_rx) = bounded::<DupBatch>(3);
         for _ in 0..3 {
@@ -841,87 +841,50 @@ impl<const L: usize> ChunkSpill<'_, L> {
 }
 
 struct CountWorker<'a, const L: usize> {
-    tokenizer: Tokenizer,
-    lexicon: &'a Lexicon,
+    scanner: Scanner<'a, L>,
+    keep: KeepNgrams<'a, L>,
+    n: u64,
+    ngrams: u64,
+}
+
+/// The count pass's sink: n-grams the sieve lets through go into the chunk.
+struct KeepNgrams<'a, const L: usize> {
     sieve: Option<&'a Sieve>,
-    window: KeyWindow<L>,
-    roll: RollingFingerprint,
     /// N-grams whose sieve counter is being prefetched.
     line: DelayLine<(Slot, [u64; L])>,
     spill: ChunkSpill<'a, L>,
-    n: u64,
-    /// Tokens of the current document that are not stop words.
-    doc_tokens: u64,
-    counts: CountTotals,
+    failure: Option<PipelineError>,
 }
 
-impl<'a, const L: usize> BatchWorker for CountWorker<'a, L> {
-    type Output = (ChunkSpill<'a, L>, CountTotals);
-
-    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
-        let mut failure: Option<PipelineError> = None;
-        for piece in &batch.pieces {
-            let CountWorker { tokenizer, lexicon, sieve, window, roll, line, spill, doc_tokens, counts, .. } =
-                &mut *self;
-            let sieve = *sieve;
-            let mut emit = |w: &str| {
-                counts.tokens += 1;
-                if failure.is_some() {
-                    return;
-                }
-                let h = word_hash(w.as_bytes());
-                let id = match lexicon.lookup_hashed(w, h) {
-                    Lookup::Stop => return,
-                    Lookup::Unknown => {
-                        *doc_tokens += 1;
-                        window.reset();
-                        roll.reset();
-                        return;
-                    }
-                    Lookup::Id(id) => id,
-                };
-                *doc_tokens += 1;
-                let fingerprint = if sieve.is_some() { roll.push(h) } else { None };
-                let Some(key) = window.push(id) else { return };
-                let kept = match (sieve, fingerprint) {
-                    (Some(s), Some(fp)) => {
-                        let slot = s.locate(fp);
-                        s.prefetch(slot);
-                        match line.push((slot, key)) {
-                            Some((ready, key)) if s.may_repeat_at(ready) => spill.keep(key),
-                            _ => Ok(()),
-                        }
-                    }
-                    _ => spill.keep(key),
-                };
-                if let Err(e) = kept {
-                    failure = Some(e);
-                }
-            };
-            tokenizer.feed(batch.piece_text(piece), &mut emit);
-            if piece.last {
-                tokenizer.finish(&mut emit);
-                self.counts.ngrams += self.doc_tokens.saturating_sub(self.n - 1);
-                self.doc_tokens = 0;
-                self.window.reset();
-                self.roll.reset();
-            }
+impl<const L: usize> ScanSink<L> for KeepNgrams<'_, L> {
+    #[inline]
+    fn ngram(&mut self, key: [u64; L], fingerprint: u64, _start: u64) {
+        if self.failure.is_some() {
+            return;
         }
-        if let Some(e) = failure {
+        let kept = match self.sieve {
+            Some(s) => {
+                let slot = s.locate(fingerprint);
+                s.prefetch(slot);
+                match self.line.push((slot, key)) {
+                    Some((ready, key)) if s.may_repeat_at(ready) => self.spill.keep(key),
+                    _ => Ok(()),
+                }
+            }
+            None => self.spill.keep(key),
+        };
+        if let Err(e) = kept {
+            self.failure = Some(e);
+        }
+    }
+}
+
+impl<const L: usize> KeepNgrams<'_, L> {
+    /// Settles the n-grams still waiting for their sieve counter.
+    fn flush_line(&mut self) -> Result<(), PipelineError> {
+        if let Some(e) = self.failure.take() {
             return Err(e);
         }
-        self.flush_line()
-    }
-
-    fn finish(mut self) -> Result<(ChunkSpill<'a, L>, CountTotals), PipelineError> {
-        self.flush_line()?;
-        self.spill.write()?;
-        Ok((self.spill, self.counts))
-    }
-}
-
-impl<const L: usize> CountWorker<'_, L> {
-    fn flush_line(&mut self) -> Result<(), PipelineError> {
         let Some(sieve) = self.sieve else { return Ok(()) };
         for (slot, key) in self.line.drain() {
             if sieve.may_repeat_at(slot) {
@@ -929,6 +892,25 @@ impl<const L: usize> CountWorker<'_, L> {
             }
         }
         Ok(())
+    }
+}
+
+impl<'a, const L: usize> BatchWorker for CountWorker<'a, L> {
+    type Output = (ChunkSpill<'a, L>, CountTotals);
+
+    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
+        for piece in &batch.pieces {
+            if let Some(tokens) = self.scanner.piece(batch.piece_text(piece), piece.last, &mut self.keep) {
+                self.ngrams += tokens.saturating_sub(self.n - 1);
+            }
+        }
+        self.keep.flush_line()
+    }
+
+    fn finish(mut self) -> Result<(ChunkSpill<'a, L>, CountTotals), PipelineError> {
+        self.keep.flush_line()?;
+        self.keep.spill.write()?;
+        Ok((self.keep.spill, CountTotals { tokens: self.scanner.tokens(), ngrams: self.ngrams }))
     }
 }
 
@@ -971,7 +953,7 @@ impl MergeSink for DupFilter {
     type Error = PipelineError;
 
     #[inline]
-    fn accept(&mut self, ngram: &[u32], count: u64) -> Result<(), PipelineError> {
+    fn accept(&mut self, ngram: &[u32], count: u64, _: &[u64]) -> Result<(), PipelineError> {
         if count >= 2 {
             self.types += 1;
             self.occurrences += count;

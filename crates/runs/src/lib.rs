@@ -10,7 +10,7 @@
 //! # Layout (format version 1, all integers little-endian)
 //!
 //! ```text
-//! header  32 bytes  magic "DGRUN\0\r\n" | version u16 | n u8 | 0 u8 | 0 u32
+//! header  32 bytes  magic "DGRUN\0\r\n" | version u16 | n u8 | kind u8 | 0 u32
 //!                   | lexicon id u64 | crc32 of the 24 bytes before | 0 u32
 //! block*            payload length u32 | entries u32 | crc32 of payload u32 | payload
 //! footer  40 bytes  magic "DGRUNEND" | blocks u64 | entries u64 | sum of counts u64
@@ -27,6 +27,16 @@
 //!
 //! where `lcp` is the number of leading IDs shared with the previous entry.
 //! Entries are strictly increasing, so `id_lcp − prev_lcp` ≥ 1.
+//!
+//! A run of kind 1 (*postings*, the duplicate-only index of `dupgram pairs`)
+//! follows each count with that many occurrences, each a (document, position)
+//! pair packed as `document << 32 | position`, in increasing order:
+//!
+//! ```text
+//! first:  delta(doc+1) delta(pos+1)
+//! next:   gamma(doc − prev_doc + 1), then gamma(pos − prev_pos) in the same
+//!         document or delta(pos+1) in a new one
+//! ```
 //!
 //! # Integrity
 //!
@@ -59,10 +69,22 @@ const BLOCK_HEADER_LEN: usize = 12;
 /// reader's buffer small (fan-in is memory / block size) while one read system
 /// call per block keeps I/O cheap.
 pub const BLOCK_TARGET_BYTES: usize = 64 * 1024;
-/// Larger payload lengths are treated as corruption.
-const MAX_BLOCK_BYTES: u32 = 16 * 1024 * 1024;
+/// Larger payload lengths are treated as corruption. A block holds whole
+/// entries, so one postings entry (an n-gram in millions of places) can make
+/// a block far larger than the target.
+const MAX_BLOCK_BYTES: u32 = 1 << 30;
 /// The longest n-gram a run can hold.
 pub const MAX_N: usize = 255;
+
+/// What a run's entries carry besides the n-gram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunKind {
+    /// A count.
+    #[default]
+    Counts,
+    /// A count and that many occurrences (`document << 32 | position`).
+    Postings,
+}
 
 /// What identifies the job a run belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,14 +93,29 @@ pub struct RunHeader {
     pub n: u8,
     /// Identity of the lexicon whose IDs the run uses.
     pub lexicon_id: u64,
+    pub kind: RunKind,
 }
 
 impl RunHeader {
+    /// The header of a counts run.
+    pub fn counts(n: u8, lexicon_id: u64) -> Self {
+        RunHeader { n, lexicon_id, kind: RunKind::Counts }
+    }
+
+    /// The header of a postings run.
+    pub fn postings(n: u8, lexicon_id: u64) -> Self {
+        RunHeader { n, lexicon_id, kind: RunKind::Postings }
+    }
+
     fn encode(&self) -> [u8; HEADER_LEN as usize] {
         let mut h = [0u8; HEADER_LEN as usize];
         h[0..8].copy_from_slice(MAGIC);
         h[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
         h[10] = self.n;
+        h[11] = match self.kind {
+            RunKind::Counts => 0,
+            RunKind::Postings => 1,
+        };
         h[16..24].copy_from_slice(&self.lexicon_id.to_le_bytes());
         let crc = crc32fast::hash(&h[0..24]);
         h[24..28].copy_from_slice(&crc.to_le_bytes());
@@ -103,7 +140,9 @@ pub enum RunError {
         "{path}: belongs to another job (n = {found_n}, lexicon {found_lexicon:016x}; expected n = {expected_n}, lexicon {expected_lexicon:016x})"
     )]
     Mismatch { path: PathBuf, found_n: u8, found_lexicon: u64, expected_n: u8, expected_lexicon: u64 },
-    #[error("{path}: n-grams must be pushed in strictly increasing order, each with n = {n} IDs and a count ≥ 1")]
+    #[error(
+        "{path}: n-grams must be pushed in strictly increasing order, each with n = {n} IDs and a count ≥ 1 (postings: increasing, as many as the count)"
+    )]
     BadEntry { path: PathBuf, n: u8 },
 }
 

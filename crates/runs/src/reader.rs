@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::{
     BLOCK_HEADER_LEN, BitCursor, CodeError, FOOTER_LEN, FOOTER_MAGIC, FORMAT_VERSION, HEADER_LEN, MAGIC,
-    MAX_BLOCK_BYTES, MAX_N, RunError, RunHeader,
+    MAX_BLOCK_BYTES, MAX_N, RunError, RunHeader, RunKind,
 };
 
 /// The totals a footer promises.
@@ -35,6 +35,7 @@ pub struct RunReader<R: Read + Seek> {
     at_block_start: bool,
     current: Vec<u32>,
     count: u64,
+    occurrences: Vec<u64>,
     blocks_seen: u64,
     entries_seen: u64,
     count_seen: u64,
@@ -72,7 +73,12 @@ impl<R: Read + Seek> RunReader<R> {
         if crc32fast::hash(&h[0..24]) != le_u32(&h[24..28]) {
             return Err(corrupt(path, 0, "header checksum mismatch"));
         }
-        let header = RunHeader { n: h[10], lexicon_id: le_u64(&h[16..24]) };
+        let kind = match h[11] {
+            0 => RunKind::Counts,
+            1 => RunKind::Postings,
+            _ => return Err(corrupt(path, 11, "unknown run kind")),
+        };
+        let header = RunHeader { n: h[10], lexicon_id: le_u64(&h[16..24]), kind };
         if header.n == 0 || usize::from(header.n) > MAX_N {
             return Err(corrupt(path, 10, "n out of range"));
         }
@@ -102,6 +108,7 @@ impl<R: Read + Seek> RunReader<R> {
             at_block_start: true,
             current: vec![0; usize::from(header.n)],
             count: 0,
+            occurrences: Vec::new(),
             blocks_seen: 0,
             entries_seen: 0,
             count_seen: 0,
@@ -150,6 +157,12 @@ impl<R: Read + Seek> RunReader<R> {
         self.count
     }
 
+    /// The current entry's occurrences, in increasing order (postings runs; empty otherwise).
+    #[inline]
+    pub fn occurrences(&self) -> &[u64] {
+        &self.occurrences
+    }
+
     /// Moves to the next entry; false at the end of the run.
     #[inline]
     pub fn advance(&mut self) -> Result<bool, RunError> {
@@ -188,6 +201,28 @@ impl<R: Read + Seek> RunReader<R> {
             *slot = u32::try_from(c.read_delta(data)? - 1).map_err(|_| CodeError::TooLong)?;
         }
         self.count = c.read_gamma(data)?;
+        if self.header.kind == RunKind::Postings {
+            // A block cannot hold more occurrences than it has bits.
+            if self.count > data.len() as u64 * 8 {
+                return Err(CodeError::TooLong);
+            }
+            self.occurrences.clear();
+            let (mut doc, mut pos) = (0u64, 0u64);
+            for i in 0..self.count {
+                if i == 0 {
+                    doc = c.read_delta(data)? - 1;
+                    pos = c.read_delta(data)? - 1;
+                } else {
+                    let step = c.read_gamma(data)? - 1;
+                    doc += step;
+                    pos = if step == 0 { pos + c.read_gamma(data)? } else { c.read_delta(data)? - 1 };
+                }
+                if doc > u64::from(u32::MAX) || pos > u64::from(u32::MAX) {
+                    return Err(CodeError::TooLong);
+                }
+                self.occurrences.push((doc << 32) | pos);
+            }
+        }
         Ok(())
     }
 

@@ -3,7 +3,7 @@ use proptest::prelude::*;
 use std::io::Cursor;
 use std::path::Path;
 
-const HEADER: RunHeader = RunHeader { n: 3, lexicon_id: 0xfeed };
+const HEADER: RunHeader = RunHeader { n: 3, lexicon_id: 0xfeed, kind: RunKind::Counts };
 
 fn write_run(entries: &[(Vec<u32>, u64)], header: RunHeader) -> Vec<u8> {
     let mut w = RunWriter::new(Vec::new(), Path::new("mem"), header).unwrap();
@@ -27,8 +27,36 @@ fn sorted_entries(n: usize, max_id: u32) -> impl Strategy<Value = Vec<(Vec<u32>,
         .prop_map(|m| m.into_iter().collect())
 }
 
+fn postings_strategy() -> impl Strategy<Value = Vec<(Vec<u32>, Vec<u64>)>> {
+    let occs = prop::collection::btree_set((0u64..40, 0u64..5000).prop_map(|(d, p)| (d << 32) | p), 1..30);
+    prop::collection::btree_map(prop::collection::vec(0u32..20, 3), occs, 0..300)
+        .prop_map(|m| m.into_iter().map(|(g, o)| (g, o.into_iter().collect())).collect())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn postings_round_trip(entries in postings_strategy(), big in any::<bool>()) {
+        let header = RunHeader::postings(3, 9);
+        let entries: Vec<(Vec<u32>, Vec<u64>)> = if big {
+            entries.into_iter().map(|(g, o)| (g, o.into_iter().map(|x| x | (0xffff_f000u64 << 32) | 0xffff_0000).collect())).collect()
+        } else { entries };
+        let mut w = RunWriter::new(Vec::new(), Path::new("mem"), header).unwrap();
+        for (g, o) in &entries {
+            w.push_postings(g, o).unwrap();
+        }
+        prop_assert!(w.push(&[99, 99, 99], 1).is_err(), "counts do not go into a postings run");
+        let bytes = w.finish().unwrap().0;
+        let mut r = RunReader::new(Cursor::new(bytes), Path::new("mem")).unwrap();
+        prop_assert_eq!(r.header(), header);
+        let mut got = Vec::new();
+        while r.advance().unwrap() {
+            prop_assert_eq!(r.count() as usize, r.occurrences().len());
+            got.push((r.ngram().to_vec(), r.occurrences().to_vec()));
+        }
+        prop_assert_eq!(got, entries);
+    }
+
     #[test]
     fn round_trip(entries in sorted_entries(3, 50)) {
         let bytes = write_run(&entries, HEADER);
@@ -96,7 +124,7 @@ fn out_of_order_and_bad_shapes_are_refused() {
 fn foreign_runs_are_rejected() {
     let bytes = write_run(&[(vec![1, 2, 3], 2)], HEADER);
     let r = RunReader::new(Cursor::new(bytes), Path::new("mem")).unwrap();
-    let other = RunHeader { n: 3, lexicon_id: 1 };
+    let other = RunHeader { n: 3, lexicon_id: 1, kind: RunKind::Counts };
     let err = r.expect_header(other).unwrap_err().to_string();
     assert!(err.contains("another job"), "{err}");
     assert!(matches!(

@@ -2,7 +2,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::{BLOCK_HEADER_LEN, BLOCK_TARGET_BYTES, BitWriter, FOOTER_MAGIC, MAX_N, RunError, RunHeader};
+use crate::{BLOCK_HEADER_LEN, BLOCK_TARGET_BYTES, BitWriter, FOOTER_MAGIC, MAX_N, RunError, RunHeader, RunKind};
 
 /// Totals of a finished run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -58,9 +58,44 @@ impl<W: Write> RunWriter<W> {
         self.header
     }
 
-    /// Appends one entry. It must be greater than the previous one.
+    /// Appends one entry of a counts run. It must be greater than the previous one.
     #[inline]
     pub fn push(&mut self, ngram: &[u32], count: u64) -> Result<(), RunError> {
+        if self.header.kind != RunKind::Counts {
+            return Err(self.bad_entry());
+        }
+        self.push_entry(ngram, count)?;
+        self.end_entry()
+    }
+
+    /// Appends one entry of a postings run: the n-gram and its occurrences
+    /// (`document << 32 | position`, strictly increasing).
+    pub fn push_postings(&mut self, ngram: &[u32], occurrences: &[u64]) -> Result<(), RunError> {
+        if self.header.kind != RunKind::Postings || occurrences.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(self.bad_entry());
+        }
+        self.push_entry(ngram, occurrences.len() as u64)?;
+        let mut prev = None;
+        for &occ in occurrences {
+            let (doc, pos) = (occ >> 32, occ & 0xffff_ffff);
+            match prev {
+                None => {
+                    self.block.write_delta(doc + 1);
+                    self.block.write_delta(pos + 1);
+                }
+                Some((pdoc, ppos)) => {
+                    self.block.write_gamma(doc - pdoc + 1);
+                    if doc == pdoc { self.block.write_gamma(pos - ppos) } else { self.block.write_delta(pos + 1) }
+                }
+            }
+            prev = Some((doc, pos));
+        }
+        self.end_entry()
+    }
+
+    /// Writes the n-gram and count of an entry.
+    #[inline]
+    fn push_entry(&mut self, ngram: &[u32], count: u64) -> Result<(), RunError> {
         if ngram.len() != usize::from(self.header.n) || count == 0 {
             return Err(self.bad_entry());
         }
@@ -85,6 +120,11 @@ impl<W: Write> RunWriter<W> {
         self.block_entries += 1;
         self.summary.entries += 1;
         self.summary.total_count = self.summary.total_count.saturating_add(count);
+        Ok(())
+    }
+
+    #[inline]
+    fn end_entry(&mut self) -> Result<(), RunError> {
         if self.block.bit_len() >= (BLOCK_TARGET_BYTES as u64) * 8 || self.block_entries == u32::MAX {
             self.flush_block()?;
         }

@@ -1,0 +1,330 @@
+/// One occurrence of a duplicate n-gram in a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Occurrence {
+    /// The n-gram's ID in the duplicate-only index.
+    pub ngram: u32,
+    /// Its start, in tokens (stop words excluded) from the start of the document.
+    pub pos: u32,
+}
+
+/// What a document looks like to the scorer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DocStats {
+    /// Tokens (stop words excluded).
+    pub tokens: u32,
+    /// Distinct n-grams, duplicate or not: `|S_X|`.
+    pub distinct: u32,
+    /// Distinct duplicate n-grams.
+    pub dup_types: u32,
+    /// Tokens covered by some duplicate n-gram: an upper bound of any pair's coverage.
+    pub dup_covered: u32,
+}
+
+/// The duplicate n-grams of a range of documents, each document's sorted by (n-gram, position).
+#[derive(Debug, Default)]
+pub struct DocBlock {
+    first: u32,
+    offsets: Vec<u64>,
+    entries: Vec<Occurrence>,
+    stats: Vec<DocStats>,
+}
+
+/// Fills a [`DocBlock`] from the index, which lists n-grams in ID order and
+/// each n-gram's occurrences in (document, position) order: appending them
+/// per document leaves every document's list sorted without a sort.
+#[derive(Debug)]
+pub struct DocBlockBuilder {
+    block: DocBlock,
+    /// Next free slot of each document.
+    fill: Vec<u64>,
+    n: u32,
+}
+
+impl DocBlock {
+    /// Starts a block for documents `first..first + occurrences.len()`, where
+    /// `occurrences[i]` is how many duplicate occurrences document `first + i`
+    /// has (known from a counting scan), so memory is allocated exactly once.
+    pub fn builder(first: u32, occurrences: &[u32], n: u32) -> DocBlockBuilder {
+        let mut offsets = Vec::with_capacity(occurrences.len() + 1);
+        let mut total = 0u64;
+        offsets.push(0);
+        for &c in occurrences {
+            total += u64::from(c);
+            offsets.push(total);
+        }
+        let fill = offsets[..occurrences.len()].to_vec();
+        let block = DocBlock {
+            first,
+            offsets,
+            entries: vec![Occurrence { ngram: 0, pos: 0 }; total as usize],
+            stats: vec![DocStats::default(); occurrences.len()],
+        };
+        DocBlockBuilder { block, fill, n }
+    }
+
+    /// Bytes a block with this many occurrences and documents needs.
+    pub fn bytes_for(occurrences: u64, docs: u64) -> u64 {
+        occurrences * std::mem::size_of::<Occurrence>() as u64 + docs * (8 + std::mem::size_of::<DocStats>() as u64 + 8)
+    }
+
+    pub fn first(&self) -> u32 {
+        self.first
+    }
+
+    /// One past the last document.
+    pub fn end(&self) -> u32 {
+        self.first + self.stats.len() as u32
+    }
+
+    pub fn contains(&self, doc: u32) -> bool {
+        doc >= self.first && doc < self.end()
+    }
+
+    /// A document's duplicate occurrences, sorted by (n-gram, position).
+    pub fn doc(&self, doc: u32) -> &[Occurrence] {
+        let i = (doc - self.first) as usize;
+        &self.entries[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    pub fn stats(&self, doc: u32) -> DocStats {
+        self.stats[(doc - self.first) as usize]
+    }
+}
+
+impl DocBlockBuilder {
+    pub fn wants(&self, doc: u32) -> bool {
+        self.block.contains(doc)
+    }
+
+    /// Adds an occurrence; n-grams must come in increasing ID order.
+    #[inline]
+    pub fn push(&mut self, doc: u32, ngram: u32, pos: u32) {
+        let i = (doc - self.block.first) as usize;
+        let slot = self.fill[i];
+        debug_assert!(slot < self.block.offsets[i + 1], "more occurrences than counted");
+        self.block.entries[slot as usize] = Occurrence { ngram, pos };
+        self.fill[i] = slot + 1;
+    }
+
+    /// Finishes the block; `tokens[i]` is the token count of document `first + i`.
+    pub fn finish(mut self, tokens: &[u32]) -> DocBlock {
+        let n = self.n;
+        let mut starts = Vec::new();
+        for (i, stats) in self.block.stats.iter_mut().enumerate() {
+            let list = &self.block.entries[self.block.offsets[i] as usize..self.block.offsets[i + 1] as usize];
+            debug_assert_eq!(self.fill[i], self.block.offsets[i + 1], "fewer occurrences than counted");
+            let types = list.iter().enumerate().filter(|&(j, o)| j == 0 || list[j - 1].ngram != o.ngram).count() as u32;
+            let positions = tokens[i].saturating_sub(n - 1);
+            starts.clear();
+            starts.extend(list.iter().map(|o| o.pos));
+            starts.sort_unstable();
+            *stats = DocStats {
+                tokens: tokens[i],
+                distinct: positions - (list.len() as u32 - types),
+                dup_types: types,
+                dup_covered: covered(&starts, n),
+            };
+        }
+        self.block
+    }
+}
+
+/// Tokens covered by n-grams starting at `starts` (sorted).
+fn covered(starts: &[u32], n: u32) -> u32 {
+    let mut total = 0;
+    let mut end = 0u32;
+    for &s in starts {
+        let stop = s + n;
+        if stop > end {
+            total += stop - s.max(end);
+            end = stop;
+        }
+    }
+    total
+}
+
+/// What two documents share: the counts every score is made of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PairCounts {
+    /// Distinct n-grams both hold.
+    pub shared: u32,
+    /// Tokens of A covered by occurrences of shared n-grams.
+    pub covered_a: u32,
+    pub covered_b: u32,
+}
+
+/// The scores of a pair, exact ratios of integers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairScores {
+    pub sscr: f64,
+    pub ssr: f64,
+    pub contain_a_in_b: f64,
+    pub contain_b_in_a: f64,
+    pub cover_a: f64,
+    pub cover_b: f64,
+    pub shared: u32,
+}
+
+impl PairCounts {
+    pub fn scores(&self, a: DocStats, b: DocStats) -> PairScores {
+        let ratio = |x: u64, y: u64| if y == 0 { 0.0 } else { x as f64 / y as f64 };
+        let (shared, sa, sb) = (u64::from(self.shared), u64::from(a.distinct), u64::from(b.distinct));
+        PairScores {
+            sscr: ratio(
+                u64::from(self.covered_a) + u64::from(self.covered_b),
+                u64::from(a.tokens) + u64::from(b.tokens),
+            ),
+            ssr: ratio(shared, sa + sb - shared),
+            contain_a_in_b: ratio(shared, sa),
+            contain_b_in_a: ratio(shared, sb),
+            cover_a: ratio(u64::from(self.covered_a), u64::from(a.tokens)),
+            cover_b: ratio(u64::from(self.covered_b), u64::from(b.tokens)),
+            shared: self.shared,
+        }
+    }
+}
+
+/// Scratch space reused across pairs.
+#[derive(Debug, Default)]
+pub struct ScoreScratch {
+    a: Vec<u32>,
+    b: Vec<u32>,
+}
+
+/// Computes what `a` and `b` share, from their sorted occurrence lists.
+pub fn score(a: &[Occurrence], b: &[Occurrence], n: u32, scratch: &mut ScoreScratch) -> PairCounts {
+    scratch.a.clear();
+    scratch.b.clear();
+    let (mut i, mut j, mut shared) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let (ga, gb) = (a[i].ngram, b[j].ngram);
+        if ga < gb {
+            i = skip_to(a, i, gb);
+        } else if gb < ga {
+            j = skip_to(b, j, ga);
+        } else {
+            shared += 1;
+            while i < a.len() && a[i].ngram == ga {
+                scratch.a.push(a[i].pos);
+                i += 1;
+            }
+            while j < b.len() && b[j].ngram == gb {
+                scratch.b.push(b[j].pos);
+                j += 1;
+            }
+        }
+    }
+    scratch.a.sort_unstable();
+    scratch.b.sort_unstable();
+    PairCounts { shared, covered_a: covered(&scratch.a, n), covered_b: covered(&scratch.b, n) }
+}
+
+/// The first index at or after `from` whose n-gram is ≥ `target`, galloping:
+/// a short list against a long one costs the short one's length times a log.
+#[inline]
+fn skip_to(list: &[Occurrence], from: usize, target: u32) -> usize {
+    let mut step = 1;
+    let mut lo = from;
+    while lo + step < list.len() && list[lo + step].ngram < target {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step).min(list.len());
+    lo + list[lo..hi].partition_point(|o| o.ngram < target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeSet, HashMap};
+
+    /// Brute force from the token sequences themselves.
+    fn brute(a: &[u32], b: &[u32], n: usize) -> (u32, u32, u32, u32, u32) {
+        let grams = |t: &[u32]| t.windows(n).map(|w| w.to_vec()).collect::<BTreeSet<_>>();
+        let (ga, gb) = (grams(a), grams(b));
+        let shared: BTreeSet<_> = ga.intersection(&gb).cloned().collect();
+        let cover = |t: &[u32]| {
+            let mut marked = vec![false; t.len()];
+            for (p, w) in t.windows(n).enumerate() {
+                if shared.contains(w) {
+                    marked[p..p + n].iter_mut().for_each(|m| *m = true);
+                }
+            }
+            marked.iter().filter(|&&m| m).count() as u32
+        };
+        (shared.len() as u32, cover(a), cover(b), ga.len() as u32, gb.len() as u32)
+    }
+
+    /// Builds blocks the way the pipeline does: duplicate n-grams of the two
+    /// documents plus a third one, numbered in sorted order.
+    fn index(docs: &[Vec<u32>], n: usize) -> DocBlock {
+        let mut counts: HashMap<Vec<u32>, Vec<(u32, u32)>> = HashMap::new();
+        for (d, t) in docs.iter().enumerate() {
+            for (p, w) in t.windows(n).enumerate() {
+                counts.entry(w.to_vec()).or_default().push((d as u32, p as u32));
+            }
+        }
+        let mut dups: Vec<(Vec<u32>, Vec<(u32, u32)>)> = counts.into_iter().filter(|(_, o)| o.len() >= 2).collect();
+        dups.sort();
+        let mut per_doc = vec![0u32; docs.len()];
+        for (_, occ) in &dups {
+            for &(d, _) in occ {
+                per_doc[d as usize] += 1;
+            }
+        }
+        let mut b = DocBlock::builder(0, &per_doc, n as u32);
+        for (id, (_, occ)) in dups.iter().enumerate() {
+            for &(d, p) in occ {
+                b.push(d, id as u32, p);
+            }
+        }
+        let tokens: Vec<u32> = docs.iter().map(|t| t.len() as u32).collect();
+        b.finish(&tokens)
+    }
+
+    proptest! {
+        #[test]
+        fn scores_match_brute_force(a in prop::collection::vec(0u32..6, 0..60), b in prop::collection::vec(0u32..6, 0..60), c in prop::collection::vec(0u32..6, 0..30), n in 1usize..6) {
+            let block = index(&[a.clone(), b.clone(), c], n);
+            let got = score(block.doc(0), block.doc(1), n as u32, &mut ScoreScratch::default());
+            let (shared, ca, cb, sa, sb) = brute(&a, &b, n);
+            prop_assert_eq!(got, PairCounts { shared, covered_a: ca, covered_b: cb });
+            prop_assert_eq!(block.stats(0).distinct, sa);
+            prop_assert_eq!(block.stats(1).distinct, sb);
+            prop_assert!(block.stats(0).dup_covered >= ca && block.stats(1).dup_covered >= cb);
+        }
+    }
+
+    #[test]
+    fn kupietz_example_1() {
+        let words = |s: &str| s.split(' ').map(|w| w.to_string()).collect::<Vec<_>>();
+        let a = words(
+            "DIETER RULFF FREIER JOURNALIST BERLIN LANGEN JAHREN TAZ ZULETZT LEITENDER REDAKTEUR WOCHENZEITUNG WOCHEN INTERESSE GILT SEIT LANGEM ENTWICKLUNG DEUTSCHEN INNEN UND PARTEIPOLITIK",
+        );
+        let b = words(
+            "DIETER RULFF FREIER JOURNALIST BERLIN VIELEN JAHREN TAZ ZULETZT LEITENDER REDAKTEUR ZEITUNG WOCHEN INTERESSE GILT SEIT LANGEM ENTWICKLUNG DEUTSCHEN INNEN UND PARTEIPOLITIK",
+        );
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut id = |w: &String| {
+            let next = ids.len() as u32;
+            *ids.entry(w.clone()).or_insert(next)
+        };
+        let a: Vec<u32> = a.iter().map(&mut id).collect();
+        let b: Vec<u32> = b.iter().map(&mut id).collect();
+        let block = index(&[a, b], 5);
+        let counts = score(block.doc(0), block.doc(1), 5, &mut ScoreScratch::default());
+        let s = counts.scores(block.stats(0), block.stats(1));
+        assert_eq!(counts.shared, 8);
+        assert_eq!(format!("{:.6} {:.6}", s.ssr, s.sscr), "0.285714 0.909091");
+        assert_eq!((s.ssr, s.sscr), (8.0 / 28.0, 40.0 / 44.0));
+    }
+
+    #[test]
+    fn coverage_of_overlapping_ngrams() {
+        assert_eq!(covered(&[], 3), 0);
+        assert_eq!(covered(&[0, 1, 2], 3), 5);
+        assert_eq!(covered(&[0, 10], 3), 6);
+        assert_eq!(covered(&[5, 5, 6], 2), 3);
+    }
+}
