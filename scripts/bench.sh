@@ -6,10 +6,12 @@
 #   scripts/bench.sh                      # 1M, 10M and 100M generated tokens + the real corpora
 #   scripts/bench.sh --sizes 1M,10M       # smaller
 #   scripts/bench.sh --runs 3 --no-sort   # more repeats; skip the sort | uniq baseline
+#   scripts/bench.sh --only pairs         # one section: ngrams, memory or pairs
 #
 # Baselines:
 #   sort   awk n-gram lines | LC_ALL=C sort -S <same memory> | uniq -cd   (exact)
 #   hash   dupgram-hashcount: 64-bit n-gram fingerprints in a hash map   (approximate; memory grows)
+#   lsh    MinHash-LSH (datasketch, from PyPI, installed in a venv under the bench directory)
 # Tokenisation: dupgram's default (Unicode words, case-folded); the awk
 # baseline lower-cases and splits at non-alphanumerics, the same on ASCII text.
 set -euo pipefail
@@ -20,6 +22,7 @@ runs=0
 n=10
 memory=1G
 with_sort=1
+only=all
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
@@ -27,6 +30,7 @@ while [ $# -gt 0 ]; do
     --memory) memory=$2; shift 2 ;;
     -n) n=$2; shift 2 ;;
     --no-sort) with_sort=0; shift ;;
+    --only) only=$2; shift 2 ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -90,12 +94,15 @@ watch_dir() {
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 table=$work/results.md
-{
+: > "$table"
+section() { [ "$only" = all ] || [ "$only" = "$1" ]; }
+
+section ngrams && {
   echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS | spill / input byte (stored, text) | wall vs dupgram |"
   echo "|---|---:|---|---:|---:|---:|---:|---:|"
-} > "$table"
+} >> "$table"
 
-for c in "${corpora[@]}"; do
+section ngrams && for c in "${corpora[@]}"; do
   name=$(basename "$c")
   input=$c.jsonl.zst
   in_bytes=$(stat -Lc %s "$input")
@@ -151,7 +158,7 @@ done
 # --- memory: the same budgets on generated corpora 10× apart ------------------
 gens=()
 for c in "${corpora[@]}"; do case $(basename "$c") in gen-*) gens+=("$c") ;; esac; done
-if [ "${#gens[@]}" -ge 2 ]; then
+if section memory && [ "${#gens[@]}" -ge 2 ]; then
   {
     echo
     echo "| corpus | --memory | peak RSS | runs | spill / text byte | wall |"
@@ -168,6 +175,38 @@ print(f"| {name} | {budget} | {rss // 1024} MiB | {s['runs_written']} | {s['byte
 PY
     done
   done
+fi
+
+# --- pairs: dupgram pairs against MinHash-LSH ---------------------------------
+# News-like generated text with 20 % near copies (plus 2 % exact copies and 5 %
+# documents reusing a passage), at the largest size asked for.
+if section pairs; then
+  size=${sizes##*,}
+  base=$work/news-$size
+  if [ ! -s "$base.jsonl.zst" ]; then
+    echo "generating $size tokens with 20 % near copies..." >&2
+    "$bin/dupgram-gen" --tokens "$size" --seed 2 --exact 0.02 --near 0.2 --passages 0.05 | zstd -q -T2 -f -o "$base.jsonl.zst"
+  fi
+  venv=$work/venv
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet datasketch
+  fi
+  pairs_mem=2G
+  read -r p_wall p_rss < <(measure "$bin/dupgram" pairs "$base.jsonl.zst" -n 5 --memory "$pairs_mem" -q -o "$work/pairs.tsv" --clusters "$work/clusters.tsv" --stats-json "$work/pairs.json")
+  p_pairs=$(( $(wc -l < "$work/pairs.tsv") - 1 ))
+  p_tokens=$(python3 -c "import json; print(json.load(open('$work/pairs.json'))['tokens'])")
+  p_high=$(awk -F'\t' 'NR > 1 && $3 >= 0.8' "$work/pairs.tsv" | wc -l)
+  read -r l_wall l_rss < <(measure "$venv/bin/python" "$here/scripts/minhash_lsh.py" "$base.jsonl.zst" -n 5 --threshold 0.5 --pairs "$work/lsh.tsv")
+  l_pairs=$(wc -l < "$work/lsh.tsv")
+  recall=$("$venv/bin/python" "$here/scripts/minhash_lsh.py" --recall "$work/pairs.tsv" "$work/lsh.tsv" --min-sscr 0.8 | awk '$1 == "recall" { print $2 }')
+  {
+    echo
+    echo "| corpus | tokens | tool | wall | peak RSS | pairs found | pairs with SSCR ≥ 0.8 found |"
+    echo "|---|---:|---|---:|---:|---:|---:|"
+    echo "| news-$size | $p_tokens | dupgram pairs -n 5 --memory $pairs_mem (both passes) | $p_wall s | $(( p_rss / 1024 )) MiB | $p_pairs (all, exact scores) | $p_high (all of them) |"
+    echo "| news-$size | $p_tokens | MinHash-LSH, 128 permutations, Jaccard ≥ 0.5 | $l_wall s | $(( l_rss / 1024 )) MiB | $l_pairs (candidates) | recall $recall |"
+  } >> "$table"
 fi
 
 echo

@@ -2,6 +2,7 @@
 
 mod common;
 mod ngrams;
+mod pairs;
 mod progress;
 
 use std::process::ExitCode;
@@ -20,11 +21,13 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Ngrams(ngrams::NgramsArgs),
+    Pairs(pairs::PairsArgs),
 }
 
 pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
     match cli.command {
         Command::Ngrams(args) => ngrams::run(args, control),
+        Command::Pairs(args) => pairs::run(args, control),
     }
 }
 

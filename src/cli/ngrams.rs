@@ -6,7 +6,7 @@ use clap::Args;
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile, persist};
 use dupgram_pipeline::{Control, Limits, NgramConfig, NgramStats, count_ngrams, human_bytes};
 
-use super::common::{InputArgs, ResourceArgs, TokenArgs, with_suffix, write_json};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, group, with_suffix, write_json};
 use super::progress::ProgressView;
 
 /// List every word n-gram occurring at least twice, with its exact count.
@@ -160,19 +160,6 @@ fn summary(s: &NgramStats) -> String {
     }
     if s.long_tokens > 0 {
         out.push_str(&format!("  note: {} tokens longer than 1 KiB were cut and tagged with a hash\n", s.long_tokens));
-    }
-    out
-}
-
-/// 1234567 → "1,234,567".
-fn group(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
     }
     out
 }

@@ -118,6 +118,21 @@ pub enum CorpusError {
     Spool { path: PathBuf, source: std::io::Error },
 }
 
+/// Opens a file for line reading, decompressing gzip or zstd (by magic bytes).
+pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
+    use std::io::BufRead;
+    let mut raw = std::io::BufReader::with_capacity(64 * 1024, std::fs::File::open(path)?);
+    let head = raw.fill_buf()?;
+    let decoded: Box<dyn std::io::Read + Send> = if head.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::bufread::MultiGzDecoder::new(raw))
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(zstd::Decoder::with_buffer(raw)?)
+    } else {
+        Box::new(raw)
+    };
+    Ok(Box::new(std::io::BufReader::with_capacity(256 * 1024, decoded)))
+}
+
 /// The decompression window a zstd file's first frame asks for, read from
 /// its header (RFC 8878 §3.1.1.1), so memory can be planned before reading.
 /// `None` for a file that is not zstd; an error if it cannot be read.

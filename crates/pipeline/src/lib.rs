@@ -25,11 +25,14 @@ mod feed;
 pub mod memory;
 mod ngrams;
 pub mod output;
+mod pairs;
 mod scan;
 
+pub use dupgram_index::PairScores;
 pub use error::PipelineError;
 pub use memory::{MemoryPlan, ZstdNeed, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{Emit, Limits, NgramConfig, NgramOutcome, NgramStats, count_ngrams};
+pub use pairs::{DupsInput, PairsConfig, PairsSink, PairsStats, find_pairs};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

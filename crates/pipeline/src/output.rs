@@ -167,6 +167,14 @@ pub fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn escaping() {
+        let mut out = Vec::new();
+        super::push_tsv_field(&mut out, "a\tb\\c\nd");
+        assert_eq!(out, b"a\\tb\\\\c\\nd");
+        assert_eq!(super::json_string("say \"hi\"\u{1}"), "\"say \\\"hi\\\"\\u0001\"");
+    }
+
+    #[test]
     fn decimals() {
         for v in [0u64, 7, 10, 99, 1234567890, u64::MAX] {
             let mut out = Vec::new();
@@ -174,4 +182,110 @@ mod tests {
             assert_eq!(out, v.to_string().into_bytes());
         }
     }
+}
+
+/// How pairs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairFormat {
+    /// A header line, then TAB-separated fields.
+    Tsv,
+    /// One JSON object per pair.
+    Jsonl,
+}
+
+/// Writes pairs (TSV or JSON Lines) and clusters (`size<TAB>id<TAB>id…`).
+pub struct PairFiles {
+    pairs: OutputFile,
+    format: PairFormat,
+    clusters: Option<OutputFile>,
+    line: Vec<u8>,
+}
+
+/// The TSV header of a pairs file.
+pub const PAIRS_HEADER: &str = "a\tb\tsscr\tssr\tcontain_a_in_b\tcontain_b_in_a\tcover_a\tcover_b\tshared\n";
+
+impl PairFiles {
+    pub fn new(mut pairs: OutputFile, format: PairFormat, clusters: Option<OutputFile>) -> Result<Self, PipelineError> {
+        if format == PairFormat::Tsv {
+            pairs.write_all(PAIRS_HEADER.as_bytes())?;
+        }
+        Ok(PairFiles { pairs, format, clusters, line: Vec::with_capacity(256) })
+    }
+
+    pub fn finish(self) -> Result<(), PipelineError> {
+        self.pairs.finish()?;
+        self.clusters.map_or(Ok(()), OutputFile::finish)
+    }
+}
+
+impl crate::PairsSink for PairFiles {
+    fn pair(&mut self, a: &str, b: &str, s: &crate::PairScores) -> Result<(), PipelineError> {
+        use std::io::Write as _;
+        self.line.clear();
+        let values = [s.sscr, s.ssr, s.contain_a_in_b, s.contain_b_in_a, s.cover_a, s.cover_b];
+        match self.format {
+            PairFormat::Tsv => {
+                push_tsv_field(&mut self.line, a);
+                self.line.push(b'\t');
+                push_tsv_field(&mut self.line, b);
+                for v in values {
+                    let _ = write!(self.line, "\t{v:.6}");
+                }
+                let _ = writeln!(self.line, "\t{}", s.shared);
+            }
+            PairFormat::Jsonl => {
+                let names = ["sscr", "ssr", "contain_a_in_b", "contain_b_in_a", "cover_a", "cover_b"];
+                let _ = write!(self.line, "{{\"a\":{},\"b\":{}", json_string(a), json_string(b));
+                for (name, v) in names.iter().zip(values) {
+                    let _ = write!(self.line, ",\"{name}\":{v:.6}");
+                }
+                let _ = writeln!(self.line, ",\"shared\":{}}}", s.shared);
+            }
+        }
+        self.pairs.write_all(&self.line)
+    }
+
+    fn cluster(&mut self, members: &[&str]) -> Result<(), PipelineError> {
+        let Some(out) = &mut self.clusters else { return Ok(()) };
+        self.line.clear();
+        push_decimal(&mut self.line, members.len() as u64);
+        for m in members {
+            self.line.push(b'\t');
+            push_tsv_field(&mut self.line, m);
+        }
+        self.line.push(b'\n');
+        out.write_all(&self.line)
+    }
+}
+
+/// A document ID as a TSV field: backslash, TAB and line breaks escaped as `\\`, `\t`, `\n`, `\r`.
+fn push_tsv_field(out: &mut Vec<u8>, text: &str) {
+    for b in text.bytes() {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            _ => out.push(b),
+        }
+    }
+}
+
+/// JSON string literal for `text` (quotes, backslashes and control characters escaped).
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }

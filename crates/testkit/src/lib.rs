@@ -6,4 +6,4 @@ pub mod generate;
 pub mod naive;
 
 pub use generate::{Corpus, CorpusSpec, Doc, SplitMix};
-pub use naive::{NaiveOptions, naive_ngrams};
+pub use naive::{NaiveOptions, NaivePairOptions, NaiveScores, naive_ngrams, naive_pairs};

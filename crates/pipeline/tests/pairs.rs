@@ -1,0 +1,213 @@
+//! `find_pairs` against a brute-force scorer of all pairs, on random corpora
+//! with planted copies, near copies and shared passages.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use dupgram_corpus::{Format, Input};
+use dupgram_lexicon::Normalization;
+use dupgram_pipeline::{Control, Limits, NgramConfig, PairScores, PairsConfig, PairsSink, PipelineError, find_pairs};
+use dupgram_testkit::{Corpus, CorpusSpec, NaiveOptions, NaivePairOptions, naive_pairs};
+use proptest::prelude::*;
+
+#[derive(Default)]
+struct Collect {
+    pairs: Vec<(String, String, PairScores)>,
+    clusters: Vec<Vec<String>>,
+}
+
+impl PairsSink for Collect {
+    fn pair(&mut self, a: &str, b: &str, s: &PairScores) -> Result<(), PipelineError> {
+        self.pairs.push((a.into(), b.into(), *s));
+        Ok(())
+    }
+    fn cluster(&mut self, members: &[&str]) -> Result<(), PipelineError> {
+        self.clusters.push(members.iter().map(|m| m.to_string()).collect());
+        Ok(())
+    }
+}
+
+fn write_docs(path: &std::path::Path, docs: &[String]) {
+    let mut f = std::fs::File::create(path).unwrap();
+    for d in docs {
+        writeln!(f, "{d}").unwrap();
+    }
+}
+
+fn engine(path: &std::path::Path, tmp: &std::path::Path, n: usize, tweak: impl FnOnce(&mut PairsConfig)) -> Collect {
+    let mut base = NgramConfig::new(vec![Input::Path(path.to_owned())], n);
+    base.read.format = Some(Format::Text);
+    base.memory = 64 << 20;
+    base.tmp_dir = tmp.to_owned();
+    let mut config = PairsConfig::new(base);
+    config.max_df = usize::MAX as u64;
+    config.max_group_pairs = 1000;
+    tweak(&mut config);
+    let mut out = Collect::default();
+    find_pairs(&config, &Control::default(), &mut out).unwrap();
+    out
+}
+
+fn expected(
+    docs: &[String],
+    n: usize,
+    tweak: impl FnOnce(&mut NaivePairOptions),
+) -> BTreeMap<(usize, usize), dupgram_testkit::NaiveScores> {
+    let mut o = NaivePairOptions {
+        ngrams: NaiveOptions { norm: Normalization::default(), stopwords: vec![], stop_top: 0, n, min_count: 2 },
+        max_df: usize::MAX,
+        max_group_pairs: 1000,
+        min_sscr: 0.0,
+        min_ssr: 0.0,
+        min_cover: 0.0,
+    };
+    tweak(&mut o);
+    naive_pairs(docs, &o)
+}
+
+fn assert_same(got: &Collect, want: &BTreeMap<(usize, usize), dupgram_testkit::NaiveScores>) {
+    // Text input: a document's ID is its line number.
+    let got: BTreeMap<(usize, usize), PairScores> = got
+        .pairs
+        .iter()
+        .map(|(a, b, s)| ((a.parse::<usize>().unwrap() - 1, b.parse::<usize>().unwrap() - 1), *s))
+        .collect();
+    assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "the same pairs");
+    for (k, w) in want {
+        let g = got[k];
+        for (x, y) in [
+            (g.sscr, w.sscr),
+            (g.ssr, w.ssr),
+            (g.contain_a_in_b, w.contain_a_in_b),
+            (g.contain_b_in_a, w.contain_b_in_a),
+            (g.cover_a, w.cover_a),
+            (g.cover_b, w.cover_b),
+        ] {
+            assert!((x - y).abs() < 1e-9, "pair {k:?}: {g:?} vs {w:?}");
+        }
+        assert_eq!(g.shared, w.shared, "pair {k:?}");
+    }
+}
+
+fn corpus(seed: u64, tokens: u64, vocabulary: u32) -> Vec<String> {
+    let spec = CorpusSpec {
+        seed,
+        tokens,
+        vocabulary,
+        mean_doc_len: 30,
+        exact_copies: 0.1,
+        near_copies: 0.2,
+        passages: 0.2,
+        ..CorpusSpec::default()
+    };
+    let c = Corpus::new(spec.clone());
+    Corpus::new(spec).map(|d| c.text(&d)).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.txt");
+        let docs = corpus(seed, tokens, vocabulary);
+        write_docs(&path, &docs);
+        let got = engine(&path, dir.path(), n, |c| {
+            c.base.threads = threads;
+            if small {
+                // Tiny chunks, fan-ins and index blocks: many runs, merge passes and block pairs.
+                c.base.limits = Limits { chunk_ngrams: Some(7), fan_in: Some(3), batch_bytes: Some(64) };
+            }
+        });
+        assert_same(&got, &expected(&docs, n, |_| {}));
+    }
+}
+
+#[test]
+fn thresholds_and_max_df() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    let mut docs = corpus(7, 3000, 300);
+    // A boilerplate line in every document.
+    for d in &mut docs {
+        d.push_str(" share this story on every network");
+    }
+    write_docs(&path, &docs);
+    for (min_sscr, min_ssr, min_cover, max_df) in
+        [(0.5, 0.0, 0.0, usize::MAX), (0.0, 0.3, 0.0, 10), (0.0, 0.0, 0.9, 3), (0.2, 0.1, 0.5, 20)]
+    {
+        let got = engine(&path, dir.path(), 4, |c| {
+            c.min_sscr = min_sscr;
+            c.min_ssr = min_ssr;
+            c.min_cover = min_cover;
+            c.max_df = max_df as u64;
+        });
+        let want = expected(&docs, 4, |o| {
+            o.min_sscr = min_sscr;
+            o.min_ssr = min_ssr;
+            o.min_cover = min_cover;
+            o.max_df = max_df;
+        });
+        assert_same(&got, &want);
+    }
+}
+
+#[test]
+fn edge_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    let copy = "the same short announcement was printed in many papers today";
+    let mut docs: Vec<String> = vec![
+        "tiny".into(),
+        "".into(),
+        // Shares text with itself only.
+        "alpha beta gamma delta alpha beta gamma delta epsilon".into(),
+    ];
+    docs.extend(std::iter::repeat_n(copy.to_string(), 30));
+    docs.push(format!("{copy} and then some more words"));
+    write_docs(&path, &docs);
+    let got = engine(&path, dir.path(), 3, |c| c.max_group_pairs = 5);
+    assert_same(&got, &expected(&docs, 3, |o| o.max_group_pairs = 5));
+    // The group's 30 copies and the extended copy form one cluster.
+    assert_eq!(got.clusters.len(), 1);
+    assert_eq!(got.clusters[0].len(), 31);
+    assert_eq!(got.pairs.iter().filter(|p| p.2.sscr == 1.0).count(), 5);
+}
+
+#[test]
+fn reusing_a_duplicate_list_gives_the_same_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    let docs = corpus(3, 4000, 500);
+    write_docs(&path, &docs);
+    // Count once, saving the list and lexicon as `dupgram ngrams` does.
+    let mut base = NgramConfig::new(vec![Input::Path(path.clone())], 4);
+    base.read.format = Some(Format::Text);
+    base.tmp_dir = dir.path().to_owned();
+    base.lexicon_dir = Some(dir.path().to_owned());
+    let dups = dir.path().join("dups.tsv");
+    let mut out = std::fs::File::create(&dups).unwrap();
+    let outcome = dupgram_pipeline::count_ngrams(&base, &Control::default(), &mut |lex, ids, count| {
+        let words: Vec<&str> = ids.iter().map(|&i| lex.word(i)).collect();
+        writeln!(out, "{}\t{count}", words.join(" ")).unwrap();
+        Ok(())
+    })
+    .unwrap();
+    let lexicon = dir.path().join("dups.lex");
+    outcome.lexicon_file.unwrap().persist(&lexicon).unwrap();
+    let fresh = engine(&path, dir.path(), 4, |_| {});
+    let reused = engine(&path, dir.path(), 4, |c| {
+        c.dups = Some(dupgram_pipeline::DupsInput { dups: dups.clone(), lexicon: lexicon.clone() })
+    });
+    assert_eq!(fresh.pairs.len(), reused.pairs.len());
+    assert!(fresh.pairs.iter().zip(&reused.pairs).all(|(a, b)| a.0 == b.0 && a.1 == b.1 && a.2 == b.2));
+    assert_eq!(fresh.clusters, reused.clusters);
+    // A list made with another n is refused.
+    let mut base = NgramConfig::new(vec![Input::Path(path.clone())], 5);
+    base.read.format = Some(Format::Text);
+    base.tmp_dir = dir.path().to_owned();
+    let mut config = PairsConfig::new(base);
+    config.dups = Some(dupgram_pipeline::DupsInput { dups, lexicon });
+    let err = find_pairs(&config, &Control::default(), &mut Collect::default()).unwrap_err().to_string();
+    assert!(err.contains("4-gram where n = 5"), "{err}");
+}

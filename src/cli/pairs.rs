@@ -1,0 +1,172 @@
+//! `dupgram pairs`: document pairs that share text, scored exactly.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use dupgram_pipeline::output::{OutputFile, PairFiles, PairFormat};
+use dupgram_pipeline::{Control, DupsInput, Limits, NgramConfig, PairsConfig, PairsStats, find_pairs, human_bytes};
+
+use super::common::{InputArgs, ResourceArgs, TokenArgs, group, write_json};
+use super::progress::ProgressView;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PairFormatArg {
+    Tsv,
+    Jsonl,
+}
+
+/// Find every pair of documents that shares an n-gram and score it exactly.
+///
+/// For each pair: SSCR (tokens of both covered by their shared n-grams, over
+/// all their tokens; Kupietz 2005), SSR (Jaccard of their n-gram sets), the
+/// containment of each in the other, each one's coverage, and the number of
+/// shared n-grams. Identical documents are grouped first; a group yields at
+/// most --max-group-pairs pairs, and all its members appear in --clusters.
+///
+/// Output (TSV, a header line first):
+///   a  b  sscr  ssr  contain_a_in_b  contain_b_in_a  cover_a  cover_b  shared
+///
+/// Examples:
+///   dupgram pairs corpus.jsonl.zst -n 5 --min-sscr 0.5 -o pairs.tsv --clusters clusters.tsv
+///   dupgram pairs corpus.jsonl.zst -n 10 --dups dups.tsv --lexicon dups.tsv.lex --min-cover 0.8
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct PairsArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Words per n-gram (1 to 32).
+    #[arg(short = 'n', long = "n", default_value_t = 5, value_name = "N")]
+    n: usize,
+    /// Write the pairs here (compressed when the name ends in .zst) [default: standard output].
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Pairs as tsv or jsonl [default: jsonl when the output name ends in .jsonl, else tsv].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    output_format: Option<PairFormatArg>,
+    /// Write clusters (connected components of the kept pairs): size, then member IDs, TAB-separated.
+    #[arg(long, value_name = "FILE")]
+    clusters: Option<PathBuf>,
+    /// Keep pairs with at least this SSCR.
+    #[arg(long, default_value_t = 0.0, value_name = "X")]
+    min_sscr: f64,
+    /// Keep pairs with at least this SSR (Jaccard).
+    #[arg(long, default_value_t = 0.0, value_name = "X")]
+    min_ssr: f64,
+    /// Keep pairs where either document is at least this covered by shared n-grams.
+    #[arg(long, default_value_t = 0.0, value_name = "X")]
+    min_cover: f64,
+    /// N-grams in more documents than this (boilerplate) make no candidates; they still count in scores.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    max_df: u64,
+    /// Pairs reported per group of identical documents.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    max_group_pairs: u64,
+    /// Use this duplicate list (from `dupgram ngrams`) instead of counting again.
+    #[arg(long, value_name = "FILE", requires = "lexicon")]
+    dups: Option<PathBuf>,
+    /// The lexicon saved with --dups.
+    #[arg(long, value_name = "FILE", requires = "dups")]
+    lexicon: Option<PathBuf>,
+    /// Write the summary as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    #[command(flatten)]
+    tokens: TokenArgs,
+    #[command(flatten)]
+    resources: ResourceArgs,
+}
+
+pub fn run(args: PairsArgs, control: &Control) -> anyhow::Result<()> {
+    let norm = args.tokens.normalization(args.input.is_vertical());
+    let base = NgramConfig {
+        inputs: args.input.inputs()?,
+        read: args.input.read_options(),
+        norm,
+        stopwords: args.tokens.stopwords(norm)?,
+        stop_top: args.tokens.stop_top,
+        n: args.n,
+        min_count: 2,
+        memory: args.resources.memory,
+        threads: args.resources.threads()?,
+        tmp_dir: args.resources.tmp_dir()?,
+        sieve: true,
+        lexicon_dir: None,
+        limits: Limits::default(),
+    };
+    let config = PairsConfig {
+        dups: args.dups.clone().zip(args.lexicon.clone()).map(|(dups, lexicon)| DupsInput { dups, lexicon }),
+        min_sscr: args.min_sscr,
+        min_ssr: args.min_ssr,
+        min_cover: args.min_cover,
+        max_df: args.max_df,
+        max_group_pairs: args.max_group_pairs,
+        ..PairsConfig::new(base)
+    };
+    let format = match args.output_format {
+        Some(PairFormatArg::Jsonl) => PairFormat::Jsonl,
+        Some(PairFormatArg::Tsv) => PairFormat::Tsv,
+        None if args.output.as_ref().is_some_and(|o| o.to_string_lossy().contains(".jsonl")) => PairFormat::Jsonl,
+        None => PairFormat::Tsv,
+    };
+    // Open outputs before any work, so a bad path fails at once.
+    let clusters = args.clusters.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
+    let mut files = PairFiles::new(OutputFile::create(args.output.as_deref())?, format, clusters)?;
+    let stats = {
+        let _progress = ProgressView::start(control, args.resources.quiet);
+        find_pairs(&config, control, &mut files)?
+    };
+    files.finish()?;
+    if let Some(path) = &args.stats_json {
+        write_json(path, &stats)?;
+    }
+    if !args.resources.quiet {
+        eprint!("{}", summary(&stats));
+    }
+    Ok(())
+}
+
+fn summary(s: &PairsStats) -> String {
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
+    line("documents", format!("{} ({} tokens)", group(s.documents), group(s.tokens)));
+    line(
+        "duplicate index",
+        format!(
+            "{} {}-grams, {} occurrences ({:.1} % of a full index)",
+            group(s.duplicate_ngrams),
+            s.n,
+            group(s.duplicate_occurrences),
+            100.0 * s.index_fraction
+        ),
+    );
+    line("identical documents", format!("{} groups, {} documents", group(s.exact_groups), group(s.grouped_documents)));
+    line("boilerplate n-grams", format!("{} (in more than --max-df documents)", group(s.boilerplate_ngrams)));
+    line(
+        "candidate pairs",
+        format!(
+            "{} ({} pruned by bounds, {} scored)",
+            group(s.candidate_pairs),
+            group(s.pruned_pairs),
+            group(s.scored_pairs)
+        ),
+    );
+    line("pairs kept", format!("{} (+ {} of identical documents)", group(s.kept_pairs), group(s.group_pairs)));
+    line("clusters", format!("{} ({} documents)", group(s.clusters), group(s.clustered_documents)));
+    if s.index_blocks > 1 {
+        line("index blocks", group(s.index_blocks));
+    }
+    line("bytes spilled", human_bytes(s.bytes_spilled));
+    line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
+    let t = &s.seconds;
+    line(
+        "time",
+        format!(
+            "{:.2} s (duplicates {:.2}, index {:.2}, candidates {:.2}, scoring {:.2}, output {:.2})",
+            t.total, t.duplicates, t.index, t.candidates, t.scoring, t.output
+        ),
+    );
+    for w in s.warnings.iter().chain(s.count.iter().flat_map(|c| c.warnings.iter())) {
+        out.push_str(&format!("  warning: {w}\n"));
+    }
+    out
+}
