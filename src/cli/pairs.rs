@@ -161,11 +161,11 @@ fn summary(s: &PairsStats) -> String {
     line(
         "time",
         format!(
-            "{:.2} s (duplicates {:.2}, index {:.2}, candidates {:.2}, scoring {:.2}, output {:.2})",
+            "{:.2} s (lexicon {:.2}, index {:.2}, candidates {:.2}, scoring {:.2}, output {:.2})",
             t.total, t.duplicates, t.index, t.candidates, t.scoring, t.output
         ),
     );
-    for w in s.warnings.iter().chain(s.count.iter().flat_map(|c| c.warnings.iter())) {
+    for w in s.warnings.iter().chain(s.first_pass.iter().flat_map(|c| c.warnings.iter())) {
         out.push_str(&format!("  warning: {w}\n"));
     }
     out

@@ -265,7 +265,8 @@ mod tests {
                 counts.entry(w.to_vec()).or_default().push((d as u32, p as u32));
             }
         }
-        let mut dups: Vec<(Vec<u32>, Vec<(u32, u32)>)> = counts.into_iter().filter(|(_, o)| o.len() >= 2).collect();
+        type Postings = Vec<(u32, u32)>;
+        let mut dups: Vec<(Vec<u32>, Postings)> = counts.into_iter().filter(|(_, o)| o.len() >= 2).collect();
         dups.sort();
         let mut per_doc = vec![0u32; docs.len()];
         for (_, occ) in &dups {

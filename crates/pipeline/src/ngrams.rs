@@ -155,6 +155,34 @@ pub struct NgramStats {
     pub seconds: PassSeconds,
 }
 
+/// What the lexicon pass leaves for the passes after it.
+pub(crate) struct Prepared {
+    /// The repeated words (the lexicon loaded with `Scope::Repeated`).
+    pub lexicon: Lexicon,
+    /// The whole lexicon, on disk.
+    pub lexicon_file: tempfile::NamedTempFile,
+    /// Every repeated n-gram passes it; `None` when it was switched off.
+    pub sieve: Option<Sieve>,
+    /// Tokens the lexicon pass read, to check later passes against.
+    pub first_tokens: u64,
+}
+
+/// Runs the lexicon pass of `config` in `work`: for jobs that index the
+/// corpus rather than count it. Returns the inputs later passes must read.
+pub(crate) fn prepare(
+    config: &NgramConfig,
+    control: &Control,
+    work: &Path,
+    stats: &mut NgramStats,
+) -> Result<(Prepared, Vec<Input>), PipelineError> {
+    config.check()?;
+    let plan = MemoryPlan::new(config.memory, config.threads, zstd_need(&config.inputs)?)
+        .map_err(|what| memory_error(config, what))?;
+    let mut job = Job { config, control, plan, work, inputs: config.inputs.clone() };
+    let prepared = job.prepare(stats, Instant::now())?;
+    Ok((prepared, job.inputs))
+}
+
 /// A finished count.
 #[derive(Debug)]
 pub struct NgramOutcome {
@@ -260,6 +288,34 @@ impl Job<'_> {
         started: Instant,
     ) -> Result<(Lexicon, Option<tempfile::NamedTempFile>), PipelineError> {
         let config = self.config;
+        let prepared = self.prepare(stats, started)?;
+        let Prepared { lexicon, lexicon_file, sieve, first_tokens } = prepared;
+        let layout = KeyLayout::new(config.n, lexicon.repeated_len().saturating_sub(1) as u32)?;
+        let t = Instant::now();
+        let counted = self.count_pass(&lexicon, sieve.as_ref(), layout, stats)?;
+        drop(sieve);
+        stats.seconds.count = t.elapsed().as_secs_f64();
+        if counted.tokens != first_tokens || counted.documents != stats.documents {
+            return Err(PipelineError::Changed(format!(
+                "the first pass read {} documents and {} tokens, the second {} and {}",
+                stats.documents, first_tokens, counted.documents, counted.tokens
+            )));
+        }
+
+        let t = Instant::now();
+        self.merge_pass(counted.runs, counted.entries, &lexicon, stats, emit)?;
+        stats.seconds.merge = t.elapsed().as_secs_f64();
+        stats.distinct_ngrams = stats.ngrams - stats.duplicate_occurrences + stats.duplicate_types;
+        stats.bytes_spilled += stats.run_bytes + stats.merge_bytes;
+        let keep = config.lexicon_dir.is_some().then_some(lexicon_file);
+        Ok((lexicon, keep))
+    }
+
+    /// The lexicon pass (and, with `--stop-top`, the sieve pass): the
+    /// lexicon, and a sieve through which every repeated n-gram passes.
+    /// Afterwards `self.inputs` reads the corpus again (standard input from its copy).
+    fn prepare(&mut self, stats: &mut NgramStats, started: Instant) -> Result<Prepared, PipelineError> {
+        let config = self.config;
         // Standard input can only be read once: the first pass keeps a copy.
         let first_inputs: Vec<Input> = config
             .inputs
@@ -309,27 +365,8 @@ impl Job<'_> {
             stats.seconds.sieve = t.elapsed().as_secs_f64();
         }
         self.settle_sieve(&sieve, stats);
-
-        let layout = KeyLayout::new(config.n, lexicon.repeated_len().saturating_sub(1) as u32)?;
-        let t = Instant::now();
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
-        let counted = self.count_pass(&lexicon, sieve.as_ref(), layout, stats)?;
-        drop(sieve);
-        stats.seconds.count = t.elapsed().as_secs_f64();
-        if counted.tokens != first_tokens || counted.documents != stats.documents {
-            return Err(PipelineError::Changed(format!(
-                "the first pass read {} documents and {} tokens, the second {} and {}",
-                stats.documents, first_tokens, counted.documents, counted.tokens
-            )));
-        }
-
-        let t = Instant::now();
-        self.merge_pass(counted.runs, counted.entries, &lexicon, stats, emit)?;
-        stats.seconds.merge = t.elapsed().as_secs_f64();
-        stats.distinct_ngrams = stats.ngrams - stats.duplicate_occurrences + stats.duplicate_types;
-        stats.bytes_spilled += stats.run_bytes + stats.merge_bytes;
-        let keep = config.lexicon_dir.is_some().then_some(lexicon_file);
-        Ok((lexicon, keep))
+        Ok(Prepared { lexicon, lexicon_file, sieve, first_tokens })
     }
 
     /// A sieve of about 4 bytes (16 counters) per expected n-gram, within 40 % of the working memory.

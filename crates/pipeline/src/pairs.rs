@@ -1,8 +1,9 @@
 //! `find_pairs`: every pair of documents that shares an n-gram, scored exactly.
 //!
-//! 1. **Duplicates.** Run the count (or read a saved duplicate list) and mark
-//!    every duplicate n-gram's fingerprint in a sieve: an n-gram whose
-//!    counter stays below 2 is certainly not a duplicate.
+//! 1. **Lexicon pass.** The same first pass as the count: the lexicon, and a
+//!    sieve through which every repeated n-gram passes. With a saved
+//!    duplicate list, the lexicon comes from its file instead and the sieve
+//!    is filled from the list.
 //! 2. **Index pass.** Read the corpus again; every n-gram the sieve lets
 //!    through goes, with its (document, position), into chunks sorted by
 //!    n-gram and spilled as postings runs.
@@ -39,7 +40,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::feed::{BatchWorker, Source, feed};
 use crate::memory::{MemoryPlan, human_bytes, open_file_allowance, peak_rss};
-use crate::ngrams::{NgramConfig, NgramStats, count_ngrams, zstd_need};
+use crate::ngrams::{NgramConfig, NgramStats, prepare, zstd_need};
 use crate::scan::{ScanSink, Scanner};
 use crate::{Control, PipelineError};
 
@@ -147,8 +148,8 @@ pub struct PairsStats {
     pub memory_budget: u64,
     pub peak_rss: u64,
     pub seconds: PairsSeconds,
-    /// The duplicate count, when this job ran it.
-    pub count: Option<NgramStats>,
+    /// The lexicon pass (documents, tokens, vocabulary, sieve), when this job ran it.
+    pub first_pass: Option<NgramStats>,
     pub warnings: Vec<String>,
 }
 
@@ -168,7 +169,8 @@ pub fn find_pairs(
         .tempdir_in(&base.tmp_dir)
         .map_err(|e| PipelineError::io(&base.tmp_dir, e))?;
     let mut stats = PairsStats { n: base.n, memory_budget: base.memory, ..PairsStats::default() };
-    let result = PairsJob { config, control, plan, work: work.path() }.run(&mut stats, sink, started);
+    let job = PairsJob { config, control, plan, work: work.path(), first_tokens: std::cell::Cell::new(None) };
+    let result = job.run(&mut stats, sink, started);
     drop(work);
     result?;
     stats.seconds.total = started.elapsed().as_secs_f64();
@@ -181,6 +183,8 @@ struct PairsJob<'a> {
     control: &'a Control,
     plan: MemoryPlan,
     work: &'a Path,
+    /// Tokens the lexicon pass read, when it ran.
+    first_tokens: std::cell::Cell<Option<u64>>,
 }
 
 /// Run tags for the pair runs (they carry no lexicon).
@@ -226,14 +230,13 @@ impl PairsJob<'_> {
     }
 
     fn run(&self, stats: &mut PairsStats, sink: &mut dyn PairsSink, started: Instant) -> Result<(), PipelineError> {
-        let inputs = self.spool_stdin()?;
-        let (lexicon, sieve) = self.duplicates(&inputs, stats)?;
+        let (lexicon, sieve, inputs) = self.duplicates(stats)?;
         stats.seconds.duplicates = started.elapsed().as_secs_f64();
 
         let t = Instant::now();
         let n = self.base().n;
         let layout = KeyLayout::new(n, lexicon.repeated_len().saturating_sub(1) as u32)?;
-        let (runs, table) = self.index_pass(&inputs, &lexicon, &sieve, layout, stats)?;
+        let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), layout, stats)?;
         drop(sieve);
         let index_path = self.work.join("index.dgr");
         let totals = self.merge_index(runs, &lexicon, &index_path, table.len(), stats)?;
@@ -299,29 +302,23 @@ impl PairsJob<'_> {
             .collect()
     }
 
-    /// The lexicon and a sieve in which every duplicate n-gram is marked.
-    fn duplicates(&self, inputs: &[Input], stats: &mut PairsStats) -> Result<(Lexicon, Sieve), PipelineError> {
-        let n = self.base().n;
-        let fingerprints = self.work.join("dups.fp");
-        let (lexicon, count) = match &self.config.dups {
-            Some(d) => {
-                self.control.progress.start("reading duplicates", None);
-                let lexicon = Lexicon::load(&d.lexicon, Scope::Repeated)?;
-                let count = read_dups(&d.dups, &lexicon, n, &fingerprints)?;
-                (lexicon, count)
-            }
-            None => {
-                let mut config = self.base().clone();
-                config.inputs = inputs.to_vec();
-                config.lexicon_dir = None;
-                let mut out = FingerprintWriter::create(&fingerprints, n)?;
-                let outcome = count_ngrams(&config, self.control, &mut |lexicon, ids, _| out.write(lexicon, ids))?;
-                let count = out.finish()?;
-                stats.bytes_spilled += outcome.stats.bytes_spilled;
-                stats.count = Some(outcome.stats);
-                (outcome.lexicon, count)
-            }
+    /// The lexicon, a sieve every duplicate n-gram passes (none if it was
+    /// switched off), and the inputs to read from now on.
+    fn duplicates(&self, stats: &mut PairsStats) -> Result<(Lexicon, Option<Sieve>, Vec<Input>), PipelineError> {
+        let Some(d) = &self.config.dups else {
+            let mut first = NgramStats { n: self.base().n, ..NgramStats::default() };
+            let (prepared, inputs) = prepare(self.base(), self.control, self.work, &mut first)?;
+            stats.bytes_spilled += first.bytes_spilled;
+            self.first_tokens.set(Some(prepared.first_tokens));
+            stats.first_pass = Some(first);
+            return Ok((prepared.lexicon, prepared.sieve, inputs));
         };
+        let inputs = self.spool_stdin()?;
+        self.control.progress.start("reading duplicates", None);
+        let n = self.base().n;
+        let lexicon = Lexicon::load(&d.lexicon, Scope::Repeated)?;
+        let fingerprints = self.work.join("dups.fp");
+        let count = read_dups(&d.dups, &lexicon, n, &fingerprints)?;
         // Eight bytes (32 counters) per duplicate: about 3 % of other n-grams get through.
         let bytes = (count * 8).clamp(1 << 20, self.working() / 4);
         let sieve = Sieve::with_bytes(bytes as usize).map_err(|e| PipelineError::io("anonymous memory map", e))?;
@@ -336,14 +333,14 @@ impl PairsJob<'_> {
             sieve.insert(fp);
         }
         let _ = std::fs::remove_file(&fingerprints);
-        Ok((lexicon, sieve))
+        Ok((lexicon, Some(sieve), inputs))
     }
 
     fn index_pass(
         &self,
         inputs: &[Input],
         lexicon: &Lexicon,
-        sieve: &Sieve,
+        sieve: Option<&Sieve>,
         layout: KeyLayout,
         stats: &mut PairsStats,
     ) -> Result<(Vec<RunFile>, DocTable), PipelineError> {
@@ -363,13 +360,13 @@ impl PairsJob<'_> {
         &self,
         inputs: &[Input],
         lexicon: &Lexicon,
-        sieve: &Sieve,
+        sieve: Option<&Sieve>,
         layout: KeyLayout,
         stats: &mut PairsStats,
     ) -> Result<(Vec<RunFile>, DocTable), PipelineError> {
         let base = self.base();
         let threads = base.threads as u64;
-        let fixed = lexicon.heap_bytes() as u64 + sieve.bytes() as u64 + threads * WRITER_BYTES;
+        let fixed = lexicon.heap_bytes() as u64 + sieve.map_or(0, |s| s.bytes() as u64) + threads * WRITER_BYTES;
         let room = self.working().saturating_sub(fixed) / 2 / threads;
         let capacity = base
             .limits
@@ -378,7 +375,7 @@ impl PairsJob<'_> {
         let header = RunHeader::postings(base.n as u8, lexicon.identity());
         let workers: Vec<IndexWorker<L>> = (0..base.threads)
             .map(|worker| IndexWorker {
-                scanner: Scanner::new(lexicon.normalization(), lexicon, layout, true),
+                scanner: Scanner::new(lexicon.normalization(), lexicon, layout, sieve.is_some()),
                 sink: IndexSink {
                     sieve,
                     line: DelayLine::default(),
@@ -418,12 +415,12 @@ impl PairsJob<'_> {
                 u32::MAX - 1
             )));
         }
-        if let Some(count) = &stats.count
-            && count.documents != read.documents
+        if let Some(first) = &stats.first_pass
+            && first.documents != read.documents
         {
             return Err(PipelineError::Changed(format!(
-                "the count read {} documents, the index pass {}",
-                count.documents, read.documents
+                "the lexicon pass read {} documents, the index pass {}",
+                first.documents, read.documents
             )));
         }
         let docs = read.documents as usize;
@@ -446,6 +443,14 @@ impl PairsJob<'_> {
                 table.hashes[d] = r.hash;
                 table.id_ranges[d] = (offset + r.id_start, r.id_len);
             }
+        }
+        if let Some(first) = self.first_tokens.get()
+            && first != stats.tokens
+        {
+            return Err(PipelineError::Changed(format!(
+                "the lexicon pass read {first} tokens, the index pass {}",
+                stats.tokens
+            )));
         }
         Ok((runs, table))
     }
@@ -798,7 +803,8 @@ struct IndexWorker<'a, const L: usize> {
 
 /// The index pass's sink: occurrences of possible duplicates, and each document's hash.
 struct IndexSink<'a, const L: usize> {
-    sieve: &'a Sieve,
+    /// Without a sieve, every occurrence is kept (and the merge sorts it out).
+    sieve: Option<&'a Sieve>,
     line: DelayLine<(Slot, [u64; L], u64)>,
     chunk: PostingChunk<L>,
     dir: &'a Path,
@@ -842,12 +848,19 @@ impl<const L: usize> ScanSink<L> for IndexSink<'_, L> {
                 Some(PipelineError::Usage(format!("document {} has more than {} tokens", self.doc, u32::MAX)));
             return;
         }
-        let slot = self.sieve.locate(fingerprint);
-        self.sieve.prefetch(slot);
-        if let Some((ready, key, occ)) = self.line.push((slot, key, (self.doc << 32) | start))
-            && self.sieve.may_repeat_at(ready)
-            && let Err(e) = self.keep(key, occ)
-        {
+        let occurrence = (self.doc << 32) | start;
+        let kept = match self.sieve {
+            None => self.keep(key, occurrence),
+            Some(sieve) => {
+                let slot = sieve.locate(fingerprint);
+                sieve.prefetch(slot);
+                match self.line.push((slot, key, occurrence)) {
+                    Some((ready, key, occ)) if sieve.may_repeat_at(ready) => self.keep(key, occ),
+                    _ => Ok(()),
+                }
+            }
+        };
+        if let Err(e) = kept {
             self.failure = Some(e);
         }
     }
@@ -863,9 +876,10 @@ impl<const L: usize> IndexSink<'_, L> {
         if let Some(e) = self.failure.take() {
             return Err(e);
         }
+        let Some(sieve) = self.sieve else { return Ok(()) };
         let waiting: Vec<(Slot, [u64; L], u64)> = self.line.drain().collect();
         for (slot, key, occ) in waiting {
-            if self.sieve.may_repeat_at(slot) {
+            if sieve.may_repeat_at(slot) {
                 self.keep(key, occ)?;
             }
         }

@@ -1,0 +1,264 @@
+//! One instance only: which units of text (documents, paragraphs or
+//! sentences) repeat earlier text, decided exactly.
+//!
+//! The semantics are Onion's (Pomikálek 2011; Benko 2013, §3), so users can
+//! switch: the corpus is walked in order; a token of a unit is *covered* when
+//! an n-gram ending in that unit (it may start in the previous unit of the
+//! same document) occurred earlier — in text kept so far, or earlier in the
+//! same document; a unit is a duplicate when more than `threshold` of its
+//! tokens are covered. Only kept units add their n-grams to what later text
+//! is compared with, so the first instance of anything is kept. Smoothing
+//! then marks short runs of kept units (at most `max_stub` tokens) lying
+//! between duplicates, or between a duplicate and the document's edge.
+//!
+//! Onion remembers a 64-bit hash of every n-gram, so its memory grows with
+//! the corpus and a hash collision can mark a unit wrongly. dupgram decides
+//! with the duplicate-only index instead: an n-gram that occurs once in the
+//! corpus can never have "occurred earlier", so only duplicate n-grams,
+//! identified exactly by their index ID, need remembering — one bit each.
+//!
+//! One deliberate difference: Onion 1.2 also drops a whole document of at
+//! most `max_stub` tokens in which nothing is duplicated (its stub runs from
+//! edge to edge); dupgram smooths only next to a duplicate, as documented.
+//!
+//! [`exact_fingerprint`] is Benko's plain method (§2): a unit whose text,
+//! punctuation and digits ignored, equals an earlier unit's is a duplicate
+//! whatever its length; it combines with the n-gram test.
+
+mod segment;
+mod stats;
+
+pub use segment::{UnitKind, segment_text};
+pub use stats::{LengthRow, LengthTable};
+
+use xxhash_rust::xxh3::Xxh3;
+
+/// How units are judged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DedupParams {
+    pub n: u32,
+    /// A unit with more than this share of covered tokens is a duplicate.
+    pub threshold: f64,
+    pub smoothing: bool,
+    /// Longest run of kept units (in tokens) that smoothing marks.
+    pub max_stub: u32,
+}
+
+/// An occurrence of a duplicate n-gram: its start (token position in the document) and index ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NgramAt {
+    pub pos: u32,
+    pub id: u32,
+}
+
+/// The verdict on one unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UnitVerdict {
+    /// Tokens covered by n-grams seen before.
+    pub covered: u32,
+    /// Duplicate by the n-gram test or the exact test.
+    pub duplicate: bool,
+    /// Kept by the tests but marked by smoothing.
+    pub smoothed: bool,
+}
+
+impl UnitVerdict {
+    /// Whether the unit goes (duplicate or smoothed).
+    pub fn removed(&self) -> bool {
+        self.duplicate || self.smoothed
+    }
+}
+
+/// A set of n-gram IDs, one bit each.
+#[derive(Debug, Default)]
+struct BitSet {
+    words: Vec<u64>,
+}
+
+impl BitSet {
+    fn with_len(len: usize) -> Self {
+        BitSet { words: vec![0; len.div_ceil(64)] }
+    }
+
+    #[inline]
+    fn contains(&self, id: u32) -> bool {
+        self.words[(id / 64) as usize] & (1 << (id % 64)) != 0
+    }
+
+    /// Sets `id`; returns whether it was set already.
+    #[inline]
+    fn insert(&mut self, id: u32) -> bool {
+        let w = &mut self.words[(id / 64) as usize];
+        let bit = 1 << (id % 64);
+        let had = *w & bit != 0;
+        *w |= bit;
+        had
+    }
+}
+
+/// A [`BitSet`] that remembers what was set, so clearing it costs what was
+/// set since the last clear, not the whole set.
+#[derive(Debug, Default)]
+struct ScratchSet {
+    bits: BitSet,
+    set: Vec<u32>,
+}
+
+impl ScratchSet {
+    /// Sets `id`; returns whether it was set already.
+    #[inline]
+    fn insert(&mut self, id: u32) -> bool {
+        let had = self.bits.insert(id);
+        if !had {
+            self.set.push(id);
+        }
+        had
+    }
+
+    fn clear(&mut self) {
+        for &id in &self.set {
+            self.bits.words[(id / 64) as usize] = 0;
+        }
+        self.set.clear();
+    }
+}
+
+/// Walks the corpus document by document and decides its units.
+#[derive(Debug)]
+pub struct Marker {
+    params: DedupParams,
+    /// Duplicate n-grams that occur in kept text so far.
+    kept: BitSet,
+    /// Duplicate n-grams seen earlier in the current document.
+    local: ScratchSet,
+    starts: Vec<u32>,
+    ends: Vec<u32>,
+}
+
+impl Marker {
+    /// A marker for a corpus whose duplicate-only index holds `ngrams` n-grams.
+    pub fn new(params: DedupParams, ngrams: usize) -> Self {
+        Marker {
+            params,
+            kept: BitSet::with_len(ngrams),
+            local: ScratchSet { bits: BitSet::with_len(ngrams), set: Vec::new() },
+            starts: Vec::new(),
+            ends: Vec::new(),
+        }
+    }
+
+    /// Bytes of memory it holds.
+    pub fn heap_bytes(&self) -> usize {
+        (self.kept.words.capacity() + self.local.bits.words.capacity()) * 8 + self.local.set.capacity() * 4
+    }
+
+    /// Bytes a marker for an index of `ngrams` n-grams holds.
+    pub fn bytes_for(ngrams: u64) -> u64 {
+        ngrams.div_ceil(64) * 16
+    }
+
+    /// Decides the units of the next document. `units[i]` is the token
+    /// count of unit `i`, `ngrams` the document's duplicate n-gram
+    /// occurrences sorted by position, `exact[i]` whether unit `i` repeats an
+    /// earlier unit's exact text. Returns one verdict per unit.
+    pub fn document(&mut self, units: &[u32], ngrams: &[NgramAt], exact: &[bool]) -> Vec<UnitVerdict> {
+        let n = self.params.n;
+        self.starts.clear();
+        self.ends.clear();
+        let mut at = 0;
+        for &len in units {
+            self.starts.push(at);
+            at += len;
+            self.ends.push(at);
+        }
+        let mut verdicts = vec![UnitVerdict::default(); units.len()];
+        // Covered tokens per unit: union of seen n-grams ending in the unit, clipped to its start.
+        let mut covered_to = vec![0u32; units.len()];
+        let mut unit = 0;
+        for g in ngrams {
+            let last = g.pos + n - 1;
+            while unit < units.len() && self.ends[unit] <= last {
+                unit += 1;
+            }
+            let seen_here = self.local.insert(g.id);
+            if unit == units.len() || !(seen_here || self.kept.contains(g.id)) {
+                continue;
+            }
+            let from = g.pos.max(self.starts[unit]).max(covered_to[unit]);
+            let to = g.pos + n;
+            if to > from {
+                verdicts[unit].covered += to - from;
+                covered_to[unit] = to;
+            }
+        }
+        for (i, v) in verdicts.iter_mut().enumerate() {
+            let over = units[i] > 0 && f64::from(v.covered) / f64::from(units[i]) > self.params.threshold;
+            v.duplicate = over || exact.get(i).copied().unwrap_or(false);
+        }
+        if self.params.smoothing {
+            smooth(&mut verdicts, units, self.params.max_stub);
+        }
+        // What is kept becomes what later text is compared with.
+        let mut unit = 0;
+        for g in ngrams {
+            let last = g.pos + n - 1;
+            while unit < units.len() && self.ends[unit] <= last {
+                unit += 1;
+            }
+            if unit < units.len() && !verdicts[unit].removed() {
+                self.kept.insert(g.id);
+            }
+        }
+        self.local.clear();
+        verdicts
+    }
+}
+
+/// Marks runs of kept units of at most `max_stub` tokens that lie between
+/// duplicates or between a duplicate and an edge of the document.
+fn smooth(verdicts: &mut [UnitVerdict], units: &[u32], max_stub: u32) {
+    if !verdicts.iter().any(|v| v.duplicate) {
+        return;
+    }
+    let mut run_start = 0;
+    let mut run_tokens = 0u32;
+    for i in 0..=verdicts.len() {
+        if i == verdicts.len() || verdicts[i].duplicate {
+            if run_tokens <= max_stub {
+                for v in &mut verdicts[run_start..i] {
+                    v.smoothed = true;
+                }
+            }
+            run_start = i + 1;
+            run_tokens = 0;
+        } else {
+            run_tokens = run_tokens.saturating_add(units[i]);
+        }
+    }
+}
+
+/// Benko's plain fingerprint of a unit: its tokens with every character that
+/// is not a letter (or combining mark) removed, empty ones dropped, hashed
+/// with XXH3-128. Equal fingerprints are taken as equal text: two different
+/// texts are confused only by an XXH3-128 collision.
+pub fn exact_fingerprint<'a>(tokens: impl IntoIterator<Item = &'a str>) -> u128 {
+    let mut h = Xxh3::new();
+    let mut letters = String::new();
+    for token in tokens {
+        letters.clear();
+        letters.extend(token.chars().filter(|&c| c.is_alphabetic() || is_mark(c)));
+        if !letters.is_empty() {
+            h.update(letters.as_bytes());
+            h.update(&[0]);
+        }
+    }
+    h.digest128()
+}
+
+fn is_mark(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    !c.is_ascii() && matches!(get_general_category(c), G::NonspacingMark | G::SpacingMark | G::EnclosingMark)
+}
+
+#[cfg(test)]
+mod tests;
