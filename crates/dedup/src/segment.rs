@@ -20,7 +20,7 @@ pub enum UnitKind {
 /// makes two sentences.
 pub fn segment_text(text: &str, kind: UnitKind) -> Vec<Range<usize>> {
     match kind {
-        UnitKind::Document => vec![0..text.len()],
+        UnitKind::Document => std::iter::once(0..text.len()).collect(),
         UnitKind::Paragraph => paragraphs(text),
         UnitKind::Sentence => paragraphs(text).into_iter().flat_map(|p| sentences(text, p)).collect(),
     }

@@ -81,8 +81,8 @@ fn onion(corpus: &Corpus, params: DedupParams) -> Vec<Vec<bool>> {
         if params.smoothing && bad.iter().any(|&b| b) {
             let orig = bad.clone();
             let mut run: Vec<usize> = Vec::new();
-            for u in 0..=doc.len() {
-                if u == doc.len() || orig[u] {
+            for (u, &dup) in orig.iter().chain(std::iter::once(&true)).enumerate() {
+                if dup {
                     if run.iter().map(|&r| doc[r].len()).sum::<usize>() as u32 <= params.max_stub {
                         for &r in &run {
                             bad[r] = true;
