@@ -128,15 +128,15 @@ pub fn run(args: PairsArgs, control: &Control) -> anyhow::Result<()> {
 fn summary(s: &PairsStats) -> String {
     let mut out = String::new();
     let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
-    line("documents", format!("{} ({} tokens)", group(s.documents), group(s.tokens)));
+    line("documents", format!("{} ({} tokens)", group(s.index.documents), group(s.index.tokens)));
     line(
         "duplicate index",
         format!(
             "{} {}-grams, {} occurrences ({:.1} % of a full index)",
-            group(s.duplicate_ngrams),
+            group(s.index.duplicate_ngrams),
             s.n,
-            group(s.duplicate_occurrences),
-            100.0 * s.index_fraction
+            group(s.index.duplicate_occurrences),
+            100.0 * s.index.index_fraction
         ),
     );
     line("identical documents", format!("{} groups, {} documents", group(s.exact_groups), group(s.grouped_documents)));
@@ -155,17 +155,17 @@ fn summary(s: &PairsStats) -> String {
     if s.index_blocks > 1 {
         line("index blocks", group(s.index_blocks));
     }
-    line("bytes spilled", human_bytes(s.bytes_spilled));
+    line("bytes spilled", human_bytes(s.index.bytes_spilled));
     line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
     let t = &s.seconds;
     line(
         "time",
         format!(
-            "{:.2} s (lexicon {:.2}, index {:.2}, candidates {:.2}, scoring {:.2}, output {:.2})",
-            t.total, t.duplicates, t.index, t.candidates, t.scoring, t.output
+            "{:.2} s (index {:.2}, candidates {:.2}, scoring {:.2}, output {:.2})",
+            t.total, t.index, t.candidates, t.scoring, t.output
         ),
     );
-    for w in s.warnings.iter().chain(s.first_pass.iter().flat_map(|c| c.warnings.iter())) {
+    for w in s.warnings.iter().chain(s.index.first_pass.iter().flat_map(|c| c.warnings.iter())) {
         out.push_str(&format!("  warning: {w}\n"));
     }
     out

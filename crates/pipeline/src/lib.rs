@@ -22,6 +22,7 @@
 
 mod error;
 mod feed;
+mod index;
 pub mod memory;
 mod ngrams;
 pub mod output;
@@ -30,9 +31,10 @@ mod scan;
 
 pub use dupgram_index::PairScores;
 pub use error::PipelineError;
+pub use index::{DupsInput, IndexStats};
 pub use memory::{MemoryPlan, ZstdNeed, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{Emit, Limits, NgramConfig, NgramOutcome, NgramStats, count_ngrams};
-pub use pairs::{DupsInput, PairsConfig, PairsSink, PairsStats, find_pairs};
+pub use pairs::{PairsConfig, PairsSink, PairsStats, find_pairs};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

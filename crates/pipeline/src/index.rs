@@ -1,0 +1,677 @@
+//! The duplicate-only index: built by `dupgram pairs` and `dupgram dedup` alike.
+//!
+//! 1. **Lexicon pass** (the count's first pass): the lexicon, and a sieve
+//!    through which every repeated n-gram passes. With a saved duplicate list
+//!    the lexicon comes from its file and the sieve is filled from the list.
+//! 2. **Index pass**: every n-gram the sieve lets through is sorted, with its
+//!    (document, position), into *postings* runs.
+//! 3. **Index merge**: n-grams with two occurrences or more form the index,
+//!    one postings run in n-gram order (an n-gram's ID is its rank there);
+//!    the sieve's false positives meet their single occurrence and vanish.
+//!
+//! The document-major view of the index ([`DocBlock`]) is loaded in blocks
+//! of documents that fit in memory ([`BlockCache`]).
+
+use std::io::{BufRead, BufWriter, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use dupgram_chunker::{KeyLayout, PostingChunk};
+use dupgram_corpus::{Batch, CorpusError, Input};
+use dupgram_index::DocBlock;
+use dupgram_lexicon::{Lexicon, Lookup, Scope, word_hash};
+use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_runs::{RunHeader, RunReader, RunWriter};
+use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
+use serde::Serialize;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::feed::{BatchWorker, Source, feed};
+use crate::memory::{MemoryPlan, open_file_allowance};
+use crate::ngrams::{NgramConfig, NgramStats, prepare};
+use crate::scan::{ScanSink, Scanner};
+use crate::{Control, PipelineError};
+
+/// A saved duplicate list to score with, instead of counting again.
+#[derive(Debug, Clone)]
+pub struct DupsInput {
+    /// `dupgram ngrams` output: `words<TAB>count` lines (plain, .gz or .zst).
+    pub dups: PathBuf,
+    /// The lexicon saved with it.
+    pub lexicon: PathBuf,
+}
+
+/// What building the index found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IndexStats {
+    pub documents: u64,
+    pub tokens: u64,
+    pub duplicate_ngrams: u64,
+    pub duplicate_occurrences: u64,
+    /// N-gram positions of the corpus: the size of a full index.
+    pub all_ngrams: u64,
+    /// `duplicate_occurrences / all_ngrams`: how much smaller the duplicate-only index is.
+    pub index_fraction: f64,
+    pub bytes_spilled: u64,
+    /// The lexicon pass (documents, tokens, vocabulary, sieve), when this job ran it.
+    pub first_pass: Option<NgramStats>,
+}
+
+/// A built index and what it says about each document.
+pub(crate) struct BuiltIndex {
+    pub path: PathBuf,
+    pub table: DocTable,
+    pub totals: IndexTotals,
+    /// The inputs, for reading the corpus once more (standard input from its copy).
+    pub inputs: Vec<Input>,
+}
+
+/// Builds the duplicate-only index of a corpus.
+pub(crate) struct IndexJob<'a> {
+    pub base: &'a NgramConfig,
+    pub dups: Option<&'a DupsInput>,
+    pub control: &'a Control,
+    pub plan: MemoryPlan,
+    pub work: &'a Path,
+    /// Tokens the lexicon pass read, when it ran.
+    first_tokens: std::cell::Cell<Option<u64>>,
+}
+
+/// What the index pass learned about the documents, by document number.
+pub(crate) struct DocTable {
+    pub tokens: Vec<u32>,
+    pub hashes: Vec<u128>,
+    pub ids: String,
+    pub id_ranges: Vec<(u64, u32)>,
+}
+
+impl DocTable {
+    pub fn id(&self, doc: u32) -> &str {
+        let (start, len) = self.id_ranges[doc as usize];
+        &self.ids[start as usize..start as usize + len as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+}
+
+/// Per-document facts from the index merge.
+pub(crate) struct IndexTotals {
+    /// Duplicate occurrences per document.
+    pub occurrences: Vec<u32>,
+    /// Distinct duplicate n-grams per document.
+    pub types: Vec<u32>,
+    pub ngrams: u64,
+    pub total_occurrences: u64,
+}
+
+impl<'a> IndexJob<'a> {
+    pub fn new(
+        base: &'a NgramConfig,
+        dups: Option<&'a DupsInput>,
+        control: &'a Control,
+        plan: MemoryPlan,
+        work: &'a Path,
+    ) -> Self {
+        IndexJob { base, dups, control, plan, work, first_tokens: std::cell::Cell::new(None) }
+    }
+
+    pub fn working(&self) -> u64 {
+        self.plan.working()
+    }
+
+    /// Lexicon pass, index pass and index merge.
+    pub fn build(&self, stats: &mut IndexStats) -> Result<BuiltIndex, PipelineError> {
+        let (lexicon, sieve, inputs) = self.duplicates(stats)?;
+        let n = self.base.n;
+        let layout = KeyLayout::new(n, lexicon.repeated_len().saturating_sub(1) as u32)?;
+        let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), layout, stats)?;
+        drop(sieve);
+        let path = self.work.join("index.dgr");
+        let totals = self.merge_index(runs, &lexicon, &path, table.len(), stats)?;
+        stats.all_ngrams = table.tokens.iter().map(|&t| u64::from(t.saturating_sub(n as u32 - 1))).sum();
+        stats.index_fraction =
+            if stats.all_ngrams == 0 { 0.0 } else { stats.duplicate_occurrences as f64 / stats.all_ngrams as f64 };
+        Ok(BuiltIndex { path, table, totals, inputs })
+    }
+
+    /// Standard input can be read once, and this job reads the corpus twice
+    /// or three times: copy it to the work directory first.
+    fn spool_stdin(&self) -> Result<Vec<Input>, PipelineError> {
+        self.base
+            .inputs
+            .iter()
+            .map(|input| match input {
+                Input::Stdin { .. } => {
+                    let path = self.work.join("stdin.copy");
+                    let mut out = std::fs::File::create(&path).map_err(|e| PipelineError::io(&path, e))?;
+                    std::io::copy(&mut std::io::stdin().lock(), &mut out).map_err(|e| PipelineError::io(&path, e))?;
+                    Ok(Input::Path(path))
+                }
+                other => Ok(other.clone()),
+            })
+            .collect()
+    }
+
+    /// The lexicon, a sieve every duplicate n-gram passes (none if it was
+    /// switched off), and the inputs to read from now on.
+    fn duplicates(&self, stats: &mut IndexStats) -> Result<(Lexicon, Option<Sieve>, Vec<Input>), PipelineError> {
+        let Some(d) = self.dups else {
+            let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
+            let (prepared, inputs) = prepare(self.base, self.control, self.work, &mut first)?;
+            stats.bytes_spilled += first.bytes_spilled;
+            self.first_tokens.set(Some(prepared.first_tokens));
+            stats.first_pass = Some(first);
+            return Ok((prepared.lexicon, prepared.sieve, inputs));
+        };
+        let inputs = self.spool_stdin()?;
+        self.control.progress.start("reading duplicates", None);
+        let n = self.base.n;
+        let lexicon = Lexicon::load(&d.lexicon, Scope::Repeated)?;
+        let fingerprints = self.work.join("dups.fp");
+        let count = read_dups(&d.dups, &lexicon, n, &fingerprints)?;
+        // Eight bytes (32 counters) per duplicate: about 3 % of other n-grams get through.
+        let bytes = (count * 8).clamp(1 << 20, self.working() / 4);
+        let sieve = Sieve::with_bytes(bytes as usize).map_err(|e| PipelineError::io("anonymous memory map", e))?;
+        let mut file = std::io::BufReader::new(
+            std::fs::File::open(&fingerprints).map_err(|e| PipelineError::io(&fingerprints, e))?,
+        );
+        let mut buf = [0u8; 8];
+        for _ in 0..count {
+            std::io::Read::read_exact(&mut file, &mut buf).map_err(|e| PipelineError::io(&fingerprints, e))?;
+            let fp = u64::from_le_bytes(buf);
+            sieve.insert(fp);
+            sieve.insert(fp);
+        }
+        let _ = std::fs::remove_file(&fingerprints);
+        Ok((lexicon, Some(sieve), inputs))
+    }
+
+    fn index_pass(
+        &self,
+        inputs: &[Input],
+        lexicon: &Lexicon,
+        sieve: Option<&Sieve>,
+        layout: KeyLayout,
+        stats: &mut IndexStats,
+    ) -> Result<(Vec<RunFile>, DocTable), PipelineError> {
+        match layout.words() {
+            1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, stats),
+            2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, stats),
+            3 => self.index_pass_with::<3>(inputs, lexicon, sieve, layout, stats),
+            4 => self.index_pass_with::<4>(inputs, lexicon, sieve, layout, stats),
+            6 => self.index_pass_with::<6>(inputs, lexicon, sieve, layout, stats),
+            8 => self.index_pass_with::<8>(inputs, lexicon, sieve, layout, stats),
+            12 => self.index_pass_with::<12>(inputs, lexicon, sieve, layout, stats),
+            _ => self.index_pass_with::<16>(inputs, lexicon, sieve, layout, stats),
+        }
+    }
+
+    fn index_pass_with<const L: usize>(
+        &self,
+        inputs: &[Input],
+        lexicon: &Lexicon,
+        sieve: Option<&Sieve>,
+        layout: KeyLayout,
+        stats: &mut IndexStats,
+    ) -> Result<(Vec<RunFile>, DocTable), PipelineError> {
+        let base = self.base;
+        let threads = base.threads as u64;
+        let fixed = lexicon.heap_bytes() as u64 + sieve.map_or(0, |s| s.bytes() as u64) + threads * WRITER_BYTES;
+        let room = self.working().saturating_sub(fixed) / 2 / threads;
+        let capacity = base
+            .limits
+            .chunk_ngrams
+            .unwrap_or((room / PostingChunk::<L>::item_bytes(layout) as u64).max(4096) as usize);
+        let header = RunHeader::postings(base.n as u8, lexicon.identity());
+        let workers: Vec<IndexWorker<L>> = (0..base.threads)
+            .map(|worker| IndexWorker {
+                scanner: Scanner::new(lexicon.normalization(), lexicon, layout, sieve.is_some()),
+                sink: IndexSink {
+                    sieve,
+                    line: DelayLine::default(),
+                    chunk: PostingChunk::new(layout, capacity),
+                    dir: self.work,
+                    worker,
+                    next: 0,
+                    header,
+                    runs: Vec::new(),
+                    spilled: 0,
+                    failure: None,
+                    doc: 0,
+                    hasher: Xxh3::new(),
+                },
+                docs: Vec::new(),
+                ids: String::new(),
+            })
+            .collect();
+        self.control.progress.start("indexing", inputs.iter().map(Input::size).sum());
+        let options = dupgram_corpus::ReadOptions {
+            max_record_bytes: self.plan.max_record,
+            zstd_window_log_max: self.plan.zstd_window_log,
+            ..base.read.clone()
+        };
+        let source = Source {
+            inputs,
+            options: &options,
+            batch_bytes: base.limits.batch_bytes.unwrap_or(self.plan.batch_bytes),
+            batches: self.plan.batches,
+        };
+        let (outputs, read) = feed(workers, &source, self.control)?;
+        stats.documents = read.documents;
+        if read.documents >= u64::from(u32::MAX) {
+            return Err(PipelineError::Usage(format!(
+                "{} documents: dupgram pairs handles at most {}",
+                read.documents,
+                u32::MAX - 1
+            )));
+        }
+        if let Some(first) = &stats.first_pass
+            && first.documents != read.documents
+        {
+            return Err(PipelineError::Changed(format!(
+                "the lexicon pass read {} documents, the index pass {}",
+                first.documents, read.documents
+            )));
+        }
+        let docs = read.documents as usize;
+        let mut table = DocTable {
+            tokens: vec![0; docs],
+            hashes: vec![0; docs],
+            ids: String::new(),
+            id_ranges: vec![(0, 0); docs],
+        };
+        let mut runs = Vec::new();
+        for (sink, records, ids, tokens) in outputs {
+            stats.tokens += tokens;
+            stats.bytes_spilled += sink.spilled;
+            runs.extend(sink.runs);
+            let offset = table.ids.len() as u64;
+            table.ids.push_str(&ids);
+            for r in records {
+                let d = r.doc as usize;
+                table.tokens[d] = r.tokens;
+                table.hashes[d] = r.hash;
+                table.id_ranges[d] = (offset + r.id_start, r.id_len);
+            }
+        }
+        if let Some(first) = self.first_tokens.get()
+            && first != stats.tokens
+        {
+            return Err(PipelineError::Changed(format!(
+                "the lexicon pass read {first} tokens, the index pass {}",
+                stats.tokens
+            )));
+        }
+        Ok((runs, table))
+    }
+
+    /// Merges the postings runs into the duplicate-only index.
+    fn merge_index(
+        &self,
+        runs: Vec<RunFile>,
+        lexicon: &Lexicon,
+        path: &Path,
+        docs: usize,
+        stats: &mut IndexStats,
+    ) -> Result<IndexTotals, PipelineError> {
+        self.control.progress.start("merging", None);
+        let header = RunHeader::postings(self.base.n as u8, lexicon.identity());
+        let mut sink = IndexMerge {
+            writer: RunWriter::create(path, header)?,
+            totals: IndexTotals { occurrences: vec![0; docs], types: vec![0; docs], ngrams: 0, total_occurrences: 0 },
+        };
+        let fan_in = self.fan_in(docs as u64 * 40);
+        let mut next = 0u64;
+        let work = self.work;
+        let report = merge_all(
+            runs,
+            header,
+            fan_in,
+            || {
+                next += 1;
+                work.join(format!("postings-{next:06}.dgr"))
+            },
+            &mut sink,
+            self.control,
+        )?;
+        let (_, summary) = sink.writer.finish()?;
+        stats.bytes_spilled += report.bytes_written + summary.bytes;
+        stats.duplicate_ngrams = sink.totals.ngrams;
+        stats.duplicate_occurrences = sink.totals.total_occurrences;
+        Ok(sink.totals)
+    }
+
+    pub(crate) fn fan_in(&self, other: u64) -> usize {
+        let room = self.working().saturating_sub(other + 2 * WRITER_BYTES);
+        self.base.limits.fan_in.unwrap_or_else(|| ((room / (96 * 1024)) as usize).clamp(2, open_file_allowance()))
+    }
+
+    /// Cuts the documents into blocks whose index fits in a third of the working memory.
+    pub(crate) fn plan_blocks(&self, occurrences: &[u32], docs: usize) -> Result<Vec<Range<u32>>, PipelineError> {
+        let arrays = docs as u64 * PER_DOC_BYTES;
+        let budget = self.working().saturating_sub(arrays) / 3;
+        let budget = self.base.limits.chunk_ngrams.map_or(budget, |c| c as u64 * 8);
+        let mut blocks = Vec::new();
+        let (mut start, mut occ) = (0u32, 0u64);
+        for (d, &c) in occurrences.iter().enumerate() {
+            let d = d as u32;
+            if d > start && DocBlock::bytes_for(occ + u64::from(c), u64::from(d - start + 1)) > budget {
+                blocks.push(start..d);
+                start = d;
+                occ = 0;
+            }
+            occ += u64::from(c);
+        }
+        blocks.push(start..docs as u32);
+        Ok(blocks)
+    }
+}
+
+/// Bytes kept per document across the job: tokens, index counts, group, cluster, ID range, hash.
+pub(crate) const PER_DOC_BYTES: u64 = 4 + 4 + 4 + 4 + 8 + 12 + 16;
+/// Buffers of one run writer.
+pub(crate) const WRITER_BYTES: u64 = 256 * 1024;
+
+/// Reads a `dupgram ngrams` list and writes the fingerprint of each n-gram; returns how many.
+fn read_dups(path: &Path, lexicon: &Lexicon, n: usize, out: &Path) -> Result<u64, PipelineError> {
+    let reader = dupgram_corpus::open_decoded(path)
+        .map_err(|source| CorpusError::Open { name: path.display().to_string(), source })?;
+    let mut writer = FingerprintWriter::create(out, n)?;
+    let mut ids = Vec::with_capacity(n);
+    for (i, line) in reader.lines().enumerate() {
+        let bad = |what: String| {
+            PipelineError::Corpus(CorpusError::BadRecord { name: path.display().to_string(), line: i as u64 + 1, what })
+        };
+        let line = line.map_err(|e| bad(e.to_string()))?;
+        let gram = line.rsplit_once('\t').map_or(line.as_str(), |(g, _)| g);
+        ids.clear();
+        for word in gram.split(' ') {
+            match lexicon.lookup(word) {
+                Lookup::Id(id) => ids.push(id),
+                _ => {
+                    return Err(bad(format!(
+                        "\"{word}\" is not a repeated word of the lexicon: is this the lexicon saved with these duplicates?"
+                    )));
+                }
+            }
+        }
+        if ids.len() != n {
+            return Err(bad(format!("{}-gram where n = {n} was asked for", ids.len())));
+        }
+        writer.write(lexicon, &ids)?;
+    }
+    writer.finish()
+}
+
+/// Fingerprints of duplicate n-grams, written to a temporary file as they come.
+struct FingerprintWriter {
+    out: BufWriter<std::fs::File>,
+    path: PathBuf,
+    roll: RollingFingerprint,
+    count: u64,
+}
+
+impl FingerprintWriter {
+    fn create(path: &Path, n: usize) -> Result<Self, PipelineError> {
+        let file = std::fs::File::create(path).map_err(|e| PipelineError::io(path, e))?;
+        Ok(FingerprintWriter {
+            out: BufWriter::new(file),
+            path: path.to_owned(),
+            roll: RollingFingerprint::new(n),
+            count: 0,
+        })
+    }
+
+    fn write(&mut self, lexicon: &Lexicon, ids: &[u32]) -> Result<(), PipelineError> {
+        self.roll.reset();
+        let mut fp = 0;
+        for &id in ids {
+            if let Some(f) = self.roll.push(word_hash(lexicon.word_bytes(id))) {
+                fp = f;
+            }
+        }
+        self.count += 1;
+        self.out.write_all(&fp.to_le_bytes()).map_err(|e| PipelineError::io(&self.path, e))
+    }
+
+    fn finish(mut self) -> Result<u64, PipelineError> {
+        self.out.flush().map_err(|e| PipelineError::io(&self.path, e))?;
+        Ok(self.count)
+    }
+}
+
+/// A document the index pass finished.
+struct DocRecord {
+    doc: u64,
+    tokens: u32,
+    hash: u128,
+    id_start: u64,
+    id_len: u32,
+}
+
+struct IndexWorker<'a, const L: usize> {
+    scanner: Scanner<'a, L>,
+    sink: IndexSink<'a, L>,
+    docs: Vec<DocRecord>,
+    ids: String,
+}
+
+/// The index pass's sink: occurrences of possible duplicates, and each document's hash.
+struct IndexSink<'a, const L: usize> {
+    /// Without a sieve, every occurrence is kept (and the merge sorts it out).
+    sieve: Option<&'a Sieve>,
+    line: DelayLine<(Slot, [u64; L], u64)>,
+    chunk: PostingChunk<L>,
+    dir: &'a Path,
+    worker: usize,
+    next: u32,
+    header: RunHeader,
+    runs: Vec<RunFile>,
+    spilled: u64,
+    failure: Option<PipelineError>,
+    doc: u64,
+    /// XXH3-128 of the current document's token sequence.
+    hasher: Xxh3,
+}
+
+impl<const L: usize> ScanSink<L> for IndexSink<'_, L> {
+    #[inline]
+    fn token(&mut self, id: Option<u32>, word: &str) {
+        // IDs name repeated words exactly; other words by their bytes.
+        match id {
+            Some(id) => {
+                let mut b = [1u8; 5];
+                b[1..].copy_from_slice(&id.to_le_bytes());
+                self.hasher.update(&b);
+            }
+            None => {
+                let mut b = [2u8; 5];
+                b[1..].copy_from_slice(&(word.len() as u32).to_le_bytes());
+                self.hasher.update(&b);
+                self.hasher.update(word.as_bytes());
+            }
+        }
+    }
+
+    #[inline]
+    fn ngram(&mut self, key: [u64; L], fingerprint: u64, start: u64) {
+        if self.failure.is_some() {
+            return;
+        }
+        if start > u64::from(u32::MAX) {
+            self.failure =
+                Some(PipelineError::Usage(format!("document {} has more than {} tokens", self.doc, u32::MAX)));
+            return;
+        }
+        let occurrence = (self.doc << 32) | start;
+        let kept = match self.sieve {
+            None => self.keep(key, occurrence),
+            Some(sieve) => {
+                let slot = sieve.locate(fingerprint);
+                sieve.prefetch(slot);
+                match self.line.push((slot, key, occurrence)) {
+                    Some((ready, key, occ)) if sieve.may_repeat_at(ready) => self.keep(key, occ),
+                    _ => Ok(()),
+                }
+            }
+        };
+        if let Err(e) = kept {
+            self.failure = Some(e);
+        }
+    }
+}
+
+impl<const L: usize> IndexSink<'_, L> {
+    fn keep(&mut self, key: [u64; L], occurrence: u64) -> Result<(), PipelineError> {
+        self.chunk.push(key, occurrence);
+        if self.chunk.is_full() { self.write() } else { Ok(()) }
+    }
+
+    fn flush_line(&mut self) -> Result<(), PipelineError> {
+        if let Some(e) = self.failure.take() {
+            return Err(e);
+        }
+        let Some(sieve) = self.sieve else { return Ok(()) };
+        let waiting: Vec<(Slot, [u64; L], u64)> = self.line.drain().collect();
+        for (slot, key, occ) in waiting {
+            if sieve.may_repeat_at(slot) {
+                self.keep(key, occ)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write(&mut self) -> Result<(), PipelineError> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join(format!("postings-w{}-{:06}.dgr", self.worker, self.next));
+        self.next += 1;
+        let mut writer = RunWriter::create(&path, self.header)?;
+        self.chunk.drain_sorted(|ids, occ| writer.push_postings(ids, occ))?;
+        let (_, summary) = writer.finish()?;
+        self.spilled += summary.bytes;
+        self.runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
+        Ok(())
+    }
+}
+
+impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
+    type Output = (IndexSink<'a, L>, Vec<DocRecord>, String, u64);
+
+    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
+        for piece in &batch.pieces {
+            if let Some(id) = batch.piece_id(piece) {
+                self.sink.doc = piece.doc;
+                self.sink.hasher.reset();
+                self.docs.push(DocRecord {
+                    doc: piece.doc,
+                    tokens: 0,
+                    hash: 0,
+                    id_start: self.ids.len() as u64,
+                    id_len: id.len() as u32,
+                });
+                self.ids.push_str(id);
+            }
+            if let Some(tokens) = self.scanner.piece(batch.piece_text(piece), piece.last, &mut self.sink) {
+                let record = self.docs.last_mut().expect("a document starts before it ends");
+                record.tokens = u32::try_from(tokens).map_err(|_| {
+                    PipelineError::Usage(format!("document {} has more than {} tokens", piece.doc, u32::MAX))
+                })?;
+                record.hash = self.sink.hasher.digest128();
+            }
+        }
+        self.sink.flush_line()
+    }
+
+    fn finish(mut self) -> Result<Self::Output, PipelineError> {
+        self.sink.flush_line()?;
+        self.sink.write()?;
+        let tokens = self.scanner.tokens();
+        Ok((self.sink, self.docs, self.ids, tokens))
+    }
+}
+
+/// Writes the duplicate-only index from the merged postings and counts, per document, what it holds.
+struct IndexMerge {
+    writer: RunWriter<BufWriter<std::fs::File>>,
+    totals: IndexTotals,
+}
+
+impl MergeSink for IndexMerge {
+    type Error = PipelineError;
+
+    fn accept(&mut self, ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), PipelineError> {
+        if count < 2 {
+            return Ok(());
+        }
+        self.writer.push_postings(ngram, occurrences)?;
+        self.totals.ngrams += 1;
+        self.totals.total_occurrences += count;
+        let mut last = u64::MAX;
+        for &o in occurrences {
+            let doc = o >> 32;
+            self.totals.occurrences[doc as usize] += 1;
+            if doc != last {
+                self.totals.types[doc as usize] += 1;
+                last = doc;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The document-major index of one or two blocks of documents.
+pub(crate) struct BlockCache<'a> {
+    pub path: &'a Path,
+    pub n: u32,
+    pub blocks: &'a [Range<u32>],
+    /// (block number, block), at most two.
+    pub loaded: Vec<(u32, DocBlock)>,
+}
+
+impl BlockCache<'_> {
+    pub fn block(&self, number: u32) -> Option<&DocBlock> {
+        self.loaded.iter().find(|(b, _)| *b == number).map(|(_, block)| block)
+    }
+
+    /// Makes blocks `a` and `b` resident (dropping others first, so at most two ever are).
+    pub fn ensure(
+        &mut self,
+        a: u32,
+        b: Option<u32>,
+        totals: &IndexTotals,
+        table: &DocTable,
+    ) -> Result<(), PipelineError> {
+        let wanted = [Some(a), b];
+        self.loaded.retain(|(number, _)| wanted.contains(&Some(*number)));
+        for number in wanted.into_iter().flatten() {
+            if self.block(number).is_none() {
+                let block = self.load(number, totals, table)?;
+                self.loaded.push((number, block));
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds a block by reading the whole index once.
+    fn load(&self, number: u32, totals: &IndexTotals, table: &DocTable) -> Result<DocBlock, PipelineError> {
+        let range = self.blocks[number as usize].clone();
+        let (lo, hi) = (range.start as usize, range.end as usize);
+        let mut builder = DocBlock::builder(range.start, &totals.occurrences[lo..hi], self.n);
+        let mut reader = RunReader::open(self.path)?;
+        let mut id = 0u32;
+        while reader.advance()? {
+            for &o in reader.occurrences() {
+                let doc = (o >> 32) as u32;
+                if builder.wants(doc) {
+                    builder.push(doc, id, o as u32);
+                }
+            }
+            id += 1;
+        }
+        Ok(builder.finish(&table.tokens[lo..hi]))
+    }
+}
