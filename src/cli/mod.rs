@@ -1,6 +1,7 @@
 //! Command-line interface.
 
 mod common;
+mod dedup;
 mod ngrams;
 mod pairs;
 mod progress;
@@ -22,12 +23,14 @@ pub struct Cli {
 enum Command {
     Ngrams(ngrams::NgramsArgs),
     Pairs(pairs::PairsArgs),
+    Dedup(dedup::DedupArgs),
 }
 
 pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
     match cli.command {
         Command::Ngrams(args) => ngrams::run(args, control),
         Command::Pairs(args) => pairs::run(args, control),
+        Command::Dedup(args) => dedup::run(args, control),
     }
 }
 

@@ -28,7 +28,7 @@ mod reader;
 mod utf8;
 
 pub use json::{Record, parse_record};
-pub use reader::{Batch, CorpusReader, Input, Piece, ReadStats};
+pub use reader::{Batch, CorpusReader, Input, Piece, ReadStats, VerticalLine};
 pub use utf8::Utf8Repair;
 
 use std::path::{Path, PathBuf};

@@ -560,30 +560,32 @@ impl OpenInput {
                 }
                 LineRead::Line => self.line += 1,
             }
-            let text = line.strip_suffix(b"\r").unwrap_or(line);
-            if let Some(attrs) = doc_open_tag(text) {
-                if self.in_doc {
-                    self.end_vertical_doc(batch, stats, *next_doc - 1);
+            match VerticalLine::classify(line) {
+                VerticalLine::DocOpen(attrs) => {
+                    if self.in_doc {
+                        self.end_vertical_doc(batch, stats, *next_doc - 1);
+                    }
+                    let id = attribute(attrs, b"id").map(|v| String::from_utf8_lossy(v).into_owned());
+                    self.start_vertical_doc(batch, next_doc, id);
                 }
-                let id = attribute(attrs, b"id").map(|v| String::from_utf8_lossy(v).into_owned());
-                self.start_vertical_doc(batch, next_doc, id);
-            } else if text == b"</doc>" {
-                if self.in_doc {
-                    self.end_vertical_doc(batch, stats, *next_doc - 1);
+                VerticalLine::DocClose => {
+                    if self.in_doc {
+                        self.end_vertical_doc(batch, stats, *next_doc - 1);
+                    }
                 }
-            } else if text.first() == Some(&b'<') && text.last() == Some(&b'>') && text.len() > 1 {
                 // Structure (<p>, </s>, <g/>, …): n-grams run across it.
-            } else if !text.is_empty() {
-                if !self.in_doc {
-                    self.start_vertical_doc(batch, next_doc, None);
-                } else if !batch.open {
-                    batch.begin(*next_doc - 1, None);
+                VerticalLine::Structure(_) | VerticalLine::Blank => {}
+                VerticalLine::Token(word) => {
+                    if !self.in_doc {
+                        self.start_vertical_doc(batch, next_doc, None);
+                    } else if !batch.open {
+                        batch.begin(*next_doc - 1, None);
+                    }
+                    let before = self.utf8.replaced();
+                    self.utf8.push(word, true, &mut batch.text);
+                    self.note_replacements(before, stats);
+                    batch.text.push('\n');
                 }
-                let word = text.split(|&b| b == b'\t').next().unwrap_or(text);
-                let before = self.utf8.replaced();
-                self.utf8.push(word, true, &mut batch.text);
-                self.note_replacements(before, stats);
-                batch.text.push('\n');
             }
         }
         Ok(false)
@@ -603,6 +605,38 @@ impl OpenInput {
         batch.end(true);
         self.in_doc = false;
         stats.documents += 1;
+    }
+}
+
+/// What a line of a vertical file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerticalLine<'a> {
+    /// `<doc …>`, with its attributes.
+    DocOpen(&'a [u8]),
+    /// `</doc>`.
+    DocClose,
+    /// Any other `<…>` line (`<p>`, `</s>`, `<g/>`): the line, `\r` removed.
+    Structure(&'a [u8]),
+    /// A token line: its first TAB-separated column.
+    Token(&'a [u8]),
+    Blank,
+}
+
+impl<'a> VerticalLine<'a> {
+    /// Classifies a line (without its `\n`).
+    pub fn classify(line: &'a [u8]) -> VerticalLine<'a> {
+        let text = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Some(attrs) = doc_open_tag(text) {
+            VerticalLine::DocOpen(attrs)
+        } else if text == b"</doc>" {
+            VerticalLine::DocClose
+        } else if text.first() == Some(&b'<') && text.last() == Some(&b'>') && text.len() > 1 {
+            VerticalLine::Structure(text)
+        } else if text.is_empty() {
+            VerticalLine::Blank
+        } else {
+            VerticalLine::Token(text.split(|&b| b == b'\t').next().unwrap_or(text))
+        }
     }
 }
 

@@ -237,22 +237,46 @@ fn smooth(verdicts: &mut [UnitVerdict], units: &[u32], max_stub: u32) {
     }
 }
 
-/// Benko's plain fingerprint of a unit: its tokens with every character that
-/// is not a letter (or combining mark) removed, empty ones dropped, hashed
-/// with XXH3-128. Equal fingerprints are taken as equal text: two different
-/// texts are confused only by an XXH3-128 collision.
-pub fn exact_fingerprint<'a>(tokens: impl IntoIterator<Item = &'a str>) -> u128 {
-    let mut h = Xxh3::new();
-    let mut letters = String::new();
-    for token in tokens {
-        letters.clear();
-        letters.extend(token.chars().filter(|&c| c.is_alphabetic() || is_mark(c)));
-        if !letters.is_empty() {
-            h.update(letters.as_bytes());
-            h.update(&[0]);
+/// Benko's plain fingerprint of a unit, built token by token: the tokens
+/// with every character that is not a letter (or combining mark) removed,
+/// empty ones dropped, hashed with XXH3-128. Equal fingerprints are taken as
+/// equal text: two different texts are confused only by an XXH3-128 collision.
+pub struct ExactHasher {
+    hasher: Xxh3,
+    letters: String,
+}
+
+impl Default for ExactHasher {
+    fn default() -> Self {
+        ExactHasher { hasher: Xxh3::new(), letters: String::new() }
+    }
+}
+
+impl ExactHasher {
+    pub fn add(&mut self, token: &str) {
+        self.letters.clear();
+        self.letters.extend(token.chars().filter(|&c| c.is_alphabetic() || is_mark(c)));
+        if !self.letters.is_empty() {
+            self.hasher.update(self.letters.as_bytes());
+            self.hasher.update(&[0]);
         }
     }
-    h.digest128()
+
+    /// The fingerprint so far; the hasher starts again.
+    pub fn finish(&mut self) -> u128 {
+        let digest = self.hasher.digest128();
+        self.hasher.reset();
+        digest
+    }
+}
+
+/// [`ExactHasher`] over a whole unit.
+pub fn exact_fingerprint<'a>(tokens: impl IntoIterator<Item = &'a str>) -> u128 {
+    let mut h = ExactHasher::default();
+    for token in tokens {
+        h.add(token);
+    }
+    h.finish()
 }
 
 fn is_mark(c: char) -> bool {

@@ -134,8 +134,75 @@ impl Tokenizer {
 
     /// Tokenises one more piece of the current document, calling `emit` per token.
     pub fn feed(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
+        match self.norm.mode {
+            TokenMode::Lines => self.feed_lines(text, emit),
+            TokenMode::Raw => self.feed_raw(text, emit),
+            TokenMode::Words => self.feed_words(text, emit),
+        }
+    }
+
+    /// One token per line: whole lines at once.
+    fn feed_lines(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
+        let mut rest = text;
+        while !rest.is_empty() {
+            match rest.find(['\n', '\r']) {
+                Some(i) => {
+                    self.append_str(&rest[..i]);
+                    self.boundary(emit);
+                    rest = &rest[i + 1..];
+                }
+                None => {
+                    self.append_str(rest);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Whitespace-separated tokens: runs of ASCII non-space bytes at once.
+    fn feed_raw(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
         let bytes = text.as_bytes();
-        let fast = self.norm.mode == TokenMode::Words && !self.norm.strip_markup;
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b < 0x80 && !b.is_ascii_whitespace() {
+                let start = i;
+                while i < bytes.len() && bytes[i] < 0x80 && !bytes[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                self.append_str(&text[start..i]);
+            } else if b < 0x80 {
+                self.boundary(emit);
+                i += 1;
+            } else {
+                let c = text[i..].chars().next().expect("index is on a char boundary");
+                self.content_char(c, emit);
+                i += c.len_utf8();
+            }
+        }
+    }
+
+    /// Appends text that is all token (no boundary in it).
+    #[inline]
+    fn append_str(&mut self, run: &str) {
+        if run.is_empty() {
+            return;
+        }
+        if self.kind == Kind::Empty {
+            self.kind = Kind::Word;
+        }
+        if self.overflow.is_none() && self.word.len() + run.len() <= MAX_TOKEN_BYTES {
+            self.word.push_str(run);
+        } else {
+            for c in run.chars() {
+                self.append(c);
+            }
+        }
+    }
+
+    fn feed_words(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
+        let bytes = text.as_bytes();
+        let fast = !self.norm.strip_markup;
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
@@ -478,8 +545,12 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_split_gives_the_same_tokens(text in "[a-zA-Z0-9 .,<>&;#éß日\u{301}]{0,80}", cut in 0usize..80, numbers: bool, markup: bool) {
-            let norm = Normalization { mode: TokenMode::Words, numbers_as_token: numbers, strip_markup: markup };
+        fn any_split_gives_the_same_tokens(text in "[a-zA-Z0-9 .,<>&;#éß日\u{301}\u{a0}\n\r]{0,80}", cut in 0usize..80, numbers: bool, markup: bool, mode in 0u8..3) {
+            let norm = match mode {
+                0 => Normalization { mode: TokenMode::Words, numbers_as_token: numbers, strip_markup: markup },
+                1 => Normalization::raw(),
+                _ => Normalization::lines(),
+            };
             let whole = tokenize(norm, &text);
             let mut cut = cut.min(text.len());
             while !text.is_char_boundary(cut) { cut -= 1; }

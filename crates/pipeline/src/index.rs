@@ -44,6 +44,9 @@ pub struct DupsInput {
 /// What building the index found.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IndexStats {
+    /// Seconds of the index pass and of the index merge (the lexicon pass is in `first_pass`).
+    pub index_seconds: f64,
+    pub merge_seconds: f64,
     pub documents: u64,
     pub tokens: u64,
     pub duplicate_ngrams: u64,
@@ -64,6 +67,9 @@ pub(crate) struct BuiltIndex {
     pub totals: IndexTotals,
     /// The inputs, for reading the corpus once more (standard input from its copy).
     pub inputs: Vec<Input>,
+    /// How the corpus was tokenised, and its stop words, to tokenise it again.
+    pub norm: dupgram_lexicon::Normalization,
+    pub stopwords: Vec<String>,
 }
 
 /// Builds the duplicate-only index of a corpus.
@@ -126,14 +132,25 @@ impl<'a> IndexJob<'a> {
         let (lexicon, sieve, inputs) = self.duplicates(stats)?;
         let n = self.base.n;
         let layout = KeyLayout::new(n, lexicon.repeated_len().saturating_sub(1) as u32)?;
+        let t = std::time::Instant::now();
         let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), layout, stats)?;
         drop(sieve);
+        stats.index_seconds = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
         let path = self.work.join("index.dgr");
         let totals = self.merge_index(runs, &lexicon, &path, table.len(), stats)?;
+        stats.merge_seconds = t.elapsed().as_secs_f64();
         stats.all_ngrams = table.tokens.iter().map(|&t| u64::from(t.saturating_sub(n as u32 - 1))).sum();
         stats.index_fraction =
             if stats.all_ngrams == 0 { 0.0 } else { stats.duplicate_occurrences as f64 / stats.all_ngrams as f64 };
-        Ok(BuiltIndex { path, table, totals, inputs })
+        Ok(BuiltIndex {
+            path,
+            table,
+            totals,
+            inputs,
+            norm: lexicon.normalization(),
+            stopwords: lexicon.stopwords().to_vec(),
+        })
     }
 
     /// Standard input can be read once, and this job reads the corpus twice
@@ -318,8 +335,9 @@ impl<'a> IndexJob<'a> {
     ) -> Result<IndexTotals, PipelineError> {
         self.control.progress.start("merging", None);
         let header = RunHeader::postings(self.base.n as u8, lexicon.identity());
+        // The index keeps each n-gram's rank, not its words: nothing after the merge needs them.
         let mut sink = IndexMerge {
-            writer: RunWriter::create(path, header)?,
+            writer: RunWriter::create(path, RunHeader::postings(1, lexicon.identity()))?,
             totals: IndexTotals { occurrences: vec![0; docs], types: vec![0; docs], ngrams: 0, total_occurrences: 0 },
         };
         let fan_in = self.fan_in(docs as u64 * 40);
@@ -349,10 +367,14 @@ impl<'a> IndexJob<'a> {
     }
 
     /// Cuts the documents into blocks whose index fits in a third of the working memory.
-    pub(crate) fn plan_blocks(&self, occurrences: &[u32], docs: usize) -> Result<Vec<Range<u32>>, PipelineError> {
-        let arrays = docs as u64 * PER_DOC_BYTES;
-        let budget = self.working().saturating_sub(arrays) / 3;
-        let budget = self.base.limits.chunk_ngrams.map_or(budget, |c| c as u64 * 8);
+    /// Cuts the documents into blocks whose index fits in `room` bytes each.
+    pub(crate) fn plan_blocks(
+        &self,
+        occurrences: &[u32],
+        docs: usize,
+        room: u64,
+    ) -> Result<Vec<Range<u32>>, PipelineError> {
+        let budget = self.base.limits.chunk_ngrams.map_or(room, |c| c as u64 * 8);
         let mut blocks = Vec::new();
         let (mut start, mut occ) = (0u32, 0u64);
         for (d, &c) in occurrences.iter().enumerate() {
@@ -594,7 +616,9 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
     }
 }
 
-/// Writes the duplicate-only index from the merged postings and counts, per document, what it holds.
+/// Writes the duplicate-only index from the merged postings — each duplicate
+/// n-gram as its rank (its ID), with its occurrences — and counts, per
+/// document, what it holds.
 struct IndexMerge {
     writer: RunWriter<BufWriter<std::fs::File>>,
     totals: IndexTotals,
@@ -607,7 +631,10 @@ impl MergeSink for IndexMerge {
         if count < 2 {
             return Ok(());
         }
-        self.writer.push_postings(ngram, occurrences)?;
+        let _ = ngram;
+        let id = u32::try_from(self.totals.ngrams)
+            .map_err(|_| PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()))?;
+        self.writer.push_postings(&[id], occurrences)?;
         self.totals.ngrams += 1;
         self.totals.total_occurrences += count;
         let mut last = u64::MAX;

@@ -20,6 +20,7 @@
 //! result does not depend on the thread count or the memory budget: those
 //! only change how the corpus is cut into runs, and merging sums counts.
 
+mod dedup;
 mod error;
 mod feed;
 mod index;
@@ -29,6 +30,8 @@ pub mod output;
 mod pairs;
 mod scan;
 
+pub use dedup::{DedupConfig, DedupStats, dedup};
+pub use dupgram_dedup::{LengthRow, LengthTable, UnitKind};
 pub use dupgram_index::PairScores;
 pub use error::PipelineError;
 pub use index::{DupsInput, IndexStats};

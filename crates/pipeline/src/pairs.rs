@@ -179,7 +179,9 @@ impl PairsJob<'_> {
                 positions - (totals.occurrences[d] - totals.types[d])
             })
             .collect();
-        let blocks = self.index.plan_blocks(&totals.occurrences, table.len())?;
+        // Two blocks may be resident at once, beside the per-document arrays.
+        let room = self.working().saturating_sub(table.len() as u64 * PER_DOC_BYTES) / 3;
+        let blocks = self.index.plan_blocks(&totals.occurrences, table.len(), room)?;
         stats.index_blocks = blocks.len() as u64;
         let mut rep_of = exact_groups(&table, n as u32);
         let mut cache = BlockCache { path: &index_path, n: n as u32, blocks: &blocks, loaded: Vec::new() };

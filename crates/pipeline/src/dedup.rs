@@ -1,0 +1,818 @@
+//! `dedup`: keep one instance of every repeated unit of text.
+//!
+//! 1. **The duplicate-only index** (see [`crate::index`]).
+//! 2. **Exact pass** (with `exact`): every unit's Benko fingerprint (its
+//!    letters, digits and punctuation ignored) is sorted with the unit's
+//!    number out of core; in each group of equal fingerprints, all units but
+//!    the first are exact duplicates (one bit each).
+//! 3. **Decision pass**: the corpus is read once more, in order, document by
+//!    document; each document's duplicate n-grams come from the index (a
+//!    block of documents at a time), its units are judged by Onion's rule
+//!    ([`dupgram_dedup::Marker`]), and it is written out marked or stripped,
+//!    in its own format.
+
+use std::borrow::Cow;
+use std::io::BufRead;
+use std::ops::Range;
+use std::time::Instant;
+
+use dupgram_chunker::{KeyLayout, PostingChunk};
+use dupgram_corpus::{CorpusError, Format, Input, ReadOptions, VerticalLine, parse_record};
+use dupgram_dedup::{DedupParams, ExactHasher, LengthTable, Marker, NgramAt, UnitKind, UnitVerdict, segment_text};
+use dupgram_lexicon::Tokenizer;
+use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_runs::{RunHeader, RunWriter};
+use serde::Serialize;
+
+use crate::index::{BlockCache, BuiltIndex, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
+use crate::memory::{MemoryPlan, human_bytes, peak_rss};
+use crate::ngrams::{NgramConfig, zstd_need};
+use crate::output::OutputFile;
+use crate::{Control, PipelineError};
+
+/// What to deduplicate, and how.
+#[derive(Debug, Clone)]
+pub struct DedupConfig {
+    /// Inputs, tokenisation, n, memory, threads, temporary directory.
+    pub base: NgramConfig,
+    pub dups: Option<DupsInput>,
+    pub unit: UnitKind,
+    /// A unit with more than this share of its tokens covered by earlier n-grams is a duplicate.
+    pub threshold: f64,
+    pub smoothing: bool,
+    pub max_stub: u32,
+    /// Also Benko's exact test: a unit whose letters equal an earlier unit's.
+    pub exact: bool,
+    /// Drop duplicates instead of marking them.
+    pub strip: bool,
+}
+
+impl DedupConfig {
+    pub fn new(base: NgramConfig) -> Self {
+        DedupConfig {
+            base,
+            dups: None,
+            unit: UnitKind::Paragraph,
+            threshold: 0.5,
+            smoothing: true,
+            max_stub: 20,
+            exact: false,
+            strip: false,
+        }
+    }
+
+    fn check(&self) -> Result<(), PipelineError> {
+        if !(0.0..=1.0).contains(&self.threshold) {
+            return Err(PipelineError::Usage(format!("--threshold must be between 0 and 1, not {}", self.threshold)));
+        }
+        Ok(())
+    }
+}
+
+/// Seconds per step.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct DedupSeconds {
+    pub index: f64,
+    pub exact: f64,
+    pub decisions: f64,
+    pub total: f64,
+}
+
+/// The summary of a deduplication.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DedupStats {
+    pub n: usize,
+    pub unit: String,
+    pub threshold: f64,
+    #[serde(flatten)]
+    pub index: IndexStats,
+    pub units: u64,
+    pub units_removed: u64,
+    /// Units removed by the n-gram test.
+    pub units_duplicate: u64,
+    /// Units whose text (letters only) repeats an earlier unit's.
+    pub units_exact: u64,
+    /// Units removed only by smoothing.
+    pub units_smoothed: u64,
+    pub tokens_removed: u64,
+    /// Documents with no unit left.
+    pub documents_removed: u64,
+    /// Benko's tables: units and tokens removed and kept, by unit length.
+    pub lengths: LengthTable,
+    /// Blocks the document-major index was read in.
+    pub index_blocks: u64,
+    pub memory_budget: u64,
+    pub peak_rss: u64,
+    pub seconds: DedupSeconds,
+    pub warnings: Vec<String>,
+}
+
+/// Deduplicates the corpus into `out`.
+pub fn dedup(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> Result<DedupStats, PipelineError> {
+    config.check()?;
+    let started = Instant::now();
+    let base = &config.base;
+    let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
+        .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
+    let work = tempfile::Builder::new()
+        .prefix("dupgram-dedup-")
+        .tempdir_in(&base.tmp_dir)
+        .map_err(|e| PipelineError::io(&base.tmp_dir, e))?;
+    let mut stats = DedupStats {
+        n: base.n,
+        unit: unit_name(config.unit).into(),
+        threshold: config.threshold,
+        memory_budget: base.memory,
+        ..DedupStats::default()
+    };
+    let index = IndexJob::new(base, config.dups.as_ref(), control, plan, work.path());
+    let built = index.build(&mut stats.index)?;
+    stats.seconds.index = started.elapsed().as_secs_f64();
+    let job = DedupJob { config, control, index, built: &built, plan };
+    let t = Instant::now();
+    let exact = if config.exact { job.exact_pass(&mut stats)? } else { Vec::new() };
+    stats.seconds.exact = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    job.decide(&exact, out, &mut stats)?;
+    stats.seconds.decisions = t.elapsed().as_secs_f64();
+    drop(built);
+    drop(work);
+    stats.seconds.total = started.elapsed().as_secs_f64();
+    stats.peak_rss = peak_rss().unwrap_or(0);
+    Ok(stats)
+}
+
+fn unit_name(unit: UnitKind) -> &'static str {
+    match unit {
+        UnitKind::Document => "doc",
+        UnitKind::Paragraph => "p",
+        UnitKind::Sentence => "s",
+    }
+}
+
+struct DedupJob<'a> {
+    config: &'a DedupConfig,
+    control: &'a Control,
+    index: IndexJob<'a>,
+    built: &'a BuiltIndex,
+    plan: MemoryPlan,
+}
+
+impl DedupJob<'_> {
+    fn stream(&self, fingerprints: bool) -> DocStream<'_> {
+        let base = &self.config.base;
+        DocStream {
+            inputs: &self.built.inputs,
+            next_input: 0,
+            current: None,
+            options: ReadOptions {
+                max_record_bytes: self.plan.max_record,
+                zstd_window_log_max: self.plan.zstd_window_log,
+                ..base.read.clone()
+            },
+            unit: self.config.unit,
+            unit_tag: match self.config.unit {
+                UnitKind::Paragraph => Some("p"),
+                UnitKind::Sentence => Some("s"),
+                UnitKind::Document => None,
+            },
+            tokenizer: Tokenizer::new(self.built.norm),
+            stopwords: self.built.stopwords.iter().cloned().collect(),
+            hasher: fingerprints.then(ExactHasher::default),
+            doc_limit: (self.index.working() / 8) as usize,
+        }
+    }
+
+    /// Marks every unit whose letters repeat an earlier unit's.
+    fn exact_pass(&self, stats: &mut DedupStats) -> Result<Vec<u64>, PipelineError> {
+        self.control.progress.start("exact units", None);
+        let layout = KeyLayout::new(4, u32::MAX)?;
+        let capacity = self
+            .config
+            .base
+            .limits
+            .chunk_ngrams
+            .unwrap_or((self.index.working() / 2 / PostingChunk::<2>::item_bytes(layout) as u64).max(4096) as usize);
+        let header = RunHeader::postings(4, EXACT_RUNS);
+        let mut chunk = PostingChunk::<2>::new(layout, capacity);
+        let mut runs = Vec::new();
+        let dir = self.index.work;
+        let mut spill = |chunk: &mut PostingChunk<2>, runs: &mut Vec<RunFile>| -> Result<(), PipelineError> {
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            let path = dir.join(format!("exact-{:06}.dgr", runs.len()));
+            let mut writer = RunWriter::create(&path, header)?;
+            chunk.drain_sorted(|fp, units| writer.push_postings(fp, units))?;
+            let (_, summary) = writer.finish()?;
+            stats.index.bytes_spilled += summary.bytes;
+            runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
+            Ok(())
+        };
+        let mut stream = self.stream(true);
+        let mut unit = 0u64;
+        while let Some(item) = stream.next()? {
+            let Item::Doc(doc) = item else { continue };
+            if self.control.interrupted() {
+                return Err(PipelineError::Interrupted);
+            }
+            for (&tokens, &fp) in doc.unit_tokens.iter().zip(&doc.fingerprints) {
+                if tokens > 0 {
+                    let words = [(fp >> 96) as u32, (fp >> 64) as u32, (fp >> 32) as u32, fp as u32];
+                    chunk.push(layout.pack::<2>(&words), unit);
+                    if chunk.is_full() {
+                        spill(&mut chunk, &mut runs)?;
+                    }
+                }
+                unit += 1;
+            }
+        }
+        spill(&mut chunk, &mut runs)?;
+        let mut sink = ExactMarks { bits: vec![0; unit.div_ceil(64) as usize] };
+        let mut next = 0u64;
+        merge_all(
+            runs,
+            header,
+            self.index.fan_in(unit / 8),
+            || {
+                next += 1;
+                dir.join(format!("exact-merge-{next:06}.dgr"))
+            },
+            &mut sink,
+            self.control,
+        )?;
+        Ok(sink.bits)
+    }
+
+    /// Reads the corpus once more, judges each document's units and writes it out.
+    fn decide(&self, exact: &[u64], out: &mut OutputFile, stats: &mut DedupStats) -> Result<(), PipelineError> {
+        self.control.progress.start("deduplicating", self.built.inputs.iter().map(Input::size).sum());
+        let n = self.config.base.n as u32;
+        let totals = &self.built.totals;
+        let table = &self.built.table;
+        // One block at a time, beside the marker's bits, the per-document
+        // arrays and the documents read ahead.
+        let fixed = Marker::bytes_for(totals.ngrams) + table.len() as u64 * PER_DOC_BYTES + exact.len() as u64 * 8;
+        let room = self.index.working().saturating_sub(fixed) * 3 / 5;
+        let blocks = self.index.plan_blocks(&totals.occurrences, table.len(), room)?;
+        stats.index_blocks = blocks.len() as u64;
+        let mut cache = BlockCache { path: &self.built.path, n, blocks: &blocks, loaded: Vec::new() };
+        let params = DedupParams {
+            n,
+            threshold: self.config.threshold,
+            smoothing: self.config.smoothing,
+            max_stub: self.config.max_stub,
+        };
+        let mut marker = Marker::new(params, totals.ngrams as usize);
+        let mut writer =
+            DocWriter { strip: self.config.strip, text_field: &self.config.base.read.text_field, line: Vec::new() };
+        // Reading and tokenising run on their own thread, ahead of the decisions.
+        let (tx, rx) = crossbeam_channel::bounded::<(Item, bool, u64)>(256);
+        let mut stream = self.stream(false);
+        std::thread::scope(|scope| {
+            let reader = scope.spawn(move || -> Result<(), PipelineError> {
+                while let Some(item) = stream.next()? {
+                    if tx.send((item, stream.is_vertical(), stream.position())).is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            });
+            let decided = (|| -> Result<(), PipelineError> {
+                let (mut doc, mut unit_base, mut block) = (0u32, 0u64, 0usize);
+                let mut ngrams: Vec<NgramAt> = Vec::new();
+                let mut exact_units: Vec<bool> = Vec::new();
+                for (item, vertical, position) in &rx {
+                    let d = match item {
+                        Item::Passthrough(line) => {
+                            writer.passthrough(out, &line, vertical)?;
+                            continue;
+                        }
+                        Item::Doc(d) => d,
+                    };
+                    if doc % 1024 == 0 && self.control.interrupted() {
+                        return Err(PipelineError::Interrupted);
+                    }
+                    let expected = table.tokens.get(doc as usize).copied();
+                    let found: u64 = d.unit_tokens.iter().map(|&t| u64::from(t)).sum();
+                    if expected.map(u64::from) != Some(found) {
+                        return Err(PipelineError::Changed(format!(
+                            "document {} has {found} tokens now and had {} when it was indexed",
+                            doc + 1,
+                            expected.map_or("no".into(), |e| e.to_string())
+                        )));
+                    }
+                    while blocks[block].end <= doc {
+                        block += 1;
+                    }
+                    cache.ensure(block as u32, None, totals, table)?;
+                    let occurrences = cache.block(block as u32).expect("the block is loaded").doc(doc);
+                    ngrams.clear();
+                    ngrams.extend(occurrences.iter().map(|o| NgramAt { pos: o.pos, id: o.ngram }));
+                    ngrams.sort_unstable();
+                    exact_units.clear();
+                    exact_units.extend((0..d.unit_tokens.len() as u64).map(|u| {
+                        let i = unit_base + u;
+                        exact.get((i / 64) as usize).is_some_and(|w| w & (1 << (i % 64)) != 0)
+                    }));
+                    let verdicts = marker.document(&d.unit_tokens, &ngrams, &exact_units);
+                    record(stats, &d.unit_tokens, &verdicts, &exact_units);
+                    writer.write(out, &d, &verdicts)?;
+                    self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
+                    unit_base += d.unit_tokens.len() as u64;
+                    doc += 1;
+                }
+                if u64::from(doc) != stats.index.documents {
+                    return Err(PipelineError::Changed(format!(
+                        "{} documents were indexed, {doc} read back",
+                        stats.index.documents
+                    )));
+                }
+                Ok(())
+            })();
+            // Stop the reader early if deciding failed.
+            drop(rx);
+            let read = reader
+                .join()
+                .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the reader thread panicked".into())));
+            read.and(decided)
+        })
+    }
+}
+
+/// Run tag of the exact pass's runs.
+const EXACT_RUNS: u64 = 0xE4AC_7000;
+
+fn record(stats: &mut DedupStats, units: &[u32], verdicts: &[UnitVerdict], exact: &[bool]) {
+    let mut kept_any = false;
+    for ((&tokens, v), &x) in units.iter().zip(verdicts).zip(exact) {
+        stats.units += 1;
+        stats.lengths.add(tokens, v.removed());
+        if v.removed() {
+            stats.units_removed += 1;
+            stats.tokens_removed += u64::from(tokens);
+        } else {
+            kept_any = true;
+        }
+        if x {
+            stats.units_exact += 1;
+        } else if v.duplicate {
+            stats.units_duplicate += 1;
+        }
+        if v.smoothed && !v.duplicate {
+            stats.units_smoothed += 1;
+        }
+    }
+    if !kept_any {
+        stats.documents_removed += 1;
+    }
+}
+
+/// Marks all but the first unit of each group of equal fingerprints.
+struct ExactMarks {
+    bits: Vec<u64>,
+}
+
+impl MergeSink for ExactMarks {
+    type Error = PipelineError;
+
+    fn accept(&mut self, _fingerprint: &[u32], _count: u64, units: &[u64]) -> Result<(), PipelineError> {
+        for &u in units.iter().skip(1) {
+            self.bits[(u / 64) as usize] |= 1 << (u % 64);
+        }
+        Ok(())
+    }
+}
+
+/// A line of a vertical document: which unit it belongs to, or the document tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Unit(u32),
+    DocTag,
+}
+
+/// One document as read back for deduplication.
+#[derive(Debug)]
+struct Doc {
+    body: Body,
+    /// Tokens of each unit (stop words excluded).
+    unit_tokens: Vec<u32>,
+    /// Each unit's Benko fingerprint, when asked for.
+    fingerprints: Vec<u128>,
+}
+
+#[derive(Debug)]
+enum Body {
+    /// All lines, back to back; `ends[i]` is where line `i` ends.
+    Vertical {
+        bytes: Vec<u8>,
+        ends: Vec<u32>,
+        roles: Vec<Role>,
+    },
+    /// A JSON Lines record: the line, its text field and the text's units (byte ranges).
+    Jsonl {
+        line: String,
+        text: String,
+        units: Vec<Range<usize>>,
+    },
+    Text {
+        text: String,
+        units: Vec<Range<usize>>,
+    },
+}
+
+enum Item {
+    Doc(Doc),
+    /// A line that is no document (blank, skipped, outside documents): written as it is.
+    Passthrough(Vec<u8>),
+}
+
+struct OpenInput {
+    name: String,
+    reader: Box<dyn BufRead + Send>,
+    format: Format,
+    line: u64,
+    in_doc: bool,
+    /// A `<doc>` line read while finishing the previous document.
+    pending: Option<Vec<u8>>,
+    position: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Documents with their structure, in input order, numbered as the index pass numbered them.
+struct DocStream<'a> {
+    inputs: &'a [Input],
+    next_input: usize,
+    current: Option<OpenInput>,
+    options: ReadOptions,
+    unit: UnitKind,
+    /// The vertical tag that delimits units (`p`, `s`), none for whole documents.
+    unit_tag: Option<&'static str>,
+    tokenizer: Tokenizer,
+    stopwords: std::collections::HashSet<String>,
+    hasher: Option<ExactHasher>,
+    doc_limit: usize,
+}
+
+impl DocStream<'_> {
+    fn is_vertical(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.format == Format::Vertical)
+    }
+
+    /// Bytes read from the inputs so far (for progress).
+    fn position(&self) -> u64 {
+        self.current.as_ref().map_or(0, |c| c.position.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn next(&mut self) -> Result<Option<Item>, PipelineError> {
+        loop {
+            if self.current.is_none() {
+                let Some(input) = self.inputs.get(self.next_input) else { return Ok(None) };
+                self.next_input += 1;
+                self.current = Some(self.open(input)?);
+            }
+            let item = match self.current.as_ref().map(|c| c.format) {
+                Some(Format::Vertical) => self.next_vertical()?,
+                Some(Format::Jsonl) => self.next_record(true)?,
+                _ => self.next_record(false)?,
+            };
+            match item {
+                Some(item) => return Ok(Some(item)),
+                None => self.current = None,
+            }
+        }
+    }
+
+    fn open(&self, input: &Input) -> Result<OpenInput, PipelineError> {
+        let Input::Path(path) = input else {
+            return Err(PipelineError::Usage("internal error: standard input was not copied".into()));
+        };
+        let name = path.display().to_string();
+        let open_err = |source| PipelineError::Corpus(CorpusError::Open { name: name.clone(), source });
+        let position = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut reader = dupgram_corpus::open_decoded(path).map_err(open_err)?;
+        let format = match self.options.format.or_else(|| Format::from_path(path)) {
+            Some(f) => f,
+            None => Format::sniff(reader.fill_buf().map_err(open_err)?),
+        };
+        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position })
+    }
+
+    /// Appends the next line of the current input to `buf`, without its
+    /// newline; returns where it starts, or None at the end of the input.
+    fn read_line(&mut self, buf: &mut Vec<u8>) -> Result<Option<usize>, PipelineError> {
+        let limit = self.options.max_record_bytes;
+        let input = self.current.as_mut().expect("an open input");
+        let start = buf.len();
+        if let Some(line) = input.pending.take() {
+            buf.extend_from_slice(&line);
+            return Ok(Some(start));
+        }
+        let read =
+            std::io::Read::take(&mut *input.reader, limit as u64 + 1).read_until(b'\n', buf).map_err(|source| {
+                PipelineError::Corpus(CorpusError::Read {
+                    name: input.name.clone(),
+                    line: input.line + 1,
+                    offset: 0,
+                    source,
+                })
+            })?;
+        if read == 0 {
+            return Ok(None);
+        }
+        input.line += 1;
+        input.position.fetch_add(read as u64, std::sync::atomic::Ordering::Relaxed);
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        } else if buf.len() - start > limit {
+            return Err(PipelineError::Corpus(CorpusError::RecordTooLong {
+                name: input.name.clone(),
+                line: input.line,
+                limit,
+            }));
+        }
+        Ok(Some(start))
+    }
+
+    fn next_record(&mut self, json: bool) -> Result<Option<Item>, PipelineError> {
+        let mut raw = Vec::new();
+        if self.read_line(&mut raw)?.is_none() {
+            return Ok(None);
+        }
+        let input = self.current.as_ref().expect("an open input");
+        let line = String::from_utf8_lossy(&raw).into_owned();
+        if !json {
+            let units = segment_text(&line, self.unit);
+            let doc = self.tokenize_units(&line, &units);
+            return Ok(Some(Item::Doc(Doc { body: Body::Text { text: line, units }, ..doc })));
+        }
+        if line.trim().is_empty() {
+            return Ok(Some(Item::Passthrough(raw)));
+        }
+        let text = match parse_record(&line, &self.options.text_field, &self.options.id_field) {
+            Ok(record) => record.text.map(Cow::into_owned),
+            Err(_) => None,
+        };
+        let Some(text) = text else {
+            if self.options.skip_bad {
+                return Ok(Some(Item::Passthrough(raw)));
+            }
+            return Err(PipelineError::Corpus(CorpusError::BadRecord {
+                name: input.name.clone(),
+                line: input.line,
+                what: "not a record with a string text field (the file changed since it was indexed?)".into(),
+            }));
+        };
+        let units = segment_text(&text, self.unit);
+        let doc = self.tokenize_units(&text, &units);
+        Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text, units }, ..doc })))
+    }
+
+    /// Token counts (and fingerprints) of a text's units.
+    fn tokenize_units(&mut self, text: &str, units: &[Range<usize>]) -> Doc {
+        let mut counts = vec![0u32; units.len()];
+        let mut fingerprints = Vec::new();
+        let (stop, hasher) = (&self.stopwords, &mut self.hasher);
+        for (i, range) in units.iter().enumerate() {
+            let count = &mut counts[i];
+            let mut emit = |w: &str| {
+                if stop.is_empty() || !stop.contains(w) {
+                    *count += 1;
+                    if let Some(h) = hasher.as_mut() {
+                        h.add(w);
+                    }
+                }
+            };
+            self.tokenizer.feed(&text[range.clone()], &mut emit);
+            if i + 1 == units.len() {
+                self.tokenizer.finish(&mut emit);
+            }
+            if let Some(h) = hasher.as_mut() {
+                fingerprints.push(h.finish());
+            }
+        }
+        Doc { body: Body::Text { text: String::new(), units: Vec::new() }, unit_tokens: counts, fingerprints }
+    }
+
+    /// The next vertical document (or a line outside documents).
+    fn next_vertical(&mut self) -> Result<Option<Item>, PipelineError> {
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut ends: Vec<u32> = Vec::new();
+        let mut roles: Vec<Role> = Vec::new();
+        let mut units: Vec<u32> = vec![0];
+        let mut unit_has_lines = false;
+        let mut boundary_next = false;
+        let mut fingerprints = Vec::new();
+        loop {
+            let Some(start) = self.read_line(&mut bytes)? else {
+                let input = self.current.as_mut().expect("an open input");
+                if !input.in_doc {
+                    return Ok(None);
+                }
+                input.in_doc = false;
+                break;
+            };
+            let in_doc = self.current.as_ref().is_some_and(|c| c.in_doc);
+            let line = &bytes[start..];
+            let kind = VerticalLine::classify(line);
+            let (role, token) = match kind {
+                VerticalLine::DocOpen(_) if in_doc => {
+                    // The next document begins: this one ends here.
+                    let input = self.current.as_mut().expect("an open input");
+                    input.pending = Some(line.to_vec());
+                    input.in_doc = false;
+                    bytes.truncate(start);
+                    break;
+                }
+                VerticalLine::DocOpen(_) => {
+                    self.current.as_mut().expect("an open input").in_doc = true;
+                    (Role::DocTag, None)
+                }
+                VerticalLine::DocClose if in_doc => {
+                    ends.push(bytes.len() as u32);
+                    roles.push(Role::DocTag);
+                    self.current.as_mut().expect("an open input").in_doc = false;
+                    break;
+                }
+                VerticalLine::DocClose | VerticalLine::Structure(_) | VerticalLine::Blank if !in_doc => {
+                    return Ok(Some(Item::Passthrough(line.to_vec())));
+                }
+                VerticalLine::Token(word) => {
+                    if !in_doc {
+                        self.current.as_mut().expect("an open input").in_doc = true;
+                    }
+                    (Role::Unit(0), Some(word))
+                }
+                _ => (Role::Unit(0), None),
+            };
+            if role == Role::Unit(0) {
+                let (opens, closes) = match (self.unit_tag, kind) {
+                    (Some(tag), VerticalLine::Structure(s)) => (is_open_tag(s, tag), is_close_tag(s, tag)),
+                    _ => (false, false),
+                };
+                if (opens || boundary_next) && unit_has_lines {
+                    if let Some(h) = self.hasher.as_mut() {
+                        fingerprints.push(h.finish());
+                    }
+                    units.push(0);
+                }
+                boundary_next = closes;
+                unit_has_lines = true;
+                if let Some(word) = token {
+                    let word = String::from_utf8_lossy(word);
+                    let count = units.last_mut().expect("a unit");
+                    // One token per line, taken as it is: no tokenizer needed to count it.
+                    if !word.is_empty() && (self.stopwords.is_empty() || !self.stopwords.contains(word.as_ref())) {
+                        *count += 1;
+                        if let Some(h) = self.hasher.as_mut() {
+                            h.add(&word);
+                        }
+                    }
+                }
+            }
+            if bytes.len() > self.doc_limit {
+                let input = self.current.as_ref().expect("an open input");
+                return Err(PipelineError::Memory {
+                    budget: String::new(),
+                    what: format!(
+                        "{}: line {}: a document larger than {} cannot be held for deduplication; raise --memory",
+                        input.name,
+                        input.line,
+                        human_bytes(self.doc_limit as u64)
+                    ),
+                });
+            }
+            ends.push(bytes.len() as u32);
+            roles.push(match role {
+                Role::Unit(_) => Role::Unit(units.len() as u32 - 1),
+                other => other,
+            });
+        }
+        if let Some(h) = self.hasher.as_mut() {
+            fingerprints.push(h.finish());
+        }
+        Ok(Some(Item::Doc(Doc { body: Body::Vertical { bytes, ends, roles }, unit_tokens: units, fingerprints })))
+    }
+}
+
+/// `<p>` or `<p …>` for tag `p`.
+fn is_open_tag(line: &[u8], tag: &str) -> bool {
+    line.strip_prefix(b"<")
+        .and_then(|rest| rest.strip_prefix(tag.as_bytes()))
+        .is_some_and(|rest| rest.first().is_some_and(|&b| b == b'>' || b == b' '))
+}
+
+/// `</p>` for tag `p`.
+fn is_close_tag(line: &[u8], tag: &str) -> bool {
+    line.strip_prefix(b"</").and_then(|rest| rest.strip_prefix(tag.as_bytes())) == Some(b">".as_slice())
+}
+
+/// Writes documents marked or stripped, in their own format.
+struct DocWriter<'a> {
+    strip: bool,
+    text_field: &'a str,
+    line: Vec<u8>,
+}
+
+impl DocWriter<'_> {
+    fn passthrough(&mut self, out: &mut OutputFile, line: &[u8], vertical: bool) -> Result<(), PipelineError> {
+        self.line.clear();
+        if vertical && !self.strip {
+            self.line.extend_from_slice(b"0\t");
+        }
+        self.line.extend_from_slice(line);
+        self.line.push(b'\n');
+        out.write_all(&self.line)
+    }
+
+    fn write(&mut self, out: &mut OutputFile, doc: &Doc, verdicts: &[UnitVerdict]) -> Result<(), PipelineError> {
+        let all_removed = verdicts.iter().all(UnitVerdict::removed);
+        let tokens: u64 = doc.unit_tokens.iter().map(|&t| u64::from(t)).sum();
+        let removed: u64 =
+            doc.unit_tokens.iter().zip(verdicts).filter(|(_, v)| v.removed()).map(|(&t, _)| u64::from(t)).sum();
+        let fraction = if tokens == 0 { 0.0 } else { removed as f64 / tokens as f64 };
+        self.line.clear();
+        match &doc.body {
+            Body::Vertical { bytes, ends, roles } => {
+                let mut start = 0;
+                for (&end, role) in ends.iter().zip(roles) {
+                    let line = &bytes[start..end as usize];
+                    start = end as usize;
+                    let gone = match role {
+                        Role::DocTag => all_removed,
+                        Role::Unit(u) => verdicts[*u as usize].removed(),
+                    };
+                    if self.strip {
+                        if !gone {
+                            self.line.extend_from_slice(line);
+                            self.line.push(b'\n');
+                        }
+                    } else {
+                        self.line.extend_from_slice(if gone { b"1\t" } else { b"0\t" });
+                        self.line.extend_from_slice(line);
+                        self.line.push(b'\n');
+                    }
+                }
+            }
+            Body::Text { text, units } => {
+                if self.strip {
+                    if !all_removed {
+                        self.line.extend_from_slice(
+                            kept_text(text, units, verdicts).trim_end_matches(['\n', '\r']).as_bytes(),
+                        );
+                        self.line.push(b'\n');
+                    }
+                } else {
+                    self.line.extend_from_slice(format!("{fraction:.6}\t").as_bytes());
+                    self.line.extend_from_slice(text.as_bytes());
+                    self.line.push(b'\n');
+                }
+            }
+            Body::Jsonl { line, text, units } => {
+                if self.strip && all_removed {
+                    return Ok(());
+                }
+                let mut value: serde_json::Value = serde_json::from_str(line)
+                    .map_err(|e| PipelineError::Changed(format!("a record no longer parses: {e}")))?;
+                let object = value
+                    .as_object_mut()
+                    .ok_or_else(|| PipelineError::Changed("a record is no longer an object".into()))?;
+                if self.strip {
+                    if verdicts.iter().any(UnitVerdict::removed) {
+                        object.insert(self.text_field.to_owned(), kept_text(text, units, verdicts).into());
+                    }
+                } else {
+                    object.insert("dup_fraction".into(), serde_json::json!((fraction * 1e6).round() / 1e6));
+                    object.insert("dup_spans".into(), serde_json::json!(duplicate_spans(text, units, verdicts)));
+                }
+                self.line.extend_from_slice(value.to_string().as_bytes());
+                self.line.push(b'\n');
+            }
+        }
+        out.write_all(&self.line)
+    }
+}
+
+/// The text of the kept units.
+fn kept_text(text: &str, units: &[Range<usize>], verdicts: &[UnitVerdict]) -> String {
+    units.iter().zip(verdicts).filter(|(_, v)| !v.removed()).map(|(r, _)| &text[r.clone()]).collect()
+}
+
+/// Character offsets `[start, end)` of the removed units, adjacent ones merged.
+fn duplicate_spans(text: &str, units: &[Range<usize>], verdicts: &[UnitVerdict]) -> Vec<[u64; 2]> {
+    let mut spans: Vec<[u64; 2]> = Vec::new();
+    let mut chars = 0u64;
+    let mut at = 0usize;
+    for (r, v) in units.iter().zip(verdicts) {
+        chars += text[at..r.start].chars().count() as u64;
+        let len = text[r.clone()].chars().count() as u64;
+        if v.removed() {
+            match spans.last_mut() {
+                Some(last) if last[1] == chars => last[1] = chars + len,
+                _ => spans.push([chars, chars + len]),
+            }
+        }
+        chars += len;
+        at = r.end;
+    }
+    spans
+}

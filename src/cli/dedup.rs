@@ -1,0 +1,188 @@
+//! `dupgram dedup`: keep one instance of repeated documents, paragraphs or sentences.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use dupgram_pipeline::output::OutputFile;
+use dupgram_pipeline::{
+    Control, DedupConfig, DedupStats, DupsInput, Limits, NgramConfig, UnitKind, dedup, human_bytes,
+};
+
+use super::common::{InputArgs, ResourceArgs, TokenArgs, group, write_json};
+use super::progress::ProgressView;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UnitArg {
+    /// Whole documents.
+    Doc,
+    /// Paragraphs: <p> in vertical files, blank-line separated text elsewhere.
+    P,
+    /// Sentences: <s> in vertical files, ended by . ! ? elsewhere.
+    S,
+}
+
+/// Keep the first instance of repeated text; mark or drop the rest (Onion's rule, exact).
+///
+/// The corpus is read in order. A unit is a duplicate when more than
+/// --threshold of its tokens are covered by n-grams that occurred before, in
+/// kept text or earlier in the same document; the first instance is kept.
+/// Smoothing also marks short runs of kept units (at most --max-stub tokens)
+/// between duplicates or between a duplicate and the document's edge.
+/// --exact adds Benko's test: a unit whose letters (digits and punctuation
+/// ignored) equal an earlier unit's is a duplicate, however short.
+///
+/// Output keeps the input format. Vertical: each line prefixed with 1<TAB>
+/// (duplicate) or 0<TAB> (kept); with --strip duplicates are dropped, and a
+/// document with nothing kept is dropped whole. JSON Lines: each record gains
+/// dup_fraction and dup_spans (character offsets of duplicate units); with
+/// --strip duplicate documents are dropped and duplicate spans cut. Text:
+/// each line prefixed with its duplicate fraction and a TAB; with --strip,
+/// duplicate text is cut.
+///
+/// Examples:
+///   dupgram dedup corpus.vert --unit p -n 7 --threshold 0.9 -o corpus.dedup.vert
+///   dupgram dedup corpus.jsonl.zst --unit doc -n 10 --threshold 0.5 --strip -o kept.jsonl.zst
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct DedupArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// The unit judged and removed.
+    #[arg(long, value_enum, default_value_t = UnitArg::P)]
+    unit: UnitArg,
+    /// Words per n-gram (1 to 32).
+    #[arg(short = 'n', long = "n", default_value_t = 7, value_name = "N")]
+    n: usize,
+    /// A unit with more than this share of covered tokens is a duplicate.
+    #[arg(long, default_value_t = 0.5, value_name = "X")]
+    threshold: f64,
+    /// Do not mark short kept runs between duplicates.
+    #[arg(long)]
+    no_smoothing: bool,
+    /// Longest run of kept units, in tokens, that smoothing marks.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    max_stub: u32,
+    /// Also mark units whose letters repeat an earlier unit's exactly.
+    #[arg(long)]
+    exact: bool,
+    /// Drop duplicates instead of marking them.
+    #[arg(long)]
+    strip: bool,
+    /// Write here (compressed when the name ends in .zst) [default: standard output].
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Use this duplicate list (from `dupgram ngrams`, same -n) instead of a lexicon pass.
+    #[arg(long, value_name = "FILE", requires = "lexicon")]
+    dups: Option<PathBuf>,
+    /// The lexicon saved with --dups.
+    #[arg(long, value_name = "FILE", requires = "dups")]
+    lexicon: Option<PathBuf>,
+    /// Write the summary, with the length tables, as JSON to this file (`dupgram stats --dedup` reads it).
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    #[command(flatten)]
+    tokens: TokenArgs,
+    #[command(flatten)]
+    resources: ResourceArgs,
+}
+
+pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
+    let norm = args.tokens.normalization(args.input.is_vertical());
+    let base = NgramConfig {
+        inputs: args.input.inputs()?,
+        read: args.input.read_options(),
+        norm,
+        stopwords: args.tokens.stopwords(norm)?,
+        stop_top: args.tokens.stop_top,
+        n: args.n,
+        min_count: 2,
+        memory: args.resources.memory,
+        threads: args.resources.threads()?,
+        tmp_dir: args.resources.tmp_dir()?,
+        sieve: true,
+        lexicon_dir: None,
+        limits: Limits::default(),
+    };
+    let config = DedupConfig {
+        dups: args.dups.clone().zip(args.lexicon.clone()).map(|(dups, lexicon)| DupsInput { dups, lexicon }),
+        unit: match args.unit {
+            UnitArg::Doc => UnitKind::Document,
+            UnitArg::P => UnitKind::Paragraph,
+            UnitArg::S => UnitKind::Sentence,
+        },
+        threshold: args.threshold,
+        smoothing: !args.no_smoothing,
+        max_stub: args.max_stub,
+        exact: args.exact,
+        strip: args.strip,
+        ..DedupConfig::new(base)
+    };
+    let mut out = OutputFile::create(args.output.as_deref())?;
+    let stats = {
+        let _progress = ProgressView::start(control, args.resources.quiet);
+        dedup(&config, control, &mut out)?
+    };
+    out.finish()?;
+    if let Some(path) = &args.stats_json {
+        write_json(path, &stats)?;
+    }
+    if !args.resources.quiet {
+        eprint!("{}", summary(&stats));
+    }
+    Ok(())
+}
+
+fn summary(s: &DedupStats) -> String {
+    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
+    line("documents", format!("{} ({} with nothing kept)", group(s.index.documents), group(s.documents_removed)));
+    line(
+        &format!("units ({})", s.unit),
+        format!(
+            "{} removed of {} ({:.1} %): {} by n-grams, {} exact, {} smoothed",
+            group(s.units_removed),
+            group(s.units),
+            pct(s.units_removed, s.units),
+            group(s.units_duplicate),
+            group(s.units_exact),
+            group(s.units_smoothed)
+        ),
+    );
+    line(
+        "tokens removed",
+        format!(
+            "{} of {} ({:.1} %)",
+            group(s.tokens_removed),
+            group(s.index.tokens),
+            pct(s.tokens_removed, s.index.tokens)
+        ),
+    );
+    line(
+        "duplicate index",
+        format!(
+            "{} {}-grams, {} occurrences",
+            group(s.index.duplicate_ngrams),
+            s.n,
+            group(s.index.duplicate_occurrences)
+        ),
+    );
+    line("bytes spilled", human_bytes(s.index.bytes_spilled));
+    line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
+    let t = &s.seconds;
+    line(
+        "time",
+        format!(
+            "{:.2} s ({:.2} M tokens/s; index {:.2}, exact {:.2}, decisions {:.2})",
+            t.total,
+            s.index.tokens as f64 / t.total.max(1e-9) / 1e6,
+            t.index,
+            t.exact,
+            t.decisions
+        ),
+    );
+    for w in s.warnings.iter().chain(s.index.first_pass.iter().flat_map(|c| c.warnings.iter())) {
+        out.push_str(&format!("  warning: {w}\n"));
+    }
+    out
+}

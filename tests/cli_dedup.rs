@@ -1,0 +1,237 @@
+//! `dupgram dedup` end to end: Onion's semantics on hand-made samples, Benko's
+//! exact test, JSON Lines output, and the one-instance invariant on random corpora.
+
+mod common;
+
+use common::*;
+use std::collections::HashSet;
+
+/// (mark, words) of each paragraph of a marked vertical file.
+fn paragraphs(marked: &str) -> Vec<(bool, String)> {
+    let mut out = Vec::new();
+    let mut words = Vec::new();
+    let mut mark = false;
+    for line in marked.lines() {
+        let (m, text) = line.split_once('\t').expect("a mark and a TAB");
+        match text {
+            "<p>" => {
+                mark = m == "1";
+                words.clear();
+            }
+            "</p>" => out.push((mark, words.join(" "))),
+            t if !t.starts_with('<') => {
+                assert_eq!(m == "1", mark, "the lines of a paragraph share its mark");
+                words.push(t.to_owned());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn marks(args: &[&str]) -> Vec<bool> {
+    let (code, stdout, stderr) = run(args);
+    assert_eq!(code, 0, "{stderr}");
+    paragraphs(&stdout).into_iter().map(|(m, _)| m).collect()
+}
+
+#[test]
+fn onion_semantics_on_the_sample() {
+    let sample = sample("onion-sample.vert");
+    let path = s(&sample);
+    // d1: A B | d2: A "fine weather" | d3: C A "indeed" B | d4: A B | d5: E "and then" E | d6: half of C
+    let with_smoothing = marks(&["dedup", path, "-n", "3", "--threshold", "0.5", "--max-stub", "2", "-q"]);
+    assert_eq!(
+        with_smoothing,
+        [
+            false, false, // the first instances are kept
+            true, true, // the copy of A, and the 2-token stub between it and the document's end
+            false, true, true, true, // C is new; A repeats; "indeed" is a stub between duplicates; B repeats
+            true, true, // nothing new
+            false, false, true,  // E is repeated within its own document
+            false, // exactly half covered: not more than the threshold
+        ]
+    );
+    let without = marks(&["dedup", path, "-n", "3", "--threshold", "0.5", "--no-smoothing", "-q"]);
+    assert_eq!(without, [false, false, true, false, false, true, false, true, true, true, false, false, true, false]);
+    let strict = marks(&["dedup", path, "-n", "3", "--threshold", "0.4", "--no-smoothing", "-q"]);
+    assert!(strict[13], "half covered is more than 0.4");
+    // Stripped: d2 and d4 lose every paragraph and go whole, tags included.
+    let (code, stripped, _) = run(&["dedup", path, "-n", "3", "--max-stub", "2", "--strip", "-q"]);
+    assert_eq!(code, 0);
+    let ids: Vec<&str> = stripped.lines().filter(|l| l.starts_with("<doc")).collect();
+    assert_eq!(ids, ["<doc id=\"d1\">", "<doc id=\"d3\">", "<doc id=\"d5\">", "<doc id=\"d6\">"]);
+    assert!(!stripped.contains("indeed") && stripped.contains("farmers"));
+}
+
+#[test]
+fn exact_test_catches_short_paragraphs() {
+    let sample = sample("benko-exact.vert");
+    let path = s(&sample);
+    // Lines of a TV schedule and a league table: too short for 7-grams.
+    assert_eq!(marks(&["dedup", path, "-n", "7", "--no-smoothing", "-q"]), [false; 7]);
+    assert_eq!(
+        marks(&["dedup", path, "-n", "7", "--no-smoothing", "--exact", "-q"]),
+        [false, true, true, false, true, true, false],
+        "times and scores differ, the words do not"
+    );
+}
+
+#[test]
+fn jsonl_annotations_and_stripping() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let a = "The council voted to extend the night buses to the suburbs.";
+    let b = "Tickets for the summer festival will cost more this year.";
+    let records = [
+        serde_json::json!({"id": "1", "text": a, "source": "agency"}),
+        serde_json::json!({"id": "2", "text": format!("{b}\n\n{a}"), "source": "paper"}),
+        serde_json::json!({"id": "3", "text": a}),
+    ];
+    std::fs::write(&path, records.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
+    let (code, out, stderr) = run(&["dedup", s(&path), "--unit", "p", "-n", "4", "--no-smoothing", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows[0]["dup_fraction"], 0.0);
+    assert_eq!(rows[0]["source"], "agency", "other fields are kept");
+    let start = b.chars().count() + 2;
+    assert_eq!(rows[1]["dup_spans"], serde_json::json!([[start, start + a.chars().count()]]));
+    assert!(rows[1]["dup_fraction"].as_f64().unwrap() > 0.4);
+    assert_eq!(rows[2]["dup_spans"], serde_json::json!([[0, a.chars().count()]]));
+    let (_, stripped, _) = run(&["dedup", s(&path), "--unit", "p", "-n", "4", "--no-smoothing", "--strip", "-q"]);
+    let rows: Vec<serde_json::Value> = stripped.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 2, "the third record has nothing left");
+    assert_eq!(rows[1]["text"], format!("{b}\n\n"));
+    // Document 2 is a little over half a copy: kept at 0.6, like document 1; document 3 goes.
+    let (_, docs, _) = run(&["dedup", s(&path), "--unit", "doc", "-n", "4", "--threshold", "0.6", "--strip", "-q"]);
+    assert_eq!(docs.lines().count(), 2, "document 3 repeats document 1");
+    let (_, docs, _) = run(&["dedup", s(&path), "--unit", "doc", "-n", "4", "--threshold", "0.5", "--strip", "-q"]);
+    assert_eq!(docs.lines().count(), 1);
+}
+
+/// Random vertical corpora: after dedup, every kept paragraph is at most
+/// `threshold` covered by n-grams seen before (in kept text or earlier in its
+/// document), and every removed one is more than that or a smoothed stub.
+#[test]
+fn one_instance_invariant_on_random_corpora() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in 0..6u64 {
+        let spec = dupgram_testkit::CorpusSpec {
+            seed,
+            tokens: 20_000,
+            vocabulary: 60,
+            mean_doc_len: 60,
+            ..Default::default()
+        };
+        let corpus = dupgram_testkit::Corpus::new(spec.clone());
+        let docs: Vec<Vec<Vec<String>>> = dupgram_testkit::Corpus::new(spec)
+            .map(|d| {
+                d.words
+                    .chunks(7 + (seed as usize % 5))
+                    .map(|p| p.iter().map(|&w| corpus.word(w).to_owned()).collect())
+                    .collect()
+            })
+            .collect();
+        let mut vert = String::new();
+        for (i, doc) in docs.iter().enumerate() {
+            vert.push_str(&format!("<doc id=\"{i}\">\n"));
+            for p in doc {
+                vert.push_str("<p>\n");
+                for w in p {
+                    vert.push_str(w);
+                    vert.push('\n');
+                }
+                vert.push_str("</p>\n");
+            }
+            vert.push_str("</doc>\n");
+        }
+        let path = dir.path().join("c.vert");
+        std::fs::write(&path, &vert).unwrap();
+        let (n, threshold, max_stub) = (3 + seed as usize % 3, 0.3 + 0.1 * (seed % 5) as f64, 2 + seed as u32 % 4);
+        let (code, marked, stderr) = run(&[
+            "dedup",
+            s(&path),
+            "-n",
+            &n.to_string(),
+            "--threshold",
+            &threshold.to_string(),
+            "--max-stub",
+            &max_stub.to_string(),
+            "-q",
+            "--memory",
+            "16M",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        let got: Vec<bool> = paragraphs(&marked).into_iter().map(|(m, _)| m).collect();
+        check_invariant(&docs, &got, n, threshold, max_stub);
+        let (_, stripped, _) = run(&[
+            "dedup",
+            s(&path),
+            "-n",
+            &n.to_string(),
+            "--threshold",
+            &threshold.to_string(),
+            "--max-stub",
+            &max_stub.to_string(),
+            "-q",
+            "--strip",
+        ]);
+        let kept: Vec<&str> = marked.lines().filter_map(|l| l.strip_prefix("0\t")).collect();
+        assert_eq!(stripped.lines().collect::<Vec<_>>(), kept, "--strip drops exactly the marked lines");
+    }
+}
+
+fn check_invariant(docs: &[Vec<Vec<String>>], removed: &[bool], n: usize, threshold: f64, max_stub: u32) {
+    let mut kept: HashSet<Vec<&str>> = HashSet::new();
+    let mut flat = removed.iter();
+    for doc in docs {
+        let marks: Vec<bool> = doc.iter().map(|_| *flat.next().expect("a mark per paragraph")).collect();
+        let tokens: Vec<&str> = doc.iter().flatten().map(String::as_str).collect();
+        let mut unit_of = Vec::new();
+        let mut starts = Vec::new();
+        for (u, p) in doc.iter().enumerate() {
+            starts.push(unit_of.len());
+            unit_of.extend(std::iter::repeat_n(u, p.len()));
+        }
+        let mut seen_here: HashSet<Vec<&str>> = HashSet::new();
+        let mut covered: Vec<HashSet<usize>> = vec![HashSet::new(); doc.len()];
+        for p in 0..tokens.len().saturating_sub(n - 1) {
+            let g = tokens[p..p + n].to_vec();
+            let u = unit_of[p + n - 1];
+            if seen_here.contains(&g) || kept.contains(&g) {
+                covered[u].extend(p.max(starts[u])..p + n);
+            }
+            seen_here.insert(g);
+        }
+        let over: Vec<bool> = doc
+            .iter()
+            .enumerate()
+            .map(|(u, p)| !p.is_empty() && covered[u].len() as f64 / p.len() as f64 > threshold)
+            .collect();
+        for (u, p) in doc.iter().enumerate() {
+            if !marks[u] {
+                assert!(!over[u], "a kept paragraph is over the threshold: {p:?}");
+            } else if !over[u] {
+                // Smoothed: a short run of non-duplicates bounded by duplicates or the edges.
+                let mut lo = u;
+                while lo > 0 && !over[lo - 1] {
+                    lo -= 1;
+                }
+                let mut hi = u + 1;
+                while hi < doc.len() && !over[hi] {
+                    hi += 1;
+                }
+                let stub: usize = doc[lo..hi].iter().map(Vec::len).sum();
+                assert!(
+                    stub as u32 <= max_stub && over.iter().any(|&o| o),
+                    "a removed paragraph was neither a duplicate nor a stub: {p:?}"
+                );
+            }
+        }
+        for p in 0..tokens.len().saturating_sub(n - 1) {
+            if !marks[unit_of[p + n - 1]] {
+                kept.insert(tokens[p..p + n].to_vec());
+            }
+        }
+    }
+}
