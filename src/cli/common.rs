@@ -33,6 +33,14 @@ pub struct InputArgs {
     /// Corpus files (plain, .gz or .zst); `-` reads standard input.
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// How to read the corpus files.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Input")]
+pub struct ReadArgs {
     /// Input format [default: from the extension, else from the content].
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
@@ -49,20 +57,36 @@ pub struct InputArgs {
 
 impl InputArgs {
     pub fn inputs(&self) -> anyhow::Result<Vec<Input>> {
-        let stdin_count = self.inputs.iter().filter(|p| p.as_os_str() == "-").count();
-        anyhow::ensure!(stdin_count <= 1, "standard input (-) can be given only once");
-        self.inputs
-            .iter()
-            .map(|p| {
-                if p.as_os_str() == "-" {
-                    return Ok(Input::Stdin { spool: None });
-                }
-                anyhow::ensure!(p.is_file(), "{}: no such file", p.display());
-                Ok(Input::Path(p.clone()))
-            })
-            .collect()
+        inputs(&self.inputs)
     }
 
+    pub fn read_options(&self) -> ReadOptions {
+        self.read.read_options()
+    }
+
+    /// Vertical input is one token per line, taken as is.
+    pub fn is_vertical(&self) -> bool {
+        self.read.is_vertical(&self.inputs)
+    }
+}
+
+/// Checks and converts input paths (`-` is standard input).
+pub fn inputs(paths: &[PathBuf]) -> anyhow::Result<Vec<Input>> {
+    let stdin_count = paths.iter().filter(|p| p.as_os_str() == "-").count();
+    anyhow::ensure!(stdin_count <= 1, "standard input (-) can be given only once");
+    paths
+        .iter()
+        .map(|p| {
+            if p.as_os_str() == "-" {
+                return Ok(Input::Stdin { spool: None });
+            }
+            anyhow::ensure!(p.is_file(), "{}: no such file", p.display());
+            Ok(Input::Path(p.clone()))
+        })
+        .collect()
+}
+
+impl ReadArgs {
     pub fn read_options(&self) -> ReadOptions {
         ReadOptions {
             format: self.format.map(|f| match f {
@@ -78,10 +102,10 @@ impl InputArgs {
     }
 
     /// Vertical input is one token per line, taken as is.
-    pub fn is_vertical(&self) -> bool {
+    pub fn is_vertical(&self, inputs: &[PathBuf]) -> bool {
         match self.format {
             Some(f) => f == FormatArg::Vertical,
-            None => self.inputs.iter().any(|p| Format::from_path(p) == Some(Format::Vertical)),
+            None => inputs.iter().any(|p| Format::from_path(p) == Some(Format::Vertical)),
         }
     }
 }

@@ -5,6 +5,7 @@ mod dedup;
 mod ngrams;
 mod pairs;
 mod progress;
+mod stats;
 
 use std::process::ExitCode;
 
@@ -24,6 +25,7 @@ enum Command {
     Ngrams(ngrams::NgramsArgs),
     Pairs(pairs::PairsArgs),
     Dedup(dedup::DedupArgs),
+    Stats(stats::StatsArgs),
 }
 
 pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
@@ -31,6 +33,7 @@ pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
         Command::Ngrams(args) => ngrams::run(args, control),
         Command::Pairs(args) => pairs::run(args, control),
         Command::Dedup(args) => dedup::run(args, control),
+        Command::Stats(args) => stats::run(args, control),
     }
 }
 

@@ -1,0 +1,153 @@
+//! `dupgram stats`: what a corpus repeats, as tables and an HTML report.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use dupgram_pipeline::output::OutputFile;
+use dupgram_pipeline::{Control, LengthTable, Limits, NgramConfig, count_ngrams};
+use dupgram_report::{LengthReport, NgramRow};
+
+use super::common::{ReadArgs, ResourceArgs, TokenArgs, inputs};
+use super::progress::ProgressView;
+
+/// Tables of what a corpus repeats: duplicate n-grams for a range of n, and what deduplication removed.
+///
+/// For each n (--n): n-grams, distinct, unique (seen once), duplicate types
+/// and duplicate occurrences — Pomikálek & Rychlý's Table 1 — counted out of
+/// core like `dupgram ngrams`. With --dedup, Benko's length tables from the
+/// summary of a `dupgram dedup --stats-json` run: units and tokens removed and
+/// kept, by unit length in powers of two. Written as TSV (-o, or standard
+/// output) and, with --html, as a self-contained page with charts.
+///
+/// Examples:
+///   dupgram stats corpus.jsonl.zst --n 1..10 -o ngrams.tsv --html report.html
+///   dupgram dedup corpus.vert --stats-json dedup.json -o clean.vert
+///   dupgram stats --dedup dedup.json --html lengths.html
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct StatsArgs {
+    /// Corpus files (plain, .gz or .zst); `-` reads standard input. Optional with --dedup.
+    #[arg(value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    read: ReadArgs,
+    /// The n to count: one (5), a range (1..10) or a list (2,5,10).
+    #[arg(long = "n", default_value = "1..10", value_name = "RANGE", value_parser = parse_range)]
+    n: NRange,
+    /// A `dupgram dedup --stats-json` summary whose length tables to report (repeatable).
+    #[arg(long, value_name = "FILE")]
+    dedup: Vec<PathBuf>,
+    /// Write the tables as TSV here [default: standard output].
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Write an HTML report with charts here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    #[command(flatten)]
+    tokens: TokenArgs,
+    #[command(flatten)]
+    resources: ResourceArgs,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NRange(Vec<usize>);
+
+fn parse_range(text: &str) -> Result<NRange, String> {
+    let bad = || format!("'{text}' is not an n, a range like 1..10 or a list like 2,5,10");
+    let mut ns = Vec::new();
+    for part in text.split(',') {
+        match part.split_once("..") {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                ns.extend(a..=b);
+            }
+            None => ns.push(part.trim().parse().map_err(|_| bad())?),
+        }
+    }
+    if ns.is_empty() || ns.iter().any(|&n| n == 0 || n > 32) {
+        return Err(format!("'{text}': every n must be between 1 and 32"));
+    }
+    ns.sort_unstable();
+    ns.dedup();
+    Ok(NRange(ns))
+}
+
+pub fn run(args: StatsArgs, control: &Control) -> anyhow::Result<()> {
+    anyhow::ensure!(!args.inputs.is_empty() || !args.dedup.is_empty(), "give a corpus, or --dedup summaries, or both");
+    let lengths = args.dedup.iter().map(|p| read_lengths(p)).collect::<anyhow::Result<Vec<_>>>()?;
+    let mut out = OutputFile::create(args.output.as_deref())?;
+    let html = args.html.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
+    let mut rows = Vec::new();
+    if !args.inputs.is_empty() {
+        let norm = args.tokens.normalization(args.read.is_vertical(&args.inputs));
+        let inputs = inputs(&args.inputs)?;
+        anyhow::ensure!(
+            !inputs.iter().any(|i| matches!(i, dupgram_corpus::Input::Stdin { .. })) || args.n.0.len() == 1,
+            "standard input can be counted for one n only; save it to a file for a range"
+        );
+        let _progress = ProgressView::start(control, args.resources.quiet);
+        for &n in &args.n.0 {
+            let config = NgramConfig {
+                inputs: inputs.clone(),
+                read: args.read.read_options(),
+                norm,
+                stopwords: args.tokens.stopwords(norm)?,
+                stop_top: args.tokens.stop_top,
+                n,
+                min_count: 2,
+                memory: args.resources.memory,
+                threads: args.resources.threads()?,
+                tmp_dir: args.resources.tmp_dir()?,
+                sieve: true,
+                lexicon_dir: None,
+                limits: Limits::default(),
+            };
+            let s = count_ngrams(&config, control, &mut |_, _, _| Ok(()))?.stats;
+            if !args.resources.quiet {
+                eprintln!(
+                    "  n = {n:<2} {} n-grams, {} duplicate types ({:.2} s)",
+                    s.ngrams, s.duplicate_types, s.seconds.total
+                );
+            }
+            rows.push(NgramRow {
+                n,
+                ngrams: s.ngrams,
+                distinct: s.distinct_ngrams,
+                unique: s.distinct_ngrams - s.duplicate_types,
+                duplicate_types: s.duplicate_types,
+                duplicate_occurrences: s.duplicate_occurrences,
+            });
+        }
+    }
+    out.write_all(dupgram_report::tsv(&rows, &lengths).as_bytes())?;
+    out.finish()?;
+    if let Some(mut page) = html {
+        let title = if args.inputs.is_empty() {
+            "What deduplication removed".to_string()
+        } else {
+            format!(
+                "What {} repeats",
+                args.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            )
+        };
+        page.write_all(dupgram_report::html(&title, &rows, &lengths).as_bytes())?;
+        page.finish()?;
+    }
+    Ok(())
+}
+
+/// The length table in a `dupgram dedup --stats-json` summary.
+fn read_lengths(path: &std::path::Path) -> anyhow::Result<LengthReport> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let table: LengthTable = serde_json::from_value(value.get("lengths").cloned().unwrap_or_default())
+        .with_context(|| format!("{}: no length table (is it the --stats-json of `dupgram dedup`?)", path.display()))?;
+    let unit = value.get("unit").and_then(|u| u.as_str()).unwrap_or("?").to_string();
+    Ok(LengthReport { name: path.display().to_string(), unit, table })
+}
