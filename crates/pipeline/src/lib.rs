@@ -33,10 +33,12 @@ mod scan;
 pub use dedup::{DedupConfig, DedupStats, dedup};
 pub use dupgram_dedup::{LengthRow, LengthTable, UnitKind};
 pub use dupgram_index::PairScores;
+pub use dupgram_merge::RunFile;
+pub use dupgram_sieve::Sieve;
 pub use error::PipelineError;
 pub use index::{DupsInput, IndexStats};
 pub use memory::{MemoryPlan, ZstdNeed, human_bytes, parse_bytes, peak_rss, tune_allocator};
-pub use ngrams::{Emit, Limits, NgramConfig, NgramOutcome, NgramStats, count_ngrams};
+pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
 pub use pairs::{PairsConfig, PairsSink, PairsStats, find_pairs};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -183,6 +183,68 @@ pub(crate) fn prepare(
     Ok((prepared, job.inputs))
 }
 
+/// The passes of a count, one at a time, for running them as separate
+/// tasks, each on a part of the corpus (see `dupgram-cluster`): the same code
+/// [`count_ngrams`] runs in one process.
+pub struct Passes<'a> {
+    job: Job<'a>,
+}
+
+impl<'a> Passes<'a> {
+    /// Passes of `config` whose temporary files go to `work`.
+    pub fn new(config: &'a NgramConfig, control: &'a Control, work: &'a Path) -> Result<Self, PipelineError> {
+        config.check()?;
+        let plan = MemoryPlan::new(config.memory, config.threads, zstd_need(&config.inputs)?)
+            .map_err(|what| memory_error(config, what))?;
+        Ok(Passes { job: Job { config, control, plan, work, inputs: config.inputs.clone() } })
+    }
+
+    /// Bytes a sieve may take beside the lexicon pass's other needs.
+    pub fn sieve_bytes(&self) -> u64 {
+        self.job.plan.working() * 2 / 5
+    }
+
+    /// The lexicon pass over `inputs`: word counts, what reading found, and
+    /// the sieve (when given) with the fingerprints of their n-grams added —
+    /// or `None` if the vocabulary needed its memory.
+    pub fn count_words(
+        &self,
+        inputs: &[Input],
+        sieve: Option<Sieve>,
+        stats: &mut NgramStats,
+    ) -> Result<(LexiconBuilder, ReadStats, Option<Sieve>), PipelineError> {
+        let fused = sieve.is_some();
+        let shared: SharedSieve = RwLock::new(sieve);
+        let (builder, read) = self.job.lexicon_pass(inputs, &shared, fused, stats)?;
+        Ok((builder, read, shared.into_inner().unwrap_or_else(|p| p.into_inner())))
+    }
+
+    /// The count pass over `inputs`: runs per bucket in the work directory
+    /// (see [`Job::count_pass`] for `buckets`).
+    pub fn count_ngrams(
+        &self,
+        inputs: &[Input],
+        lexicon: &Lexicon,
+        sieve: Option<&Sieve>,
+        buckets: &[u32],
+        stats: &mut NgramStats,
+    ) -> Result<CountPassTotals, PipelineError> {
+        self.job.count_pass(inputs, lexicon, sieve, buckets, stats)
+    }
+
+    /// Merges runs; n-grams seen at least `min_count` times go to `emit`.
+    pub fn merge(
+        &self,
+        runs: Vec<RunFile>,
+        entries: u64,
+        lexicon: &Lexicon,
+        stats: &mut NgramStats,
+        emit: &mut Emit,
+    ) -> Result<(), PipelineError> {
+        self.job.merge_pass(runs, entries, lexicon, stats, emit)
+    }
+}
+
 /// A finished count.
 #[derive(Debug)]
 pub struct NgramOutcome {
@@ -290,9 +352,9 @@ impl Job<'_> {
         let config = self.config;
         let prepared = self.prepare(stats, started)?;
         let Prepared { lexicon, lexicon_file, sieve, first_tokens } = prepared;
-        let layout = KeyLayout::new(config.n, lexicon.repeated_len().saturating_sub(1) as u32)?;
         let t = Instant::now();
-        let counted = self.count_pass(&lexicon, sieve.as_ref(), layout, stats)?;
+        let inputs = self.inputs.clone();
+        let counted = self.count_pass(&inputs, &lexicon, sieve.as_ref(), &[], stats)?;
         drop(sieve);
         stats.seconds.count = t.elapsed().as_secs_f64();
         if counted.tokens != first_tokens || counted.documents != stats.documents {
@@ -303,7 +365,8 @@ impl Job<'_> {
         }
 
         let t = Instant::now();
-        self.merge_pass(counted.runs, counted.entries, &lexicon, stats, emit)?;
+        let runs = counted.runs.into_iter().map(|(_, run)| run).collect();
+        self.merge_pass(runs, counted.entries, &lexicon, stats, emit)?;
         stats.seconds.merge = t.elapsed().as_secs_f64();
         stats.distinct_ngrams = stats.ngrams - stats.duplicate_occurrences + stats.duplicate_types;
         stats.bytes_spilled += stats.run_bytes + stats.merge_bytes;
@@ -335,7 +398,9 @@ impl Job<'_> {
 
         let sieve: SharedSieve = RwLock::new(self.sized_sieve());
         let fused = config.stop_top == 0;
-        let (lexicon_file, first_read, first_tokens) = self.lexicon_pass(&first_inputs, &sieve, fused, stats)?;
+        let (builder, first_read) = self.lexicon_pass(&first_inputs, &sieve, fused, stats)?;
+        let first_tokens = builder.tokens();
+        let lexicon_file = self.write_lexicon(builder)?;
         stats.seconds.lexicon = started.elapsed().as_secs_f64();
         if let Some(Input::Stdin { spool: Some(p) }) = first_inputs.iter().find(|i| matches!(i, Input::Stdin { .. })) {
             stats.bytes_spilled += std::fs::metadata(p).map_or(0, |m| m.len());
@@ -364,7 +429,7 @@ impl Job<'_> {
             self.sieve_pass(&lexicon, &sieve)?;
             stats.seconds.sieve = t.elapsed().as_secs_f64();
         }
-        self.settle_sieve(&sieve, stats);
+        settle_sieve(&sieve, stats);
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
         Ok(Prepared { lexicon, lexicon_file, sieve, first_tokens })
     }
@@ -385,13 +450,15 @@ impl Job<'_> {
         Sieve::with_bytes(wanted.min(cap) as usize).ok()
     }
 
+    /// Counts the words of `inputs` and, when `fused`, fills the sieve with
+    /// their n-grams' fingerprints.
     fn lexicon_pass(
         &self,
         inputs: &[Input],
         sieve: &SharedSieve,
         fused: bool,
         stats: &mut NgramStats,
-    ) -> Result<(tempfile::NamedTempFile, ReadStats, u64), PipelineError> {
+    ) -> Result<(LexiconBuilder, ReadStats), PipelineError> {
         let config = self.config;
         self.control.progress.start("lexicon", self.total_input_bytes());
         let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
@@ -424,7 +491,12 @@ impl Job<'_> {
         let builder = shared.into_inner().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
         stats.long_tokens = long_tokens.iter().sum();
         stats.tokens = builder.tokens();
-        let tokens = builder.tokens();
+        Ok((builder, read))
+    }
+
+    /// Numbers the words and writes the lexicon file (in `lexicon_dir`, or the work directory).
+    fn write_lexicon(&self, builder: LexiconBuilder) -> Result<tempfile::NamedTempFile, PipelineError> {
+        let config = self.config;
         let dir = config.lexicon_dir.as_deref().unwrap_or(self.work);
         let mut file = crate::output::temp_beside(dir, "dupgram-lexicon").map_err(|e| PipelineError::io(dir, e))?;
         let path = file.path().to_owned();
@@ -434,7 +506,7 @@ impl Job<'_> {
             .and_then(|_| out.flush())
             .map_err(|e| PipelineError::io(&path, e))?;
         drop(out);
-        Ok((file, read, tokens))
+        Ok(file)
     }
 
     /// With `--stop-top`, the stop words are known only now: fill the sieve with the final n-grams.
@@ -456,37 +528,29 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// Records how full the sieve is, and drops it when it would let most n-grams through anyway.
-    fn settle_sieve(&self, sieve: &SharedSieve, stats: &mut NgramStats) {
-        let Ok(mut guard) = sieve.write() else { return };
-        if let Some(s) = guard.as_ref() {
-            stats.sieve.bytes = s.bytes() as u64;
-            stats.sieve.saturation = s.saturation();
-            if stats.sieve.saturation > 0.6 {
-                stats.sieve.dropped =
-                    Some(format!("{:.0} % of its counters were full", stats.sieve.saturation * 100.0));
-                *guard = None;
-            }
-        }
-        stats.sieve.used = guard.is_some();
-    }
-
+    /// Counts the n-grams of `inputs` into sorted runs in the work
+    /// directory, one set of runs per bucket: bucket `b` holds the n-grams
+    /// whose first word ID is in `[buckets[b-1], buckets[b])` (`buckets`
+    /// lists the first ID of every bucket after the first; empty for one bucket).
     fn count_pass(
         &self,
+        inputs: &[Input],
         lexicon: &Lexicon,
         sieve: Option<&Sieve>,
-        layout: KeyLayout,
+        buckets: &[u32],
         stats: &mut NgramStats,
     ) -> Result<CountPassTotals, PipelineError> {
+        let layout = KeyLayout::new(self.config.n, lexicon.len().saturating_sub(1) as u32)?;
+        let job = CountJob { inputs, lexicon, sieve, buckets, layout };
         match layout.words() {
-            1 => self.count_pass_with::<1>(lexicon, sieve, layout, stats),
-            2 => self.count_pass_with::<2>(lexicon, sieve, layout, stats),
-            3 => self.count_pass_with::<3>(lexicon, sieve, layout, stats),
-            4 => self.count_pass_with::<4>(lexicon, sieve, layout, stats),
-            6 => self.count_pass_with::<6>(lexicon, sieve, layout, stats),
-            8 => self.count_pass_with::<8>(lexicon, sieve, layout, stats),
-            12 => self.count_pass_with::<12>(lexicon, sieve, layout, stats),
-            _ => self.count_pass_with::<16>(lexicon, sieve, layout, stats),
+            1 => self.count_pass_with::<1>(&job, stats),
+            2 => self.count_pass_with::<2>(&job, stats),
+            3 => self.count_pass_with::<3>(&job, stats),
+            4 => self.count_pass_with::<4>(&job, stats),
+            6 => self.count_pass_with::<6>(&job, stats),
+            8 => self.count_pass_with::<8>(&job, stats),
+            12 => self.count_pass_with::<12>(&job, stats),
+            _ => self.count_pass_with::<16>(&job, stats),
         }
     }
 
@@ -514,12 +578,11 @@ impl Job<'_> {
 
     fn count_pass_with<const L: usize>(
         &self,
-        lexicon: &Lexicon,
-        sieve: Option<&Sieve>,
-        layout: KeyLayout,
+        job: &CountJob,
         stats: &mut NgramStats,
     ) -> Result<CountPassTotals, PipelineError> {
         let config = self.config;
+        let CountJob { inputs, lexicon, sieve, buckets, layout } = *job;
         // Without room for chunks beside the sieve, do without the sieve.
         let (sieve, capacity) = match self.chunk_capacity(lexicon, sieve, layout) {
             Ok(c) => (sieve, c),
@@ -545,6 +608,7 @@ impl Job<'_> {
                         worker,
                         next: 0,
                         header,
+                        buckets,
                         runs: Vec::new(),
                         bytes: 0,
                         distinct: 0,
@@ -557,7 +621,7 @@ impl Job<'_> {
             })
             .collect();
         let options = self.read_options();
-        let (outputs, read) = feed(workers, &self.source(&self.inputs, &options), self.control)?;
+        let (outputs, read) = feed(workers, &self.source(inputs, &options), self.control)?;
         let mut total = CountPassTotals { documents: read.documents, ..CountPassTotals::default() };
         for (spill, counts) in outputs {
             total.tokens += counts.tokens;
@@ -649,6 +713,20 @@ impl Job<'_> {
             Ok(())
         })
     }
+}
+
+/// Records how full the sieve is, and drops it when it would let most n-grams through anyway.
+fn settle_sieve(sieve: &SharedSieve, stats: &mut NgramStats) {
+    let Ok(mut guard) = sieve.write() else { return };
+    if let Some(s) = guard.as_ref() {
+        stats.sieve.bytes = s.bytes() as u64;
+        stats.sieve.saturation = s.saturation();
+        if stats.sieve.saturation > 0.6 {
+            stats.sieve.dropped = Some(format!("{:.0} % of its counters were full", stats.sieve.saturation * 100.0));
+            *guard = None;
+        }
+    }
+    stats.sieve.used = guard.is_some();
 }
 
 fn is_compressed(path: &Path) -> bool {
@@ -823,14 +901,25 @@ impl BatchWorker for SieveWorker<'_> {
     }
 }
 
+/// What a count pass reads and how it cuts its runs.
+#[derive(Clone, Copy)]
+struct CountJob<'a> {
+    inputs: &'a [Input],
+    lexicon: &'a Lexicon,
+    sieve: Option<&'a Sieve>,
+    buckets: &'a [u32],
+    layout: KeyLayout,
+}
+
 /// Totals of the count pass.
 #[derive(Debug, Default)]
-struct CountPassTotals {
-    documents: u64,
-    tokens: u64,
-    runs: Vec<RunFile>,
+pub struct CountPassTotals {
+    pub documents: u64,
+    pub tokens: u64,
+    /// Each run with its bucket.
+    pub runs: Vec<(usize, RunFile)>,
     /// Entries in all runs.
-    entries: u64,
+    pub entries: u64,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -846,7 +935,9 @@ struct ChunkSpill<'a, const L: usize> {
     worker: usize,
     next: u32,
     header: RunHeader,
-    runs: Vec<RunFile>,
+    /// First word ID of each bucket after the first.
+    buckets: &'a [u32],
+    runs: Vec<(usize, RunFile)>,
     bytes: u64,
     distinct: u64,
     sorted: u64,
@@ -861,18 +952,37 @@ impl<const L: usize> ChunkSpill<'_, L> {
         if self.chunk.is_full() { self.write() } else { Ok(()) }
     }
 
+    /// Sorts the chunk and writes it as one run per bucket it touches.
     fn write(&mut self) -> Result<(), PipelineError> {
         if self.chunk.is_empty() {
             return Ok(());
         }
-        let path = self.dir.join(format!("run-w{}-{:06}.dgr", self.worker, self.next));
+        let chunk = self.next;
         self.next += 1;
-        let mut writer = RunWriter::create(&path, self.header)?;
-        let counts = self.chunk.drain_sorted(|ids, count| writer.push(ids, count))?;
-        let (_, summary) = writer.finish()?;
+        let (dir, worker, header, buckets) = (self.dir, self.worker, self.header, self.buckets);
+        let mut current: Option<(usize, RunWriter<std::io::BufWriter<std::fs::File>>, std::path::PathBuf)> = None;
+        let mut finished: Vec<(usize, RunFile)> = Vec::new();
+        let mut close = |open: Option<(usize, RunWriter<_>, std::path::PathBuf)>| -> Result<(), PipelineError> {
+            if let Some((bucket, writer, path)) = open {
+                let (_, summary) = writer.finish()?;
+                finished.push((bucket, RunFile { path, bytes: summary.bytes, depth: 0 }));
+            }
+            Ok(())
+        };
+        let counts = self.chunk.drain_sorted(|ids, count| -> Result<(), PipelineError> {
+            let bucket = buckets.partition_point(|&start| start <= ids[0]);
+            if current.as_ref().is_none_or(|(b, _, _)| *b != bucket) {
+                close(current.take())?;
+                let path = dir.join(format!("run-b{bucket:04}-w{worker}-{chunk:06}.dgr"));
+                current = Some((bucket, RunWriter::create(&path, header)?, path));
+            }
+            let (_, writer, _) = current.as_mut().expect("a run is open");
+            Ok(writer.push(ids, count)?)
+        })?;
+        close(current.take())?;
         self.distinct += counts.distinct;
-        self.bytes += summary.bytes;
-        self.runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
+        self.bytes += finished.iter().map(|(_, r)| r.bytes).sum::<u64>();
+        self.runs.extend(finished);
         Ok(())
     }
 }

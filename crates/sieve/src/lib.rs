@@ -20,7 +20,13 @@
 //! counter index uses well-spread bits.
 
 use std::collections::VecDeque;
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// First eight bytes of a saved sieve.
+pub const SIEVE_MAGIC: &[u8; 8] = b"DGSIEVE\0";
+/// The sieve file format this build writes and reads.
+pub const SIEVE_VERSION: u16 = 1;
 
 /// Counters per 64-bit word.
 const SLOTS_PER_WORD: u64 = 32;
@@ -139,6 +145,74 @@ impl Sieve {
     #[inline]
     pub fn may_repeat(&self, fingerprint: u64) -> bool {
         self.may_repeat_at(self.locate(fingerprint))
+    }
+
+    /// Adds another sieve's counts (of the same size) to this one: a counter
+    /// ends at "2 or more" when either was, or when both had seen one.
+    pub fn absorb_words(&self, first_word: usize, words: &[u64]) {
+        const SEEN: u64 = 0x5555_5555_5555_5555;
+        for (cell, &other) in self.cells()[first_word..].iter().zip(words) {
+            let mine = cell.load(Ordering::Relaxed);
+            let twice = (mine | other) & !SEEN | (((mine & other) & SEEN) << 1);
+            cell.store((mine | other) & SEEN | twice, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes the sieve: magic, format version, word count, the words
+    /// (little-endian) and a CRC-32 of them.
+    pub fn save(&self, out: &mut impl Write) -> std::io::Result<()> {
+        out.write_all(SIEVE_MAGIC)?;
+        out.write_all(&SIEVE_VERSION.to_le_bytes())?;
+        out.write_all(&[0; 6])?;
+        out.write_all(&(self.words as u64).to_le_bytes())?;
+        let mut crc = crc32fast::Hasher::new();
+        let mut buf = Vec::with_capacity(64 * 1024);
+        for chunk in self.cells().chunks(8192) {
+            buf.clear();
+            for w in chunk {
+                buf.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+            }
+            crc.update(&buf);
+            out.write_all(&buf)?;
+        }
+        out.write_all(&crc.finalize().to_le_bytes())
+    }
+
+    /// Reads a saved sieve, or adds it to `into` (which must be the same size) when given.
+    pub fn load(input: &mut impl Read, into: Option<&Sieve>) -> std::io::Result<Option<Sieve>> {
+        let bad = |what: &str| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not a valid sieve file: {what}"))
+        };
+        let mut head = [0u8; 24];
+        input.read_exact(&mut head)?;
+        if &head[..8] != SIEVE_MAGIC || u16::from_le_bytes([head[8], head[9]]) != SIEVE_VERSION {
+            return Err(bad("bad magic or version"));
+        }
+        let words = u64::from_le_bytes(head[16..24].try_into().expect("8 bytes")) as usize;
+        if into.is_some_and(|s| s.words != words) {
+            return Err(bad("sieves of different sizes cannot be combined"));
+        }
+        let fresh = if into.is_none() { Some(Sieve::with_bytes(words * 8)?) } else { None };
+        let target = into.or(fresh.as_ref()).expect("a sieve to fill");
+        let mut crc = crc32fast::Hasher::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut parsed = Vec::with_capacity(8192);
+        let mut at = 0;
+        while at < words {
+            let take = (words - at).min(8192);
+            input.read_exact(&mut buf[..take * 8])?;
+            crc.update(&buf[..take * 8]);
+            parsed.clear();
+            parsed.extend(buf[..take * 8].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))));
+            target.absorb_words(at, &parsed);
+            at += take;
+        }
+        let mut tail = [0u8; 4];
+        input.read_exact(&mut tail)?;
+        if u32::from_le_bytes(tail) != crc.finalize() {
+            return Err(bad("checksum mismatch"));
+        }
+        Ok(fresh)
     }
 
     /// Share of counters at "2 or more": the chance a unique n-gram slips through.
@@ -264,6 +338,29 @@ mod tests {
             for (w, f) in words.windows(n).zip(&fps) {
                 if counts[w] >= 2 { prop_assert!(sieve.may_repeat(*f)); }
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn sieves_of_parts_combine_like_one(words in prop::collection::vec(0u64..40, 0..200), cut in any::<prop::sample::Index>()) {
+            // Counting two halves apart and combining equals counting all at once.
+            let fps = fingerprints(&words, 2);
+            let at = cut.index(fps.len() + 1);
+            let (whole, a, b) = (Sieve::with_bytes(64).unwrap(), Sieve::with_bytes(64).unwrap(), Sieve::with_bytes(64).unwrap());
+            fps.iter().for_each(|&f| whole.insert(f));
+            fps[..at].iter().for_each(|&f| a.insert(f));
+            fps[at..].iter().for_each(|&f| b.insert(f));
+            let mut saved = Vec::new();
+            b.save(&mut saved).unwrap();
+            Sieve::load(&mut saved.as_slice(), Some(&a)).unwrap();
+            for &f in &fps {
+                prop_assert_eq!(a.may_repeat(f), whole.may_repeat(f));
+            }
+            let copy = Sieve::load(&mut saved.as_slice(), None).unwrap().unwrap();
+            prop_assert!(fps.iter().all(|&f| copy.may_repeat(f) == b.may_repeat(f)));
+            saved[30] ^= 1;
+            prop_assert!(Sieve::load(&mut saved.as_slice(), None).is_err() || saved.len() <= 30);
         }
     }
 
