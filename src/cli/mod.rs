@@ -1,5 +1,6 @@
 //! Command-line interface.
 
+mod cluster;
 mod common;
 mod dedup;
 mod ngrams;
@@ -26,6 +27,8 @@ enum Command {
     Pairs(pairs::PairsArgs),
     Dedup(dedup::DedupArgs),
     Stats(stats::StatsArgs),
+    Slurm(cluster::SlurmArgs),
+    Stage(cluster::StageArgs),
 }
 
 pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
@@ -34,6 +37,8 @@ pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
         Command::Pairs(args) => pairs::run(args, control),
         Command::Dedup(args) => dedup::run(args, control),
         Command::Stats(args) => stats::run(args, control),
+        Command::Slurm(args) => cluster::slurm(args, control),
+        Command::Stage(args) => cluster::stage(args, control),
     }
 }
 

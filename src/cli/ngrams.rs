@@ -22,13 +22,13 @@ use super::progress::ProgressView;
 #[command(verbatim_doc_comment)]
 pub struct NgramsArgs {
     #[command(flatten)]
-    input: InputArgs,
+    pub(super) input: InputArgs,
     /// Words per n-gram (1 to 32).
     #[arg(short = 'n', long = "n", default_value_t = 10, value_name = "N")]
     n: usize,
     /// Write the n-grams here (compressed when the name ends in .zst) [default: standard output].
     #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
+    pub(super) output: Option<PathBuf>,
     /// Report n-grams seen at least this many times.
     #[arg(long, default_value_t = 2, value_name = "N")]
     min_count: u64,
@@ -44,10 +44,11 @@ pub struct NgramsArgs {
     #[command(flatten)]
     tokens: TokenArgs,
     #[command(flatten)]
-    resources: ResourceArgs,
+    pub(super) resources: ResourceArgs,
 }
 
-pub fn run(args: NgramsArgs, control: &Control) -> anyhow::Result<()> {
+/// The job `args` ask for, and where its lexicon is saved.
+pub(super) fn config(args: &NgramsArgs) -> anyhow::Result<(NgramConfig, Option<PathBuf>)> {
     let norm = args.tokens.normalization(args.input.is_vertical());
     // The lexicon goes beside a regular output file; not beside /dev/null or a pipe.
     let beside_output = args.output.as_ref().filter(|o| std::fs::metadata(o).map_or(true, |m| m.is_file()));
@@ -69,6 +70,11 @@ pub fn run(args: NgramsArgs, control: &Control) -> anyhow::Result<()> {
         }),
         limits: Limits::default(),
     };
+    Ok((config, lexicon_path))
+}
+
+pub fn run(args: NgramsArgs, control: &Control) -> anyhow::Result<()> {
+    let (config, lexicon_path) = config(&args)?;
     // Open outputs before any work, so a bad path fails at once.
     let mut writer = DupTsvWriter::new(OutputFile::create(args.output.as_deref())?);
     let outcome = {
@@ -79,12 +85,17 @@ pub fn run(args: NgramsArgs, control: &Control) -> anyhow::Result<()> {
     if let (Some(file), Some(path)) = (outcome.lexicon_file, &lexicon_path) {
         persist(file, path)?;
     }
+    report(&args, &outcome.stats, lexicon_path.as_deref())
+}
+
+/// Writes `--stats-json` and prints the summary.
+pub(super) fn report(args: &NgramsArgs, stats: &NgramStats, lexicon: Option<&std::path::Path>) -> anyhow::Result<()> {
     if let Some(path) = &args.stats_json {
-        write_json(path, &outcome.stats)?;
+        write_json(path, stats)?;
     }
     if !args.resources.quiet {
-        eprint!("{}", summary(&outcome.stats));
-        if let Some(p) = &lexicon_path {
+        eprint!("{}", summary(stats));
+        if let Some(p) = lexicon {
             eprintln!("  lexicon saved to {}", p.display());
         }
     }

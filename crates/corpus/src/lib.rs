@@ -31,6 +31,7 @@ pub use json::{Record, parse_record};
 pub use reader::{Batch, CorpusReader, Input, Piece, ReadStats, VerticalLine};
 pub use utf8::Utf8Repair;
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 /// How documents are laid out in a file.
@@ -131,6 +132,65 @@ pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead + S
         Box::new(raw)
     };
     Ok(Box::new(std::io::BufReader::with_capacity(256 * 1024, decoded)))
+}
+
+/// Whether a file is gzip or zstd (from its magic bytes): such a file can
+/// only be read from its start, so it is never cut into ranges.
+pub fn is_compressed(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    let mut file = std::fs::File::open(path)?;
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(head[..got].starts_with(&[0x1f, 0x8b]) || head[..got] == [0x28, 0xb5, 0x2f, 0xfd])
+}
+
+/// The format of an uncompressed file: `forced`, else from its name, else from its first bytes.
+pub fn format_of(path: &Path, forced: Option<Format>) -> std::io::Result<Format> {
+    if let Some(f) = forced.or_else(|| Format::from_path(path)) {
+        return Ok(f);
+    }
+    let mut raw = std::io::BufReader::with_capacity(64 * 1024, std::fs::File::open(path)?);
+    Ok(Format::sniff(raw.fill_buf()?))
+}
+
+/// The offset of the first document that starts at or after byte `offset`
+/// of an uncompressed file (the file's length if none does): where a shard
+/// of it may begin. A document of the text and JSON Lines formats starts
+/// after a line break; a vertical one at a line beginning with `<doc`.
+pub fn document_boundary(path: &Path, format: Format, offset: u64) -> std::io::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let len = std::fs::metadata(path)?.len();
+    if offset == 0 || offset >= len {
+        return Ok(offset.min(len));
+    }
+    let mut file = std::fs::File::open(path)?;
+    // Start one byte early: a line that begins exactly at `offset` follows a line break.
+    file.seek(SeekFrom::Start(offset - 1))?;
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+    let mut at = offset - 1;
+    let mut line = Vec::new();
+    // The rest of the line holding byte offset - 1.
+    at += reader.read_until(b'\n', &mut line)? as u64;
+    if format != Format::Vertical {
+        return Ok(at.min(len));
+    }
+    loop {
+        line.clear();
+        let read = reader.read_until(b'\n', &mut line)? as u64;
+        if read == 0 {
+            return Ok(len);
+        }
+        if line.starts_with(b"<doc") {
+            return Ok(at);
+        }
+        at += read;
+    }
 }
 
 /// The decompression window a zstd file's first frame asks for, read from

@@ -1,8 +1,8 @@
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,6 +12,14 @@ use crate::{CorpusError, Format, ReadOptions, Utf8Repair, parse_record};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
     Path(PathBuf),
+    /// Bytes `start..end` of an uncompressed file, cut at document
+    /// boundaries (see [`crate::document_boundary`]): one shard of a corpus
+    /// read by several tasks.
+    Range {
+        path: PathBuf,
+        start: u64,
+        end: u64,
+    },
     /// Standard input; with `spool`, every byte read is also copied there, so
     /// a second pass can read the same corpus again.
     Stdin {
@@ -23,6 +31,7 @@ impl Input {
     pub fn name(&self) -> String {
         match self {
             Input::Path(p) => p.display().to_string(),
+            Input::Range { path, start, end } => format!("{} (bytes {start}..{end})", path.display()),
             Input::Stdin { .. } => "<stdin>".into(),
         }
     }
@@ -31,6 +40,15 @@ impl Input {
     pub fn size(&self) -> Option<u64> {
         match self {
             Input::Path(p) => std::fs::metadata(p).ok().map(|m| m.len()),
+            Input::Range { start, end, .. } => Some(end - start),
+            Input::Stdin { .. } => None,
+        }
+    }
+
+    /// The file behind the input, if it is one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Input::Path(path) | Input::Range { path, .. } => Some(path),
             Input::Stdin { .. } => None,
         }
     }
@@ -261,6 +279,11 @@ impl OpenInput {
         let open_err = |source| CorpusError::Open { name: name.clone(), source };
         let raw: Box<dyn Read + Send> = match input_spec {
             Input::Path(p) => Box::new(File::open(p).map_err(open_err)?),
+            Input::Range { path, start, end } => {
+                let mut file = File::open(path).map_err(open_err)?;
+                file.seek(SeekFrom::Start(*start)).map_err(open_err)?;
+                Box::new(file.take(end.saturating_sub(*start)))
+            }
             Input::Stdin { spool: None } => Box::new(std::io::stdin()),
             Input::Stdin { spool: Some(path) } => {
                 let file = File::create(path).map_err(|source| CorpusError::Spool { path: path.clone(), source })?;
@@ -293,10 +316,7 @@ impl OpenInput {
             in_doc: false,
             utf8: Utf8Repair::default(),
         };
-        let by_name = options.format.or_else(|| match input_spec {
-            Input::Path(p) => Format::from_path(p),
-            Input::Stdin { .. } => None,
-        });
+        let by_name = options.format.or_else(|| input_spec.path().and_then(Format::from_path));
         input.format = match by_name {
             Some(f) => f,
             None => {

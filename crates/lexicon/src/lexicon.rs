@@ -129,6 +129,14 @@ impl LexiconBuilder {
         }
     }
 
+    /// Counts `count` occurrences of `word` at once: for merging the
+    /// lexicons of several parts of a corpus (counted by separate tasks)
+    /// into the lexicon of the whole.
+    pub fn add_counted(&mut self, word: &[u8], count: u64) {
+        self.tokens += count;
+        self.entry(word, word_hash(word)).count += count;
+    }
+
     /// Adds another builder's counts (from a worker thread) to this one.
     pub fn absorb(&mut self, other: LexiconBuilder) {
         self.tokens += other.tokens;

@@ -53,6 +53,25 @@ fn absorb_equals_one_builder() {
 }
 
 #[test]
+fn counted_parts_equal_one_builder() {
+    // Two parts counted apart, saved, and added back word by word number
+    // the words exactly as one builder over the whole text does.
+    let (first, second) = ("the cat sat on the mat", "the dog sat on the log and the cat");
+    let whole = build(&[first, second], &[], 1);
+    let mut merged = LexiconBuilder::new([]);
+    for part in [first, second] {
+        let lex = build(&[part], &[], 0);
+        for id in 0..lex.len() as u32 {
+            merged.add_counted(lex.word_bytes(id), lex.count(id));
+        }
+    }
+    assert_eq!(merged.tokens(), 15);
+    let merged = merged.finish(Normalization::default(), 1);
+    assert_eq!(merged.identity(), whole.identity());
+    assert_eq!(merged.stopwords(), ["the"]);
+}
+
+#[test]
 fn save_load_round_trip_and_scopes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lex");

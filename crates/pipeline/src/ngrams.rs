@@ -13,7 +13,7 @@ use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Scope, Tok
 use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::{RunHeader, RunWriter};
 use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::feed::{BatchWorker, Source, feed};
 use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
@@ -91,7 +91,7 @@ impl NgramConfig {
 }
 
 /// Seconds spent in each pass.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct PassSeconds {
     pub lexicon: f64,
     pub sieve: f64,
@@ -101,7 +101,7 @@ pub struct PassSeconds {
 }
 
 /// What the sieve did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SieveStats {
     pub used: bool,
     pub bytes: u64,
@@ -112,7 +112,7 @@ pub struct SieveStats {
 }
 
 /// The summary of a job, as printed and as written by `--stats-json`.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct NgramStats {
     pub n: usize,
     pub min_count: u64,
@@ -199,24 +199,37 @@ impl<'a> Passes<'a> {
         Ok(Passes { job: Job { config, control, plan, work, inputs: config.inputs.clone() } })
     }
 
-    /// Bytes a sieve may take beside the lexicon pass's other needs.
-    pub fn sieve_bytes(&self) -> u64 {
-        self.job.plan.working() * 2 / 5
+    /// An empty sieve sized for the whole corpus of the configuration (so
+    /// every task of a job gets the same size, and their sieves combine),
+    /// or `None` when the job runs without one. With `--stop-top` the stop
+    /// words are known only after all words are counted, too late for a
+    /// sieve filled while counting them: such jobs run without one.
+    pub fn new_sieve(&self) -> Option<Sieve> {
+        if self.job.config.stop_top > 0 { None } else { self.job.sized_sieve() }
     }
 
-    /// The lexicon pass over `inputs`: word counts, what reading found, and
-    /// the sieve (when given) with the fingerprints of their n-grams added —
-    /// or `None` if the vocabulary needed its memory.
+    /// The lexicon pass over `inputs`: word counts, and the sieve (when
+    /// given) with the fingerprints of their n-grams added — or `None` if
+    /// the vocabulary needed its memory. What reading found goes in `stats`.
     pub fn count_words(
         &self,
         inputs: &[Input],
         sieve: Option<Sieve>,
         stats: &mut NgramStats,
-    ) -> Result<(LexiconBuilder, ReadStats, Option<Sieve>), PipelineError> {
+    ) -> Result<(LexiconBuilder, Option<Sieve>), PipelineError> {
         let fused = sieve.is_some();
         let shared: SharedSieve = RwLock::new(sieve);
         let (builder, read) = self.job.lexicon_pass(inputs, &shared, fused, stats)?;
-        Ok((builder, read, shared.into_inner().unwrap_or_else(|p| p.into_inner())))
+        record_read(&read, stats);
+        Ok((builder, shared.into_inner().unwrap_or_else(|p| p.into_inner())))
+    }
+
+    /// Records how full a (combined) sieve is in `stats`; drops it when it
+    /// would let most n-grams through anyway.
+    pub fn settle_sieve(&self, sieve: Option<Sieve>, stats: &mut NgramStats) -> Option<Sieve> {
+        let shared: SharedSieve = RwLock::new(sieve);
+        settle_sieve(&shared, stats);
+        shared.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The count pass over `inputs`: runs per bucket in the work directory
@@ -289,6 +302,7 @@ pub(crate) fn zstd_need(inputs: &[Input]) -> Result<ZstdNeed, PipelineError> {
     for input in inputs {
         let window = match input {
             Input::Stdin { .. } => return Ok(ZstdNeed::Unknown),
+            Input::Range { .. } => None,
             Input::Path(p) => dupgram_corpus::zstd_window(p)
                 .map_err(|source| CorpusError::Open { name: p.display().to_string(), source })?,
         };
@@ -405,19 +419,7 @@ impl Job<'_> {
         if let Some(Input::Stdin { spool: Some(p) }) = first_inputs.iter().find(|i| matches!(i, Input::Stdin { .. })) {
             stats.bytes_spilled += std::fs::metadata(p).map_or(0, |m| m.len());
         }
-        stats.documents = first_read.documents;
-        stats.input_bytes = first_read.input_bytes;
-        stats.replaced_utf8 = first_read.replaced_utf8;
-        stats.skipped_records = first_read.skipped_records;
-        if let Some(at) = &first_read.first_replaced_at {
-            stats.warnings.push(format!(
-                "{} invalid UTF-8 sequences replaced by U+FFFD, the first at {at}",
-                first_read.replaced_utf8
-            ));
-        }
-        if let Some(why) = &first_read.first_skipped {
-            stats.warnings.push(format!("{} bad records skipped, the first at {why}", first_read.skipped_records));
-        }
+        record_read(&first_read, stats);
 
         let lexicon = Lexicon::load(lexicon_file.path(), Scope::Repeated)?;
         stats.vocabulary = lexicon.total_words();
@@ -442,7 +444,7 @@ impl Job<'_> {
         let cap = self.plan.working() * 2 / 5;
         // Compressed text is roughly a quarter of its plain size; a token takes about 6 bytes.
         let expected_ngrams = self.config.inputs.iter().map(|i| match i {
-            Input::Path(p) if is_compressed(p) => i.size().map(|s| s * 4 / 6),
+            Input::Path(p) if dupgram_corpus::is_compressed(p).unwrap_or(false) => i.size().map(|s| s * 4 / 6),
             _ => i.size().map(|s| s / 6),
         });
         let wanted = expected_ngrams.sum::<Option<u64>>().map_or(cap, |n| (n * 4).max(1 << 20));
@@ -715,6 +717,22 @@ impl Job<'_> {
     }
 }
 
+/// Records what the first reading of the corpus found.
+fn record_read(read: &ReadStats, stats: &mut NgramStats) {
+    stats.documents = read.documents;
+    stats.input_bytes = read.input_bytes;
+    stats.replaced_utf8 = read.replaced_utf8;
+    stats.skipped_records = read.skipped_records;
+    if let Some(at) = &read.first_replaced_at {
+        stats
+            .warnings
+            .push(format!("{} invalid UTF-8 sequences replaced by U+FFFD, the first at {at}", read.replaced_utf8));
+    }
+    if let Some(why) = &read.first_skipped {
+        stats.warnings.push(format!("{} bad records skipped, the first at {why}", read.skipped_records));
+    }
+}
+
 /// Records how full the sieve is, and drops it when it would let most n-grams through anyway.
 fn settle_sieve(sieve: &SharedSieve, stats: &mut NgramStats) {
     let Ok(mut guard) = sieve.write() else { return };
@@ -727,12 +745,6 @@ fn settle_sieve(sieve: &SharedSieve, stats: &mut NgramStats) {
         }
     }
     stats.sieve.used = guard.is_some();
-}
-
-fn is_compressed(path: &Path) -> bool {
-    let mut head = [0u8; 4];
-    std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok()
-        && (head[..2] == [0x1f, 0x8b] || head == [0x28, 0xb5, 0x2f, 0xfd])
 }
 
 /// Buffers of one run writer (block, frame, file buffer).

@@ -160,7 +160,7 @@ impl Sieve {
 
     /// Writes the sieve: magic, format version, word count, the words
     /// (little-endian) and a CRC-32 of them.
-    pub fn save(&self, out: &mut impl Write) -> std::io::Result<()> {
+    pub fn save<W: Write + ?Sized>(&self, out: &mut W) -> std::io::Result<()> {
         out.write_all(SIEVE_MAGIC)?;
         out.write_all(&SIEVE_VERSION.to_le_bytes())?;
         out.write_all(&[0; 6])?;

@@ -1,0 +1,52 @@
+//! The summary of a staged job: the tasks' summaries added up.
+
+use dupgram_pipeline::NgramStats;
+
+/// Adds a task's summary to the job's. Each task fills only the fields of
+/// its own pass (the lexicon tasks the reading, the map tasks the runs, …),
+/// so counts add up and sizes take the largest.
+pub fn absorb(total: &mut NgramStats, part: &NgramStats) {
+    total.documents += part.documents;
+    total.input_bytes += part.input_bytes;
+    total.tokens += part.tokens;
+    total.vocabulary = total.vocabulary.max(part.vocabulary);
+    total.repeated_words = total.repeated_words.max(part.repeated_words);
+    total.stopwords = total.stopwords.max(part.stopwords);
+    total.ngrams += part.ngrams;
+    total.duplicate_types += part.duplicate_types;
+    total.duplicate_occurrences += part.duplicate_occurrences;
+    total.output_ngrams += part.output_ngrams;
+    total.sorted_ngrams += part.sorted_ngrams;
+    total.chunk_ngrams = total.chunk_ngrams.max(part.chunk_ngrams);
+    total.runs_written += part.runs_written;
+    total.run_bytes += part.run_bytes;
+    total.intermediate_merges += part.intermediate_merges;
+    total.merge_bytes += part.merge_bytes;
+    total.merge_passes = total.merge_passes.max(part.merge_passes);
+    total.fan_in = total.fan_in.max(part.fan_in);
+    total.replaced_utf8 += part.replaced_utf8;
+    total.skipped_records += part.skipped_records;
+    total.long_tokens += part.long_tokens;
+    total.warnings.extend(part.warnings.iter().cloned());
+    total.peak_rss = total.peak_rss.max(part.peak_rss);
+    total.seconds.lexicon += part.seconds.lexicon;
+    total.seconds.sieve += part.seconds.sieve;
+    total.seconds.count += part.seconds.count;
+    total.seconds.merge += part.seconds.merge;
+    total.seconds.total += part.seconds.total;
+    if part.sieve.bytes > 0 {
+        total.sieve.bytes = part.sieve.bytes;
+        total.sieve.saturation = part.sieve.saturation;
+        total.sieve.used = part.sieve.used;
+    }
+    if part.sieve.dropped.is_some() {
+        total.sieve.used = false;
+        total.sieve.dropped = part.sieve.dropped.clone();
+    }
+}
+
+/// The fields derived from the others, once every task is in.
+pub fn settle(total: &mut NgramStats) {
+    total.distinct_ngrams = total.ngrams - total.duplicate_occurrences.min(total.ngrams) + total.duplicate_types;
+    total.bytes_spilled = total.run_bytes + total.merge_bytes;
+}

@@ -1,0 +1,463 @@
+//! The tasks of a staged count, each a function of the work directory.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use dupgram_lexicon::{Lexicon, LexiconBuilder, Scope};
+use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
+use dupgram_pipeline::{Control, NgramConfig, NgramStats, Passes, PipelineError, RunFile, Sieve, peak_rss};
+use serde::{Deserialize, Serialize};
+
+use crate::record::{read_record, write_record};
+use crate::{ClusterError, JobPlan, WorkDir, stats};
+
+/// One task of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskId {
+    Lexicon(usize),
+    Vocab,
+    Map(usize),
+    Reduce(usize),
+    Finish,
+}
+
+impl TaskId {
+    /// Its name in the manifest and in messages: `map-0003`.
+    pub fn name(&self) -> String {
+        match self {
+            TaskId::Lexicon(i) => format!("lexicon-{i:04}"),
+            TaskId::Vocab => "vocab".into(),
+            TaskId::Map(i) => format!("map-{i:04}"),
+            TaskId::Reduce(i) => format!("reduce-{i:04}"),
+            TaskId::Finish => "finish".into(),
+        }
+    }
+
+    /// Every task of a job, in an order that runs each after what it needs.
+    pub fn all(plan: &JobPlan) -> Vec<TaskId> {
+        let shards = plan.shards.len();
+        (0..shards)
+            .map(TaskId::Lexicon)
+            .chain([TaskId::Vocab])
+            .chain((0..shards).map(TaskId::Map))
+            .chain((0..plan.buckets).map(TaskId::Reduce))
+            .chain([TaskId::Finish])
+            .collect()
+    }
+}
+
+/// What running a task did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskOutcome {
+    Ran,
+    /// Its record was there already: finished by an earlier run.
+    AlreadyDone,
+}
+
+/// A run file of a map task's output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RunEntry {
+    bucket: usize,
+    /// Name in the shard's run directory.
+    file: String,
+    bytes: u64,
+}
+
+/// The manifest entry of a finished task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct TaskRecord {
+    task: String,
+    /// This task's part of the job's summary.
+    stats: NgramStats,
+    /// Lexicon tasks: tokens and documents read, to check the map task's reading against.
+    tokens: u64,
+    documents: u64,
+    /// Lexicon and vocab tasks: whether they left a sieve.
+    sieve: bool,
+    /// Vocab: the first word ID of every bucket after the first.
+    bounds: Vec<u32>,
+    /// Map: the runs written, and their entries in all.
+    runs: Vec<RunEntry>,
+    entries: u64,
+}
+
+/// Runs the tasks of one job.
+pub struct Stage<'a> {
+    work: &'a WorkDir,
+    plan: &'a JobPlan,
+    /// The job's options, rebuilt from its command line; its inputs are the
+    /// whole corpus (sizes such as the sieve's are derived from them).
+    config: &'a NgramConfig,
+    control: &'a Control,
+    outputs: &'a Outputs,
+}
+
+/// Where the finish task puts the job's results.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// The duplicates (compressed when the name ends in `.zst`); standard output when `None`.
+    pub dups: Option<PathBuf>,
+    /// A copy of the job's lexicon.
+    pub lexicon: Option<PathBuf>,
+}
+
+impl<'a> Stage<'a> {
+    pub fn new(
+        work: &'a WorkDir,
+        plan: &'a JobPlan,
+        config: &'a NgramConfig,
+        control: &'a Control,
+        outputs: &'a Outputs,
+    ) -> Self {
+        Stage { work, plan, config, control, outputs }
+    }
+
+    /// Runs `task` unless the manifest says it finished.
+    pub fn run(&self, task: TaskId) -> Result<TaskOutcome, ClusterError> {
+        if self.record_path(task).exists() {
+            return Ok(TaskOutcome::AlreadyDone);
+        }
+        let started = Instant::now();
+        let mut record = match task {
+            TaskId::Lexicon(shard) => self.lexicon(shard)?,
+            TaskId::Vocab => self.vocab()?,
+            TaskId::Map(shard) => self.map(shard)?,
+            TaskId::Reduce(bucket) => self.reduce(bucket)?,
+            TaskId::Finish => self.finish()?,
+        };
+        record.task = task.name();
+        record.stats.seconds.total = started.elapsed().as_secs_f64();
+        record.stats.peak_rss = peak_rss().unwrap_or(0);
+        write_record(&self.record_path(task), &record)?;
+        if task == TaskId::Finish {
+            self.remove_spill()?;
+        }
+        Ok(TaskOutcome::Ran)
+    }
+
+    /// Whether `task` has recorded itself as finished.
+    pub fn finished(&self, task: TaskId) -> bool {
+        self.record_path(task).exists()
+    }
+
+    /// The job's summary, from every task's record (after `finish`).
+    pub fn summary(&self) -> Result<NgramStats, ClusterError> {
+        let mut total = NgramStats {
+            n: self.config.n,
+            min_count: self.config.min_count,
+            memory_budget: self.config.memory,
+            threads: self.config.threads,
+            ..NgramStats::default()
+        };
+        for task in TaskId::all(self.plan).into_iter().filter(|t| *t != TaskId::Finish) {
+            stats::absorb(&mut total, &self.record(task, TaskId::Finish)?.stats);
+        }
+        stats::settle(&mut total);
+        Ok(total)
+    }
+
+    fn record_path(&self, task: TaskId) -> PathBuf {
+        self.work.path(&format!("tasks/{}.json", task.name()))
+    }
+
+    /// The record of `task`, which `needed_by` cannot run without.
+    fn record(&self, task: TaskId, needed_by: TaskId) -> Result<TaskRecord, ClusterError> {
+        let path = self.record_path(task);
+        if !path.exists() {
+            return Err(ClusterError::NotReady { task: needed_by.name(), needs: task.name() });
+        }
+        read_record(&path)
+    }
+
+    fn shard_lexicon(&self, shard: usize) -> PathBuf {
+        self.work.path(&format!("lexicon/shard-{shard:04}.lex"))
+    }
+
+    fn shard_sieve(&self, shard: usize) -> PathBuf {
+        self.work.path(&format!("lexicon/shard-{shard:04}.sieve"))
+    }
+
+    fn vocab_lexicon(&self) -> PathBuf {
+        self.work.path("vocab.lex")
+    }
+
+    fn vocab_sieve(&self) -> PathBuf {
+        self.work.path("vocab.sieve")
+    }
+
+    fn shard_runs(&self, shard: usize) -> PathBuf {
+        self.work.path(&format!("runs/shard-{shard:04}"))
+    }
+
+    fn bucket_dups(&self, bucket: usize) -> PathBuf {
+        self.work.path(&format!("dups/bucket-{bucket:04}.tsv"))
+    }
+
+    /// A fresh temporary directory for `task` under `parent`, after removing
+    /// what an earlier, killed run of it left there.
+    fn scratch(&self, parent: &Path, task: TaskId) -> Result<tempfile::TempDir, ClusterError> {
+        let prefix = format!("{}.tmp", task.name());
+        let stale = std::fs::read_dir(parent).map_err(|e| ClusterError::io(parent, e))?;
+        for entry in stale.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                std::fs::remove_dir_all(entry.path()).map_err(|e| ClusterError::io(entry.path(), e))?;
+            }
+        }
+        tempfile::Builder::new().prefix(&prefix).tempdir_in(parent).map_err(|e| ClusterError::io(parent, e))
+    }
+
+    fn passes(&self, scratch: &'a Path) -> Result<Passes<'a>, ClusterError> {
+        Ok(Passes::new(self.config, self.control, scratch)?)
+    }
+
+    /// Counts the words of a shard; fills and saves its sieve.
+    fn lexicon(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
+        self.plan.check_shard(shard)?;
+        let scratch = self.scratch(&self.work.path("tmp"), TaskId::Lexicon(shard))?;
+        let passes = Passes::new(self.config, self.control, scratch.path())?;
+        let mut stats = NgramStats::default();
+        let started = Instant::now();
+        let sieve = if self.config.sieve { passes.new_sieve() } else { None };
+        let (builder, sieve) = passes.count_words(&self.plan.shard_inputs(shard), sieve, &mut stats)?;
+        stats.seconds.lexicon = started.elapsed().as_secs_f64();
+        let record = TaskRecord {
+            tokens: builder.tokens(),
+            documents: stats.documents,
+            sieve: sieve.is_some(),
+            ..Default::default()
+        };
+        // Shard lexicons keep every word: stop words by rank are chosen from the whole corpus.
+        write_file(&self.shard_lexicon(shard), |out| builder.write_to(self.config.norm, 0, out).map(drop))?;
+        if let Some(sieve) = sieve {
+            write_file(&self.shard_sieve(shard), |out| sieve.save(out))?;
+        }
+        Ok(TaskRecord { stats, ..record })
+    }
+
+    /// The job's lexicon from the shards' counts; the combined sieve; the buckets.
+    fn vocab(&self) -> Result<TaskRecord, ClusterError> {
+        let shards = self.plan.shards.len();
+        let parts =
+            (0..shards).map(|s| self.record(TaskId::Lexicon(s), TaskId::Vocab)).collect::<Result<Vec<_>, _>>()?;
+        let mut stats = NgramStats::default();
+        let mut builder = LexiconBuilder::new(self.config.stopwords.iter().cloned());
+        for (shard, part) in parts.iter().enumerate() {
+            let lexicon = Lexicon::load(&self.shard_lexicon(shard), Scope::All)?;
+            let mut words = 0;
+            for id in 0..lexicon.len() as u32 {
+                builder.add_counted(lexicon.word_bytes(id), lexicon.count(id));
+                words += lexicon.count(id);
+            }
+            builder.add_stop_tokens(part.tokens.saturating_sub(words));
+        }
+        write_file(&self.vocab_lexicon(), |out| {
+            builder.write_to(self.config.norm, self.config.stop_top, out).map(drop)
+        })?;
+
+        let scratch = self.scratch(&self.work.path("tmp"), TaskId::Vocab)?;
+        let passes = self.passes(scratch.path())?;
+        let sieve = if parts.iter().all(|p| p.sieve) && shards > 0 { self.combined_sieve(shards)? } else { None };
+        let sieve = passes.settle_sieve(sieve, &mut stats);
+        if let Some(sieve) = &sieve {
+            write_file(&self.vocab_sieve(), |out| sieve.save(out))?;
+        }
+        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        stats.vocabulary = lexicon.total_words();
+        stats.repeated_words = lexicon.repeated_len() as u64;
+        stats.stopwords = lexicon.stopwords().len() as u64;
+        let counts: Vec<u64> = (0..lexicon.len() as u32).map(|id| lexicon.count(id)).collect();
+        Ok(TaskRecord {
+            stats,
+            sieve: sieve.is_some(),
+            bounds: bucket_bounds(&counts, self.plan.buckets),
+            ..Default::default()
+        })
+    }
+
+    fn combined_sieve(&self, shards: usize) -> Result<Option<Sieve>, ClusterError> {
+        let open = |shard: usize| {
+            let path = self.shard_sieve(shard);
+            std::fs::File::open(&path)
+                .map(std::io::BufReader::new)
+                .map_err(|e| ClusterError::io(&path, e))
+                .map(|f| (f, path))
+        };
+        let (mut first, path) = open(0)?;
+        let sieve = Sieve::load(&mut first, None).map_err(|e| ClusterError::io(&path, e))?;
+        for shard in 1..shards {
+            let (mut file, path) = open(shard)?;
+            Sieve::load(&mut file, sieve.as_ref()).map_err(|e| ClusterError::io(&path, e))?;
+        }
+        Ok(sieve)
+    }
+
+    /// The count pass over a shard: runs cut by bucket.
+    fn map(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
+        let vocab = self.record(TaskId::Vocab, TaskId::Map(shard))?;
+        let read = self.record(TaskId::Lexicon(shard), TaskId::Map(shard))?;
+        self.plan.check_shard(shard)?;
+        let scratch = self.scratch(&self.work.path("runs"), TaskId::Map(shard))?;
+        let passes = self.passes(scratch.path())?;
+        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        let sieve = if vocab.sieve { Some(self.load_sieve()?) } else { None };
+        let mut stats = NgramStats::default();
+        let started = Instant::now();
+        let counted =
+            passes.count_ngrams(&self.plan.shard_inputs(shard), &lexicon, sieve.as_ref(), &vocab.bounds, &mut stats)?;
+        stats.seconds.count = started.elapsed().as_secs_f64();
+        if counted.tokens != read.tokens || counted.documents != read.documents {
+            return Err(PipelineError::Changed(format!(
+                "shard {shard}: the lexicon task read {} documents and {} tokens, the map task {} and {}",
+                read.documents, read.tokens, counted.documents, counted.tokens
+            ))
+            .into());
+        }
+        let runs = counted
+            .runs
+            .iter()
+            .map(|(bucket, run)| RunEntry {
+                bucket: *bucket,
+                file: run.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                bytes: run.bytes,
+            })
+            .collect();
+        let target = self.shard_runs(shard);
+        if target.exists() {
+            // Renamed by a run killed before it could record itself.
+            std::fs::remove_dir_all(&target).map_err(|e| ClusterError::io(&target, e))?;
+        }
+        let kept = scratch.keep();
+        std::fs::rename(&kept, &target).map_err(|e| ClusterError::io(&target, e))?;
+        Ok(TaskRecord { stats, runs, entries: counted.entries, ..Default::default() })
+    }
+
+    fn load_sieve(&self) -> Result<Sieve, ClusterError> {
+        let path = self.vocab_sieve();
+        let mut file =
+            std::fs::File::open(&path).map(std::io::BufReader::new).map_err(|e| ClusterError::io(&path, e))?;
+        Sieve::load(&mut file, None)
+            .map_err(|e| ClusterError::io(&path, e))?
+            .ok_or_else(|| ClusterError::corrupt(&path, "empty sieve"))
+    }
+
+    /// Merges one bucket's runs from every shard into its duplicates.
+    fn reduce(&self, bucket: usize) -> Result<TaskRecord, ClusterError> {
+        let me = TaskId::Reduce(bucket);
+        self.record(TaskId::Vocab, me)?;
+        let scratch = self.scratch(&self.work.path("tmp"), me)?;
+        // The merge deletes the runs it has read: give it links, and keep
+        // the originals for a rerun of this task if it is killed.
+        let mut runs = Vec::new();
+        let mut entries = 0;
+        for shard in 0..self.plan.shards.len() {
+            let map = self.record(TaskId::Map(shard), me)?;
+            entries += map.entries;
+            for run in map.runs.iter().filter(|r| r.bucket == bucket) {
+                let from = self.shard_runs(shard).join(&run.file);
+                let to = scratch.path().join(format!("s{shard:04}-{}", run.file));
+                if std::fs::hard_link(&from, &to).is_err() {
+                    std::fs::copy(&from, &to).map_err(|e| ClusterError::io(&from, e))?;
+                }
+                runs.push(RunFile { path: to, bytes: run.bytes, depth: 0 });
+            }
+        }
+        let passes = self.passes(scratch.path())?;
+        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        let mut writer = DupTsvWriter::new(OutputFile::create(Some(&self.bucket_dups(bucket)))?);
+        let mut stats = NgramStats::default();
+        let started = Instant::now();
+        passes
+            .merge(runs, entries, &lexicon, &mut stats, &mut |lexicon, ids, count| writer.write(lexicon, ids, count))?;
+        writer.finish()?;
+        stats.seconds.merge = started.elapsed().as_secs_f64();
+        Ok(TaskRecord { stats, ..Default::default() })
+    }
+
+    /// Joins the buckets' duplicates into the output, in bucket order
+    /// (buckets are ranges of first word IDs), and copies the lexicon.
+    fn finish(&self) -> Result<TaskRecord, ClusterError> {
+        let mut out = OutputFile::create(self.outputs.dups.as_deref())?;
+        let mut buf = vec![0u8; 1 << 20];
+        for bucket in 0..self.plan.buckets {
+            self.record(TaskId::Reduce(bucket), TaskId::Finish)?;
+            let path = self.bucket_dups(bucket);
+            let mut part = std::fs::File::open(&path).map_err(|e| ClusterError::io(&path, e))?;
+            loop {
+                let got = std::io::Read::read(&mut part, &mut buf).map_err(|e| ClusterError::io(&path, e))?;
+                if got == 0 {
+                    break;
+                }
+                out.write_all(&buf[..got])?;
+            }
+        }
+        out.finish()?;
+        if let Some(target) = &self.outputs.lexicon {
+            let from = self.vocab_lexicon();
+            write_file(target, |out| std::io::copy(&mut std::fs::File::open(&from)?, out).map(drop))?;
+        }
+        Ok(TaskRecord::default())
+    }
+
+    /// Runs removed once the output is written: they are as large as the data.
+    fn remove_spill(&self) -> Result<(), ClusterError> {
+        for dir in ["runs", "dups", "tmp"] {
+            let path = self.work.path(dir);
+            std::fs::remove_dir_all(&path).map_err(|e| ClusterError::io(&path, e))?;
+            std::fs::create_dir_all(&path).map_err(|e| ClusterError::io(&path, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The first word ID of buckets 1.. so each holds about the same number of
+/// n-gram occurrences: an n-gram starts with a word as often as the word
+/// occurs (words are numbered by decreasing count, so early buckets hold
+/// few words). Buckets may be empty when one word outweighs a bucket.
+fn bucket_bounds(counts: &[u64], buckets: usize) -> Vec<u32> {
+    let total: u128 = counts.iter().map(|&c| c as u128).sum();
+    let mut bounds = Vec::with_capacity(buckets.saturating_sub(1));
+    let mut seen: u128 = 0;
+    let mut id = 0usize;
+    for b in 1..buckets {
+        let target = total * b as u128 / buckets as u128;
+        while id < counts.len() && seen + counts[id] as u128 <= target {
+            seen += counts[id] as u128;
+            id += 1;
+        }
+        bounds.push(id as u32);
+    }
+    bounds
+}
+
+/// Writes a file through a temporary name in its directory.
+fn write_file(
+    path: &Path,
+    body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), ClusterError> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let mut file = dupgram_pipeline::output::temp_beside(dir, &name).map_err(|e| ClusterError::io(path, e))?;
+    {
+        let mut out = std::io::BufWriter::new(file.as_file_mut());
+        body(&mut out).and_then(|()| out.flush()).map_err(|e| ClusterError::io(path, e))?;
+    }
+    dupgram_pipeline::output::persist(file, path)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_split_the_occurrences_evenly() {
+        assert_eq!(bucket_bounds(&[10, 10, 10, 10], 4), [1, 2, 3]);
+        assert_eq!(bucket_bounds(&[10, 10, 10, 10], 1), Vec::<u32>::new());
+        // One word holding most occurrences leaves the middle buckets empty.
+        assert_eq!(bucket_bounds(&[70, 10, 10, 10], 4), [0, 0, 1]);
+        let bounds = bucket_bounds(&[5; 100], 3);
+        assert_eq!(bounds, [33, 66]);
+        assert!(bucket_bounds(&[], 4).iter().all(|&b| b == 0));
+    }
+}
