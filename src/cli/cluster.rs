@@ -120,6 +120,8 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
         inputs,
         shards,
         buckets: cluster.buckets,
+        // Chosen once: every lexicon task's sieve must have this size for them to combine.
+        sieve_bytes: dupgram_pipeline::Passes::new(&config, control, &config.tmp_dir)?.sieve_size().unwrap_or(0),
     };
     work.save_plan(&plan)?;
     let plan = work.load_plan()?;
@@ -234,11 +236,10 @@ fn run_tasks(
             let _progress = ProgressView::start(control, quiet);
             stage.run(task).with_context(|| format!("task {}", task.name()))?
         };
-        if !quiet {
-            match outcome {
-                TaskOutcome::Ran => eprintln!("  {:<14} done in {:.2} s", task.name(), started.elapsed().as_secs_f64()),
-                TaskOutcome::AlreadyDone => eprintln!("  {:<14} already done", task.name()),
-            }
+        // Even with --quiet: these lines are the scheduler's log of the job.
+        match outcome {
+            TaskOutcome::Ran => eprintln!("  {:<14} done in {:.2} s", task.name(), started.elapsed().as_secs_f64()),
+            TaskOutcome::AlreadyDone => eprintln!("  {:<14} already done", task.name()),
         }
         if task == TaskId::Finish && outcome == TaskOutcome::Ran {
             ngrams::report(job, &stage.summary()?, outputs.lexicon.as_deref())?;

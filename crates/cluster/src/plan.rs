@@ -93,6 +93,8 @@ pub struct JobPlan {
     pub shards: Vec<Vec<Piece>>,
     /// N-gram buckets: reduce tasks.
     pub buckets: usize,
+    /// Bytes of every lexicon task's sieve (they must be equal to combine); 0 for none.
+    pub sieve_bytes: u64,
 }
 
 impl JobPlan {
@@ -213,7 +215,7 @@ mod tests {
             std::fs::write(&path, text).unwrap();
             let whole = read_all(vec![Input::Path(path.clone())]);
             for shards in [1, 2, 3, 7, 64] {
-                let (inputs, cut) = JobPlan::cut(&[path.clone()], None, shards, 1).unwrap();
+                let (inputs, cut) = JobPlan::cut(std::slice::from_ref(&path), None, shards, 1).unwrap();
                 let plan = JobPlan {
                     command: "ngrams".into(),
                     argv: vec![],
@@ -222,6 +224,7 @@ mod tests {
                     inputs,
                     shards: cut,
                     buckets: 1,
+                    sieve_bytes: 0,
                 };
                 assert_eq!(plan.shards.len(), shards);
                 let parts: Vec<String> = (0..shards).flat_map(|s| read_all(plan.shard_inputs(s))).collect();

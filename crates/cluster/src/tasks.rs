@@ -217,7 +217,9 @@ impl<'a> Stage<'a> {
         let passes = Passes::new(self.config, self.control, scratch.path())?;
         let mut stats = NgramStats::default();
         let started = Instant::now();
-        let sieve = if self.config.sieve { passes.new_sieve() } else { None };
+        // Without the memory map there is simply no sieve: results are the same.
+        let sieve =
+            (self.plan.sieve_bytes > 0).then(|| Sieve::with_bytes(self.plan.sieve_bytes as usize).ok()).flatten();
         let (builder, sieve) = passes.count_words(&self.plan.shard_inputs(shard), sieve, &mut stats)?;
         stats.seconds.lexicon = started.elapsed().as_secs_f64();
         let record = TaskRecord {

@@ -199,13 +199,13 @@ impl<'a> Passes<'a> {
         Ok(Passes { job: Job { config, control, plan, work, inputs: config.inputs.clone() } })
     }
 
-    /// An empty sieve sized for the whole corpus of the configuration (so
-    /// every task of a job gets the same size, and their sieves combine),
-    /// or `None` when the job runs without one. With `--stop-top` the stop
+    /// The bytes of a sieve for the whole corpus of the configuration (to
+    /// be chosen once per job, so every task's sieve has the same size and
+    /// they combine), or `None` when the job runs without one. With `--stop-top` the stop
     /// words are known only after all words are counted, too late for a
     /// sieve filled while counting them: such jobs run without one.
-    pub fn new_sieve(&self) -> Option<Sieve> {
-        if self.job.config.stop_top > 0 { None } else { self.job.sized_sieve() }
+    pub fn sieve_size(&self) -> Option<u64> {
+        if self.job.config.stop_top > 0 { None } else { self.job.sieve_size() }
     }
 
     /// The lexicon pass over `inputs`: word counts, and the sieve (when
@@ -438,6 +438,12 @@ impl Job<'_> {
 
     /// A sieve of about 4 bytes (16 counters) per expected n-gram, within 40 % of the working memory.
     fn sized_sieve(&self) -> Option<Sieve> {
+        // Without the memory map there is simply no sieve: results are the same.
+        Sieve::with_bytes(self.sieve_size()? as usize).ok()
+    }
+
+    /// The size of [`sized_sieve`](Self::sized_sieve), `None` without a sieve.
+    fn sieve_size(&self) -> Option<u64> {
         if !self.config.sieve {
             return None;
         }
@@ -448,8 +454,7 @@ impl Job<'_> {
             _ => i.size().map(|s| s / 6),
         });
         let wanted = expected_ngrams.sum::<Option<u64>>().map_or(cap, |n| (n * 4).max(1 << 20));
-        // Without the memory map there is simply no sieve: results are the same.
-        Sieve::with_bytes(wanted.min(cap) as usize).ok()
+        Some(wanted.min(cap))
     }
 
     /// Counts the words of `inputs` and, when `fused`, fills the sieve with

@@ -1,0 +1,196 @@
+//! `dupgram slurm` / `dupgram stage`: the staged job equals the one-machine
+//! one byte for byte, resumes after a kill, and refuses changed inputs.
+//! (The same through a real Slurm: `scripts/slurm-check.sh`, run by CI.)
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One-machine `dupgram ngrams` on `inputs` with `extra` options: the output and the lexicon.
+fn one_machine(dir: &Path, inputs: &[&Path], extra: &[&str]) -> (Vec<u8>, Vec<u8>) {
+    let out = dir.join("one.tsv");
+    let mut args: Vec<&str> = vec!["ngrams"];
+    args.extend(inputs.iter().map(|p| s(p)));
+    args.extend(["-q", "-o", s(&out)]);
+    args.extend(extra);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    (std::fs::read(&out).unwrap(), std::fs::read(dir.join("one.tsv.lex")).unwrap())
+}
+
+/// `dupgram slurm ngrams … --local`: every task in this process.
+fn staged(dir: &Path, name: &str, inputs: &[&Path], extra: &[&str], shards: &str, buckets: &str) -> (i32, String) {
+    let out = dir.join(format!("{name}.tsv"));
+    let work = dir.join(format!("{name}.work"));
+    let mut args: Vec<&str> = vec!["slurm", "ngrams"];
+    args.extend(inputs.iter().map(|p| s(p)));
+    args.extend(["-o", s(&out), "--workdir", s(&work), "--shards", shards, "--buckets", buckets, "--local"]);
+    args.extend(extra);
+    let (code, _, stderr) = run(&args);
+    (code, stderr)
+}
+
+fn assert_same(dir: &Path, name: &str, expect: &(Vec<u8>, Vec<u8>), what: &str) {
+    let got = std::fs::read(dir.join(format!("{name}.tsv"))).unwrap();
+    assert!(got == expect.0, "{what}: staged output differs ({} vs {} bytes)", got.len(), expect.0.len());
+    let lexicon = std::fs::read(dir.join(format!("{name}.tsv.lex"))).unwrap();
+    assert!(lexicon == expect.1, "{what}: staged lexicon differs");
+}
+
+#[test]
+fn staged_jobs_equal_the_one_machine_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jsonl");
+    generated(&big, 60_000, 11, 400);
+    let small: Vec<PathBuf> = (0..5)
+        .map(|i| {
+            let p = dir.path().join(format!("part{i}.jsonl"));
+            generated(&p, 6_000, 20 + i, 200);
+            p
+        })
+        .collect();
+    let zst = dir.path().join("part.jsonl.zst");
+    std::fs::write(&zst, zstd::encode_all(std::fs::read(&small[0]).unwrap().as_slice(), 3).unwrap()).unwrap();
+    let parts: Vec<&Path> = small.iter().map(PathBuf::as_path).collect();
+    // (name, inputs, options, shards, buckets)
+    type Case<'a> = (&'a str, Vec<&'a Path>, Vec<&'a str>, &'a str, &'a str);
+    let cases: Vec<Case> = vec![
+        // One plain file cut into byte ranges; many runs per shard.
+        ("ranges", vec![&big], vec!["-n", "6", "--memory", "16M", "--threads", "2"], "4", "4"),
+        ("ranges7x3", vec![&big], vec!["-n", "3", "--memory", "24M"], "7", "3"),
+        // Whole files, more files than shards; a compressed one among them.
+        ("files", [parts.clone(), vec![&zst]].concat(), vec!["-n", "5", "--memory", "32M"], "3", "5"),
+        // Stop words by rank are chosen from the whole corpus (no sieve then).
+        ("stoptop", vec![&big], vec!["-n", "4", "--stop-top", "20", "--min-count", "3"], "3", "2"),
+        ("nosieve", vec![&big], vec!["-n", "8", "--no-sieve"], "2", "1"),
+    ];
+    for (name, inputs, extra, shards, buckets) in cases {
+        let expect = one_machine(dir.path(), &inputs, &extra);
+        assert!(!expect.0.is_empty(), "{name}: the corpus has duplicates");
+        let (code, stderr) = staged(dir.path(), name, &inputs, &extra, shards, buckets);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert!(stderr.contains("duplicate n-grams"), "{name}: a summary: {stderr}");
+        assert_same(dir.path(), name, &expect, name);
+        let work = dir.path().join(format!("{name}.work"));
+        assert!(leftovers(&work.join("runs")).is_empty(), "{name}: runs removed after finish");
+        assert!(leftovers(&work.join("tmp")).is_empty(), "{name}: no temporary files left");
+    }
+}
+
+#[test]
+fn vertical_files_are_cut_at_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("c.jsonl");
+    let texts = generated(&jsonl, 30_000, 4, 300);
+    let vertical: String = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("<doc id=\"{i}\">\n<p>\n{}\n</p>\n</doc>\n", t.replace(' ', "\n")))
+        .collect();
+    let vert = dir.path().join("c.vert");
+    std::fs::write(&vert, vertical).unwrap();
+    let expect = one_machine(dir.path(), &[&vert], &["-n", "7"]);
+    let (code, stderr) = staged(dir.path(), "vert", &[&vert], &["-n", "7"], "5", "3");
+    assert_eq!(code, 0, "{stderr}");
+    assert_same(dir.path(), "vert", &expect, "vertical");
+}
+
+#[test]
+fn a_map_task_killed_midway_is_redone_and_the_output_is_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 1_500_000, 9, 3000);
+    let options = ["-n", "10", "--memory", "16M", "--threads", "1"];
+    let expect = one_machine(dir.path(), &[&corpus], &options);
+    let work = dir.path().join("job.work");
+    let out = dir.path().join("job.tsv");
+    // Plan only, then run the stages by hand as a scheduler would.
+    let mut plan = vec!["slurm", "ngrams", s(&corpus), "-o", s(&out), "-q", "--workdir", s(&work)];
+    plan.extend(["--shards", "2", "--buckets", "3", "--dry-run"]);
+    plan.extend(options);
+    let (code, _, stderr) = run(&plan);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(work.join("slurm/map.sbatch").is_file(), "scripts written: {stderr}");
+    for stage in [["lexicon", "0"], ["lexicon", "1"], ["vocab", "0"]] {
+        let (code, _, stderr) = run(&["stage", stage[0], "--workdir", s(&work), "--index", stage[1]]);
+        assert_eq!(code, 0, "{stderr}");
+    }
+    // A reduce before its maps is refused.
+    let (code, _, stderr) = run(&["stage", "reduce", "--workdir", s(&work), "--index", "0"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("needs map-0000, which has not finished"), "{stderr}");
+
+    let mut child = dupgram()
+        .args(["stage", "map", "--workdir", s(&work), "--index", "0"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once it has written its first run, well before the end.
+    let runs = work.join("runs");
+    let started = std::time::Instant::now();
+    loop {
+        let written =
+            leftovers(&runs).iter().any(|d| leftovers(d).iter().any(|f| f.extension().is_some_and(|e| e == "dgr")));
+        if written || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!work.join("tasks/map-0000.json").exists(), "the task was killed before it finished");
+    assert!(!leftovers(&runs).is_empty(), "it left its temporary runs behind");
+
+    let (code, _, stderr) = run(&["stage", "all", "--workdir", s(&work)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("lexicon-0001     already done") || stderr.contains("lexicon-0001   already done"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("map-0000       done"), "{stderr}");
+    assert_same(dir.path(), "job", &expect, "after a kill");
+    // Run again: everything is done, nothing is redone.
+    let (code, _, stderr) = run(&["stage", "all", "--workdir", s(&work)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr.matches("already done").count(), 2 + 1 + 2 + 3 + 1, "{stderr}");
+}
+
+#[test]
+fn changed_inputs_and_other_jobs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 20_000, 2, 300);
+    let work = dir.path().join("w");
+    let out = dir.path().join("o.tsv");
+    let plan = |n: &str| {
+        run(&["slurm", "ngrams", s(&corpus), "-n", n, "-o", s(&out), "--workdir", s(&work), "--dry-run", "-q"])
+    };
+    assert_eq!(plan("5").0, 0);
+    let (code, _, stderr) = plan("6");
+    assert_eq!(code, 1);
+    assert!(stderr.contains("already holds another job"), "{stderr}");
+    let (code, _, stderr) = run(&["stage", "lexicon", "--workdir", s(&work), "--index", "0"]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // A day's text appended to the planned file.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&corpus).unwrap();
+    std::io::Write::write_all(&mut f, b"{\"text\": \"one more document\"}\n").unwrap();
+    let (code, _, stderr) = run(&["stage", "lexicon", "--workdir", s(&work), "--index", "1"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("changed since the job was planned") && stderr.contains("size was"), "{stderr}");
+    let (code, _, stderr) = plan("5");
+    assert_eq!(code, 1, "resubmitting the same job notices the change too: {stderr}");
+    assert!(!out.exists());
+
+    let (code, _, stderr) = run(&["stage", "map", "--workdir", s(&work), "--index", "9"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("this job has 4 shards"), "{stderr}");
+    let (code, _, stderr) = run(&["stage", "vocab", "--workdir", s(&dir.path().join("nothing"))]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("no job planned here"), "{stderr}");
+    let (code, _, stderr) = run(&["slurm", "ngrams", "-", "-o", s(&out), "--workdir", s(&work), "--local"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("standard input cannot be cut"), "{stderr}");
+}
