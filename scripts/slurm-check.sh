@@ -58,6 +58,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
 DependencyParameters=kill_invalid_depend
+SchedulerParameters=sched_interval=1,bf_interval=1,sched_min_interval=100000
 StateSaveLocation=/var/spool/slurmctld
 SlurmdSpoolDir=/var/spool/slurmd
 SlurmctldPidFile=/run/slurm/slurmctld.pid
