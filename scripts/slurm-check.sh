@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Brings up a throw-away single-node Slurm cluster (munge, slurmctld, slurmd
-# in the foreground of this script, no systemd), runs a 4-shard × 4-bucket
-# `dupgram slurm ngrams` job on a generated corpus, and checks its output is
-# byte-identical to one-machine `dupgram ngrams`. Stops the daemons it
+# in the foreground of this script, no systemd), runs 4-shard × 4-bucket
+# `dupgram slurm ngrams` and `dupgram slurm pairs` jobs on a generated
+# corpus, and checks their outputs are byte-identical to one-machine
+# `dupgram ngrams` and `dupgram pairs`. Stops the daemons it
 # started, and only those.
 #
 #   scripts/slurm-check.sh            # installs slurm-wlm and munge with apt-get when missing
@@ -88,6 +89,13 @@ cmp one.tsv staged.tsv
 cmp one.tsv.lex staged.tsv.lex
 log "ngrams: $(wc -l < one.tsv) duplicate 8-grams, byte-identical through Slurm (4 shards × 4 buckets)"
 
+"$bin/dupgram" pairs corpus.jsonl -n 5 --min-sscr 0.3 --memory 64M -q -o one.pairs --clusters one.clusters
+"$bin/dupgram" slurm pairs corpus.jsonl -n 5 --min-sscr 0.3 --memory 64M -q -o staged.pairs --clusters staged.clusters \
+  --workdir "$work/pairs-job" --shards 4 --buckets 4 --wait
+cmp one.pairs staged.pairs
+cmp one.clusters staged.clusters
+log "pairs: $(( $(wc -l < one.pairs) - 1 )) pairs, $(wc -l < one.clusters) clusters, byte-identical through Slurm"
+
 # Submitted again, every task is found finished and the output stays.
 rm staged.tsv
 "$bin/dupgram" slurm ngrams corpus.jsonl -n 8 --memory 64M -q -o staged.tsv \
@@ -95,4 +103,4 @@ rm staged.tsv
 [ ! -e staged.tsv ] || { log "a finished job ran again"; exit 1; }
 grep -q "already done" job/slurm/map-2.log
 log "resubmitted: every task skipped"
-echo "1 passed, 0 failed"
+echo "slurm-check: 3 passed, 0 failed"

@@ -194,3 +194,31 @@ fn changed_inputs_and_other_jobs_are_refused() {
     assert_eq!(code, 1);
     assert!(stderr.contains("standard input cannot be cut"), "{stderr}");
 }
+
+#[test]
+fn staged_pairs_equal_one_machine_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 40_000, 8, 300);
+    let one = (dir.path().join("one.tsv"), dir.path().join("one.clusters"));
+    let options = ["-n", "5", "--min-sscr", "0.2", "--memory", "32M", "-q"];
+    let mut args = vec!["pairs", s(&corpus), "-o", s(&one.0), "--clusters", s(&one.1)];
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let staged = (dir.path().join("staged.tsv"), dir.path().join("staged.clusters"));
+    let work = dir.path().join("w");
+    let mut args = vec!["slurm", "pairs", s(&corpus), "-o", s(&staged.0), "--clusters", s(&staged.1)];
+    args.extend(["--workdir", s(&work), "--shards", "3", "--buckets", "2", "--local"]);
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("pairs          done"), "{stderr}");
+    let pairs = std::fs::read_to_string(&one.0).unwrap();
+    assert!(pairs.lines().count() > 10, "the corpus has similar documents: {pairs}");
+    assert_eq!(std::fs::read_to_string(&staged.0).unwrap(), pairs);
+    assert_eq!(std::fs::read(&staged.1).unwrap(), std::fs::read(&one.1).unwrap());
+    let (code, _, stderr) = run(&["stage", "pairs", "--workdir", s(&work)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("already done"), "{stderr}");
+}

@@ -8,6 +8,7 @@ use dupgram_cluster::{JobPlan, Outputs, SlurmOptions, Stage, TaskId, TaskOutcome
 use dupgram_pipeline::{Control, NgramConfig};
 
 use super::ngrams::{self, NgramsArgs};
+use super::pairs::{self, PairsArgs};
 use super::progress::ProgressView;
 
 /// Run a job as tasks a scheduler can start on any node: write the Slurm
@@ -32,6 +33,8 @@ pub struct SlurmArgs {
 enum SlurmJob {
     /// `dupgram ngrams`, as tasks.
     Ngrams(SlurmNgramsArgs),
+    /// `dupgram pairs`, as tasks: the count as for `ngrams`, then the second pass as one task.
+    Pairs(SlurmPairsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -40,6 +43,68 @@ struct SlurmNgramsArgs {
     ngrams: NgramsArgs,
     #[command(flatten)]
     cluster: ClusterArgs,
+}
+
+#[derive(Debug, Args)]
+struct SlurmPairsArgs {
+    #[command(flatten)]
+    pairs: PairsArgs,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// A job's own options: what the one-machine command takes.
+#[derive(Debug, Clone)]
+enum Job {
+    Ngrams(NgramsArgs),
+    Pairs(PairsArgs),
+}
+
+impl Job {
+    fn command(&self) -> &'static str {
+        match self {
+            Job::Ngrams(_) => "ngrams",
+            Job::Pairs(_) => "pairs",
+        }
+    }
+
+    fn inputs(&self) -> &[PathBuf] {
+        match self {
+            Job::Ngrams(a) => &a.input.inputs,
+            Job::Pairs(a) => a.inputs(),
+        }
+    }
+
+    /// The count of duplicate n-grams the staged tasks run.
+    fn count_config(&self) -> anyhow::Result<NgramConfig> {
+        match self {
+            Job::Ngrams(a) => Ok(ngrams::config(a)?.0),
+            Job::Pairs(a) => a.count_config(),
+        }
+    }
+
+    fn quiet(&self) -> bool {
+        match self {
+            Job::Ngrams(a) => a.resources.quiet,
+            Job::Pairs(a) => a.quiet(),
+        }
+    }
+
+    fn threads_given(&self) -> bool {
+        match self {
+            Job::Ngrams(a) => a.resources.threads.is_some(),
+            Job::Pairs(a) => a.threads_given(),
+        }
+    }
+
+    /// Where `finish` writes: the user's files, or (for `pairs`) the
+    /// duplicate list its second pass starts from.
+    fn outputs(&self, work: &WorkDir) -> anyhow::Result<Outputs> {
+        Ok(match self {
+            Job::Ngrams(a) => Outputs { dups: a.output.clone(), lexicon: ngrams::config(a)?.1 },
+            Job::Pairs(_) => Outputs { dups: Some(work.path("dups.tsv")), lexicon: Some(work.path("dups.tsv.lex")) },
+        })
+    }
 }
 
 /// Where the tasks meet and how they are cut.
@@ -93,17 +158,26 @@ enum StageName {
     Map,
     Reduce,
     Finish,
+    Pairs,
     All,
 }
 
 pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
-    let SlurmJob::Ngrams(job) = args.job;
-    let cluster = &job.cluster;
+    let (job, cluster) = match args.job {
+        SlurmJob::Ngrams(a) => (Job::Ngrams(a.ngrams), a.cluster),
+        SlurmJob::Pairs(a) => (Job::Pairs(a.pairs), a.cluster),
+    };
     anyhow::ensure!(
-        !job.ngrams.input.inputs.iter().any(|p| p.as_os_str() == "-"),
+        !job.inputs().iter().any(|p| p.as_os_str() == "-"),
         "standard input cannot be cut into shards: give files"
     );
-    let (config, _) = ngrams::config(&job.ngrams)?;
+    if let Job::Pairs(a) = &job {
+        anyhow::ensure!(
+            !a.has_dups(),
+            "--dups: with a saved duplicate list there is nothing to count; run `dupgram pairs`"
+        );
+    }
+    let config = job.count_config()?;
     let work = WorkDir::new(&cluster.workdir)?;
     let argv = std::env::args_os()
         .map(|a| {
@@ -111,12 +185,12 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
                 .map_err(|a| anyhow::anyhow!("{}: not UTF-8; a job plan stores its command line", a.to_string_lossy()))
         })
         .collect::<anyhow::Result<Vec<String>>>()?;
-    let (inputs, shards) = JobPlan::cut(&job.ngrams.input.inputs, config.read.format, cluster.shards, cluster.buckets)?;
+    let (inputs, shards) = JobPlan::cut(job.inputs(), config.read.format, cluster.shards, cluster.buckets)?;
     let plan = JobPlan {
-        command: "ngrams".into(),
+        command: job.command().into(),
         argv,
         cwd: std::env::current_dir().context("the current directory")?,
-        options: format!("{:?}", job.ngrams),
+        options: format!("{job:?}"),
         inputs,
         shards,
         buckets: cluster.buckets,
@@ -125,12 +199,11 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
     };
     work.save_plan(&plan)?;
     let plan = work.load_plan()?;
-    let quiet = job.ngrams.resources.quiet;
-    if !quiet {
+    if !job.quiet() {
         describe(&plan, &work);
     }
     if cluster.local {
-        return run_tasks(&work, &plan, &job.ngrams, &config, control, &TaskId::all(&plan));
+        return run_tasks(&work, &plan, &job, &config, control, &TaskId::all(&plan));
     }
     let options = SlurmOptions {
         program: std::env::current_exe().context("the path of this program")?,
@@ -148,16 +221,13 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
         return Ok(());
     }
     let submitted = dupgram_cluster::submit(&scripts)?;
-    if !quiet {
-        let ids: Vec<String> = submitted.iter().map(|s| format!("{} {}", s.stage, s.job_id)).collect();
-        eprintln!("  submitted: {}", ids.join(", "));
-        eprintln!("  logs in {}", work.path("slurm").display());
-    }
+    let ids: Vec<String> = submitted.iter().map(|s| format!("{} {}", s.stage, s.job_id)).collect();
+    eprintln!("  submitted: {}; logs in {}", ids.join(", "), work.path("slurm").display());
     if !cluster.wait {
         return Ok(());
     }
     dupgram_cluster::wait(&submitted, std::time::Duration::from_millis(500), &|| control.interrupted())?;
-    let outputs = outputs(&job.ngrams)?;
+    let outputs = job.outputs(&work)?;
     let stage = Stage::new(&work, &plan, &config, control, &outputs);
     let unfinished: Vec<String> =
         TaskId::all(&plan).into_iter().filter(|t| !stage.finished(*t)).map(|t| t.name()).collect();
@@ -167,7 +237,10 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
         unfinished.join(", "),
         work.path("slurm").display()
     );
-    ngrams::report(&job.ngrams, &stage.summary()?, outputs.lexicon.as_deref())
+    if let Job::Ngrams(a) = &job {
+        ngrams::report(a, &stage.summary()?, outputs.lexicon.as_deref())?;
+    }
+    Ok(())
 }
 
 pub fn stage(args: StageArgs, control: &Control) -> anyhow::Result<()> {
@@ -175,8 +248,8 @@ pub fn stage(args: StageArgs, control: &Control) -> anyhow::Result<()> {
     let plan = work.load_plan()?;
     std::env::set_current_dir(&plan.cwd).with_context(|| format!("{}: the job's directory", plan.cwd.display()))?;
     let job = planned_job(&plan)?;
-    let (mut config, _) = ngrams::config(&job)?;
-    if job.resources.threads.is_none()
+    let mut config = job.count_config()?;
+    if !job.threads_given()
         && let Some(cpus) = std::env::var("SLURM_CPUS_PER_TASK").ok().and_then(|c| c.parse().ok())
     {
         config.threads = cpus;
@@ -198,51 +271,57 @@ pub fn stage(args: StageArgs, control: &Control) -> anyhow::Result<()> {
         StageName::Map => check(shards, "shards").map(|()| vec![TaskId::Map(index)])?,
         StageName::Reduce => check(buckets, "buckets").map(|()| vec![TaskId::Reduce(index)])?,
         StageName::Finish => vec![TaskId::Finish],
+        StageName::Pairs => {
+            anyhow::ensure!(plan.command == "pairs", "this job ({}) has no pairs stage", plan.command);
+            vec![TaskId::Pairs]
+        }
         StageName::All => TaskId::all(&plan),
     };
     run_tasks(&work, &plan, &job, &config, control, &tasks)
 }
 
 /// The options the job was planned with, from its stored command line.
-fn planned_job(plan: &JobPlan) -> anyhow::Result<NgramsArgs> {
+fn planned_job(plan: &JobPlan) -> anyhow::Result<Job> {
     let cli = super::Cli::try_parse_from(&plan.argv)
         .map_err(|e| anyhow::anyhow!("the job's command line no longer parses: {e}"))?;
     match cli.command {
-        super::Command::Slurm(SlurmArgs { job: SlurmJob::Ngrams(job) }) => Ok(job.ngrams),
-        _ => anyhow::bail!("job.json does not hold a `dupgram slurm ngrams` command line"),
+        super::Command::Slurm(SlurmArgs { job: SlurmJob::Ngrams(a) }) => Ok(Job::Ngrams(a.ngrams)),
+        super::Command::Slurm(SlurmArgs { job: SlurmJob::Pairs(a) }) => Ok(Job::Pairs(a.pairs)),
+        _ => anyhow::bail!("job.json does not hold a `dupgram slurm` command line"),
     }
 }
 
-fn outputs(job: &NgramsArgs) -> anyhow::Result<Outputs> {
-    let (_, lexicon) = ngrams::config(job)?;
-    Ok(Outputs { dups: job.output.clone(), lexicon })
-}
-
-/// Runs `tasks` in order; after `finish`, prints the job's summary.
+/// Runs `tasks` in order; after `finish` of an `ngrams` job, prints its summary.
 fn run_tasks(
     work: &WorkDir,
     plan: &JobPlan,
-    job: &NgramsArgs,
+    job: &Job,
     config: &NgramConfig,
     control: &Control,
     tasks: &[TaskId],
 ) -> anyhow::Result<()> {
-    let outputs = outputs(job)?;
+    let outputs = job.outputs(work)?;
     let stage = Stage::new(work, plan, config, control, &outputs);
-    let quiet = job.resources.quiet;
     for &task in tasks {
         let started = std::time::Instant::now();
-        let outcome = {
-            let _progress = ProgressView::start(control, quiet);
-            stage.run(task).with_context(|| format!("task {}", task.name()))?
-        };
+        let outcome = match (task, job) {
+            (TaskId::Pairs, Job::Pairs(a)) => stage.run_outside(task, || -> anyhow::Result<()> {
+                let (dups, lexicon) = (work.path("dups.tsv"), work.path("dups.tsv.lex"));
+                pairs::run_with_dups(a.clone(), dups, lexicon, control)
+            }),
+            _ => {
+                let _progress = ProgressView::start(control, job.quiet());
+                stage.run(task).map_err(anyhow::Error::from)
+            }
+        }
+        .with_context(|| format!("task {}", task.name()))?;
         // Even with --quiet: these lines are the scheduler's log of the job.
         match outcome {
             TaskOutcome::Ran => eprintln!("  {:<14} done in {:.2} s", task.name(), started.elapsed().as_secs_f64()),
             TaskOutcome::AlreadyDone => eprintln!("  {:<14} already done", task.name()),
         }
-        if task == TaskId::Finish && outcome == TaskOutcome::Ran {
-            ngrams::report(job, &stage.summary()?, outputs.lexicon.as_deref())?;
+        if let (TaskId::Finish, TaskOutcome::Ran, Job::Ngrams(a)) = (task, outcome, job) {
+            ngrams::report(a, &stage.summary()?, outputs.lexicon.as_deref())?;
         }
     }
     Ok(())

@@ -27,7 +27,7 @@ pub enum TokensArg {
 }
 
 /// Where the corpus is and how to read it.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
     /// Corpus files (plain, .gz or .zst); `-` reads standard input.
@@ -38,7 +38,7 @@ pub struct InputArgs {
 }
 
 /// How to read the corpus files.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Input")]
 pub struct ReadArgs {
     /// Input format [default: from the extension, else from the content].
@@ -111,7 +111,7 @@ impl ReadArgs {
 }
 
 /// How text becomes tokens.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Tokens")]
 pub struct TokenArgs {
     /// Tokenizer (vertical input is always one token per line, untouched).
@@ -159,7 +159,7 @@ impl TokenArgs {
 }
 
 /// Memory, threads and temporary files.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Resources")]
 pub struct ResourceArgs {
     /// Peak memory (resident set) of the whole process, e.g. 512M, 4G; at least 16M.

@@ -18,7 +18,7 @@ use super::progress::ProgressView;
 /// Examples:
 ///   dupgram ngrams corpus.jsonl.zst -n 10 --memory 1G -o dups.tsv
 ///   zcat web.txt.gz | dupgram ngrams - -n 8 --stop-top 600 -o dups.tsv.zst
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(verbatim_doc_comment)]
 pub struct NgramsArgs {
     #[command(flatten)]

@@ -29,7 +29,7 @@ pub enum PairFormatArg {
 /// Examples:
 ///   dupgram pairs corpus.jsonl.zst -n 5 --min-sscr 0.5 -o pairs.tsv --clusters clusters.tsv
 ///   dupgram pairs corpus.jsonl.zst -n 10 --dups dups.tsv --lexicon dups.tsv.lex --min-cover 0.8
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(verbatim_doc_comment)]
 pub struct PairsArgs {
     #[command(flatten)]
@@ -76,23 +76,59 @@ pub struct PairsArgs {
     resources: ResourceArgs,
 }
 
+impl PairsArgs {
+    /// The count of duplicate n-grams this job starts from.
+    pub(super) fn count_config(&self) -> anyhow::Result<NgramConfig> {
+        let norm = self.tokens.normalization(self.input.is_vertical());
+        Ok(NgramConfig {
+            inputs: self.input.inputs()?,
+            read: self.input.read_options(),
+            norm,
+            stopwords: self.tokens.stopwords(norm)?,
+            stop_top: self.tokens.stop_top,
+            n: self.n,
+            min_count: 2,
+            memory: self.resources.memory,
+            threads: self.resources.threads()?,
+            tmp_dir: self.resources.tmp_dir()?,
+            sieve: true,
+            lexicon_dir: None,
+            limits: Limits::default(),
+        })
+    }
+
+    pub(super) fn inputs(&self) -> &[PathBuf] {
+        &self.input.inputs
+    }
+
+    pub(super) fn quiet(&self) -> bool {
+        self.resources.quiet
+    }
+
+    pub(super) fn threads_given(&self) -> bool {
+        self.resources.threads.is_some()
+    }
+
+    /// Whether the job already starts from a saved duplicate list.
+    pub(super) fn has_dups(&self) -> bool {
+        self.dups.is_some()
+    }
+}
+
+/// The second pass alone, from a duplicate list counted elsewhere.
+pub(super) fn run_with_dups(
+    mut args: PairsArgs,
+    dups: PathBuf,
+    lexicon: PathBuf,
+    control: &Control,
+) -> anyhow::Result<()> {
+    args.dups = Some(dups);
+    args.lexicon = Some(lexicon);
+    run(args, control)
+}
+
 pub fn run(args: PairsArgs, control: &Control) -> anyhow::Result<()> {
-    let norm = args.tokens.normalization(args.input.is_vertical());
-    let base = NgramConfig {
-        inputs: args.input.inputs()?,
-        read: args.input.read_options(),
-        norm,
-        stopwords: args.tokens.stopwords(norm)?,
-        stop_top: args.tokens.stop_top,
-        n: args.n,
-        min_count: 2,
-        memory: args.resources.memory,
-        threads: args.resources.threads()?,
-        tmp_dir: args.resources.tmp_dir()?,
-        sieve: true,
-        lexicon_dir: None,
-        limits: Limits::default(),
-    };
+    let base = args.count_config()?;
     let config = PairsConfig {
         dups: args.dups.clone().zip(args.lexicon.clone()).map(|(dups, lexicon)| DupsInput { dups, lexicon }),
         min_sscr: args.min_sscr,

@@ -38,8 +38,11 @@ pub struct Submitted {
 /// Writes the job's scripts into `slurm/` of the work directory.
 pub fn write_scripts(work: &WorkDir, plan: &JobPlan, options: &SlurmOptions) -> Result<Vec<Script>, ClusterError> {
     let shards = plan.shards.len();
-    let stages: [(&'static str, usize); 5] =
-        [("lexicon", shards), ("vocab", 1), ("map", shards), ("reduce", plan.buckets), ("finish", 1)];
+    let mut stages: Vec<(&'static str, usize)> =
+        vec![("lexicon", shards), ("vocab", 1), ("map", shards), ("reduce", plan.buckets), ("finish", 1)];
+    if plan.command == "pairs" {
+        stages.push(("pairs", 1));
+    }
     let mut scripts = Vec::new();
     for (stage, tasks) in stages {
         let path = work.path(&format!("slurm/{stage}.sbatch"));

@@ -19,6 +19,9 @@ pub enum TaskId {
     Map(usize),
     Reduce(usize),
     Finish,
+    /// `pairs` jobs: the second pass over the whole corpus, from the
+    /// duplicates `finish` wrote; run by the caller ([`Stage::run_outside`]).
+    Pairs,
 }
 
 impl TaskId {
@@ -30,6 +33,7 @@ impl TaskId {
             TaskId::Map(i) => format!("map-{i:04}"),
             TaskId::Reduce(i) => format!("reduce-{i:04}"),
             TaskId::Finish => "finish".into(),
+            TaskId::Pairs => "pairs".into(),
         }
     }
 
@@ -42,6 +46,7 @@ impl TaskId {
             .chain((0..shards).map(TaskId::Map))
             .chain((0..plan.buckets).map(TaskId::Reduce))
             .chain([TaskId::Finish])
+            .chain((plan.command == "pairs").then_some(TaskId::Pairs))
             .collect()
     }
 }
@@ -124,6 +129,7 @@ impl<'a> Stage<'a> {
             TaskId::Map(shard) => self.map(shard)?,
             TaskId::Reduce(bucket) => self.reduce(bucket)?,
             TaskId::Finish => self.finish()?,
+            TaskId::Pairs => return Err(ClusterError::Plan("the pairs task is run with Stage::run_outside".into())),
         };
         record.task = task.name();
         record.stats.seconds.total = started.elapsed().as_secs_f64();
@@ -132,6 +138,27 @@ impl<'a> Stage<'a> {
         if task == TaskId::Finish {
             self.remove_spill()?;
         }
+        Ok(TaskOutcome::Ran)
+    }
+
+    /// Runs a task whose work is done by the caller (the `pairs` second
+    /// pass), with the same bookkeeping: skipped when recorded, recorded
+    /// when `work` succeeds.
+    pub fn run_outside<E: From<ClusterError>>(
+        &self,
+        task: TaskId,
+        work: impl FnOnce() -> Result<(), E>,
+    ) -> Result<TaskOutcome, E> {
+        if self.finished(task) {
+            return Ok(TaskOutcome::AlreadyDone);
+        }
+        self.record(TaskId::Finish, task)?;
+        let started = Instant::now();
+        work()?;
+        let mut stats = NgramStats::default();
+        stats.seconds.total = started.elapsed().as_secs_f64();
+        stats.peak_rss = peak_rss().unwrap_or(0);
+        write_record(&self.record_path(task), &TaskRecord { task: task.name(), stats, ..Default::default() })?;
         Ok(TaskOutcome::Ran)
     }
 
@@ -149,7 +176,7 @@ impl<'a> Stage<'a> {
             threads: self.config.threads,
             ..NgramStats::default()
         };
-        for task in TaskId::all(self.plan).into_iter().filter(|t| *t != TaskId::Finish) {
+        for task in TaskId::all(self.plan).into_iter().filter(|t| !matches!(t, TaskId::Finish | TaskId::Pairs)) {
             stats::absorb(&mut total, &self.record(task, TaskId::Finish)?.stats);
         }
         stats::settle(&mut total);
