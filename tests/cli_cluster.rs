@@ -222,3 +222,98 @@ fn staged_pairs_equal_one_machine_pairs() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("already done"), "{stderr}");
 }
+
+/// Sorted lines: an update numbers new words after old ones, so its lines
+/// come in another order than a fresh count's.
+fn sorted_lines(path: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(str::to_owned).collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn base_plus_updates_equals_a_full_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let texts = generated(&path("all.jsonl"), 60_000, 13, 500);
+    let lines: Vec<String> = std::fs::read_to_string(path("all.jsonl")).unwrap().lines().map(str::to_owned).collect();
+    let cut = |name: &str, range: std::ops::Range<usize>| {
+        std::fs::write(path(name), lines[range].iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    };
+    let (a, b) = (lines.len() * 8 / 10, lines.len() * 9 / 10);
+    cut("base.jsonl", 0..a);
+    cut("day1.jsonl", a..b);
+    cut("day2.jsonl", b..lines.len());
+    let work = path("w");
+    let options = ["-n", "6", "--memory", "24M", "-q"];
+    let (base, base_out) = (path("base.jsonl"), path("base.tsv"));
+    let mut plan = vec!["slurm", "ngrams", s(&base), "-o", s(&base_out), "--workdir", s(&work)];
+    plan.extend(["--shards", "2", "--buckets", "3", "--local", "--keep-state"]);
+    plan.extend(options);
+    let (code, _, stderr) = run(&plan);
+    assert_eq!(code, 0, "{stderr}");
+
+    let full = |upto: usize, name: &str| {
+        let texts: Vec<String> = texts[..upto].to_vec();
+        let mut expect: Vec<String> = naive(&texts, 6).into_iter().map(|(g, c)| format!("{g}\t{c}")).collect();
+        expect.sort();
+        assert!(!expect.is_empty(), "{name}");
+        expect
+    };
+    let mut before: Vec<String> = full(a, "base");
+    for (day, upto) in [("day1.jsonl", b), ("day2.jsonl", lines.len())] {
+        let (today, all) = (path(&format!("{day}.new.tsv")), path(&format!("{day}.all.tsv")));
+        let (code, _, stderr) =
+            run(&["update", "--workdir", s(&work), s(&path(day)), "-o", s(&today), "--all", s(&all)]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.contains("newly"), "a summary: {stderr}");
+        let expect = full(upto, day);
+        assert_eq!(sorted_lines(&all), expect, "{day}: base + updates = a full count");
+        // Newly duplicated: in the full count now, and under --min-count before.
+        let old: std::collections::HashSet<&str> = before.iter().map(|l| l.rsplit_once('\t').unwrap().0).collect();
+        let new: Vec<String> =
+            expect.iter().filter(|l| !old.contains(l.rsplit_once('\t').unwrap().0)).cloned().collect();
+        assert!(!new.is_empty());
+        assert_eq!(sorted_lines(&today), new, "{day}: the n-grams that became duplicated");
+        before = expect;
+    }
+    assert!(work.join("state/gen-0002/lexicon.lex").is_file());
+    assert!(!work.join("state/gen-0001").exists(), "older generations are removed");
+
+    // The same file twice would count its n-grams twice.
+    let (code, _, stderr) = run(&["update", "--workdir", s(&work), s(&path("day1.jsonl")), "-o", s(&path("x.tsv"))]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("counted this file already"), "{stderr}");
+    assert!(!path("x.tsv").exists());
+}
+
+#[test]
+fn updates_need_a_kept_state_and_survive_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 20_000, 3, 300);
+    let day = dir.path().join("day.jsonl");
+    generated(&day, 5_000, 4, 300);
+    let plain = dir.path().join("plain");
+    let out = dir.path().join("o.tsv");
+    let (code, _, stderr) =
+        run(&["slurm", "ngrams", s(&corpus), "-o", s(&out), "--workdir", s(&plain), "--local", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run(&["update", "--workdir", s(&plain), s(&day)]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("plan it with --keep-state"), "{stderr}");
+
+    let kept = dir.path().join("kept");
+    let (code, _, stderr) =
+        run(&["slurm", "ngrams", s(&corpus), "-o", s(&out), "--workdir", s(&kept), "--local", "--keep-state", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    // What a killed update leaves: a half-written next generation.
+    std::fs::create_dir_all(kept.join("state/gen-0001.tmpXYZ")).unwrap();
+    std::fs::write(kept.join("state/gen-0001.tmpXYZ/bucket-0000.dgr"), b"half").unwrap();
+    let today = dir.path().join("today.tsv");
+    let (code, _, stderr) = run(&["update", "--workdir", s(&kept), s(&day), "-o", s(&today), "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!kept.join("state/gen-0001.tmpXYZ").exists());
+    assert!(kept.join("state/gen-0001/bucket-0000.dgr").is_file());
+    assert!(today.is_file());
+}

@@ -135,6 +135,41 @@ struct ClusterArgs {
     /// Run every task here, one after another, instead of submitting them.
     #[arg(long)]
     local: bool,
+    /// Also keep the count of every n-gram, unique ones too, so `dupgram update` can add documents later.
+    #[arg(long)]
+    keep_state: bool,
+}
+
+/// Add new documents to a job planned with --keep-state: report the n-grams
+/// that became duplicated, without reading the old corpus again.
+///
+/// New words get new IDs (old ones keep theirs); the new documents' n-grams
+/// are merged with the stored count of every n-gram in one sequential pass.
+///
+/// Examples:
+///   dupgram update --workdir /shared/job day-2026-11-22.jsonl.zst -o new-dups.tsv
+///   dupgram update --workdir /shared/job today.jsonl --all all-dups.tsv.zst
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct UpdateArgs {
+    /// The job's work directory.
+    #[arg(long, value_name = "DIR")]
+    workdir: PathBuf,
+    /// Files with the new documents (plain, .gz or .zst), in the job's format.
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// Write the n-grams that became duplicated here, with their counts [default: standard output].
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Also write every duplicated n-gram of the grown corpus here.
+    #[arg(long, value_name = "FILE")]
+    all: Option<PathBuf>,
+    /// Write the summary as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// No progress bar and no summary on standard error.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// Run one task of a job planned by `dupgram slurm` (what the scripts call).
@@ -176,6 +211,7 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
             !a.has_dups(),
             "--dups: with a saved duplicate list there is nothing to count; run `dupgram pairs`"
         );
+        anyhow::ensure!(!cluster.keep_state, "--keep-state is for `dupgram slurm ngrams` jobs");
     }
     let config = job.count_config()?;
     let work = WorkDir::new(&cluster.workdir)?;
@@ -195,7 +231,12 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
         shards,
         buckets: cluster.buckets,
         // Chosen once: every lexicon task's sieve must have this size for them to combine.
-        sieve_bytes: dupgram_pipeline::Passes::new(&config, control, &config.tmp_dir)?.sieve_size().unwrap_or(0),
+        // Keeping every n-gram's count, the sieve (which drops unique ones) has no use.
+        sieve_bytes: match cluster.keep_state {
+            true => 0,
+            false => dupgram_pipeline::Passes::new(&config, control, &config.tmp_dir)?.sieve_size().unwrap_or(0),
+        },
+        keep_state: cluster.keep_state,
     };
     work.save_plan(&plan)?;
     let plan = work.load_plan()?;
@@ -278,6 +319,55 @@ pub fn stage(args: StageArgs, control: &Control) -> anyhow::Result<()> {
         StageName::All => TaskId::all(&plan),
     };
     run_tasks(&work, &plan, &job, &config, control, &tasks)
+}
+
+pub fn update(args: UpdateArgs, control: &Control) -> anyhow::Result<()> {
+    let work = WorkDir::new(&args.workdir)?;
+    let plan = work.load_plan()?;
+    let inputs: Vec<PathBuf> = args.inputs.iter().map(std::path::absolute).collect::<Result<_, _>>()?;
+    // Outputs are named relative to where `update` was run, not the job's directory.
+    let outputs = dupgram_cluster::UpdateOutputs {
+        newly_duplicated: args.output.as_ref().map(std::path::absolute).transpose()?,
+        all_duplicated: args.all.as_ref().map(std::path::absolute).transpose()?,
+    };
+    let stats_json = args.stats_json.as_ref().map(std::path::absolute).transpose()?;
+    std::env::set_current_dir(&plan.cwd).with_context(|| format!("{}: the job's directory", plan.cwd.display()))?;
+    let Job::Ngrams(job) = planned_job(&plan)? else {
+        anyhow::bail!("only `dupgram slurm ngrams` jobs can be updated");
+    };
+    let (config, _) = ngrams::config(&job)?;
+    let stats = {
+        let _progress = ProgressView::start(control, args.quiet);
+        dupgram_cluster::update(&work, &plan, &config, control, &inputs, &outputs)?
+    };
+    if let Some(path) = &stats_json {
+        super::common::write_json(path, &stats)?;
+    }
+    if !args.quiet {
+        eprint!("{}", update_summary(&stats, config.min_count));
+    }
+    Ok(())
+}
+
+fn update_summary(s: &dupgram_cluster::UpdateStats, min_count: u64) -> String {
+    let g = super::common::group;
+    let c = &s.count;
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
+    line("update", format!("state generation {}", s.generation));
+    line("new documents", format!("{} ({} tokens, {} new words)", g(c.documents), g(c.tokens), g(s.new_words)));
+    line("distinct n-grams", format!("{} before, {} after", g(s.ngrams_before), g(s.ngrams_after)));
+    line(&format!("with count ≥ {min_count}"), format!("{} ({} newly)", g(s.duplicated), g(s.newly_duplicated)));
+    line("state", dupgram_pipeline::human_bytes(s.state_bytes));
+    line("peak memory", dupgram_pipeline::human_bytes(s.peak_rss));
+    line(
+        "time",
+        format!(
+            "{:.2} s (words {:.2}, count {:.2}, merge with the state {:.2})",
+            s.seconds, c.seconds.lexicon, c.seconds.count, c.seconds.merge
+        ),
+    );
+    out
 }
 
 /// The options the job was planned with, from its stored command line.

@@ -29,6 +29,7 @@ enum Command {
     Stats(stats::StatsArgs),
     Slurm(cluster::SlurmArgs),
     Stage(cluster::StageArgs),
+    Update(cluster::UpdateArgs),
 }
 
 pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
@@ -39,6 +40,7 @@ pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
         Command::Stats(args) => stats::run(args, control),
         Command::Slurm(args) => cluster::slurm(args, control),
         Command::Stage(args) => cluster::stage(args, control),
+        Command::Update(args) => cluster::update(args, control),
     }
 }
 

@@ -58,10 +58,12 @@ pub mod record;
 mod slurm;
 mod stats;
 mod tasks;
+mod update;
 
 pub use plan::{InputFile, JobPlan, Piece};
 pub use slurm::{SlurmOptions, Submitted, submit, wait, write_scripts};
 pub use tasks::{Outputs, Stage, TaskId, TaskOutcome};
+pub use update::{UpdateOutputs, UpdateStats, update};
 
 use std::path::{Path, PathBuf};
 
@@ -92,6 +94,12 @@ impl From<dupgram_lexicon::LexiconError> for ClusterError {
     }
 }
 
+impl From<dupgram_runs::RunError> for ClusterError {
+    fn from(e: dupgram_runs::RunError) -> Self {
+        ClusterError::Pipeline(e.into())
+    }
+}
+
 impl ClusterError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         ClusterError::Io { path: path.into(), source }
@@ -113,7 +121,7 @@ impl WorkDir {
     pub fn new(root: &Path) -> Result<WorkDir, ClusterError> {
         std::fs::create_dir_all(root).map_err(|e| ClusterError::io(root, e))?;
         let root = std::path::absolute(root).map_err(|e| ClusterError::io(root, e))?;
-        for sub in ["tasks", "lexicon", "runs", "dups", "slurm", "tmp"] {
+        for sub in ["tasks", "lexicon", "runs", "dups", "slurm", "tmp", "state/parts"] {
             let dir = root.join(sub);
             std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io(&dir, e))?;
         }

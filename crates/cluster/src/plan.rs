@@ -95,6 +95,9 @@ pub struct JobPlan {
     pub buckets: usize,
     /// Bytes of every lexicon task's sieve (they must be equal to combine); 0 for none.
     pub sieve_bytes: u64,
+    /// Keep the count of every n-gram (`state/`), for `dupgram update`.
+    #[serde(default)]
+    pub keep_state: bool,
 }
 
 impl JobPlan {
@@ -225,6 +228,7 @@ mod tests {
                     shards: cut,
                     buckets: 1,
                     sieve_bytes: 0,
+                    keep_state: false,
                 };
                 assert_eq!(plan.shards.len(), shards);
                 let parts: Vec<String> = (0..shards).flat_map(|s| read_all(plan.shard_inputs(s))).collect();

@@ -6,6 +6,7 @@ use std::time::Instant;
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Scope};
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
 use dupgram_pipeline::{Control, NgramConfig, NgramStats, Passes, PipelineError, RunFile, Sieve, peak_rss};
+use dupgram_runs::{RunHeader, RunWriter};
 use serde::{Deserialize, Serialize};
 
 use crate::record::{read_record, write_record};
@@ -233,6 +234,12 @@ impl<'a> Stage<'a> {
         tempfile::Builder::new().prefix(&prefix).tempdir_in(parent).map_err(|e| ClusterError::io(parent, e))
     }
 
+    /// The words a task loads: only repeated ones, unless the job keeps
+    /// the count of every n-gram (then words seen once count too).
+    fn scope(&self) -> Scope {
+        if self.plan.keep_state { Scope::All } else { Scope::Repeated }
+    }
+
     fn passes(&self, scratch: &'a Path) -> Result<Passes<'a>, ClusterError> {
         Ok(Passes::new(self.config, self.control, scratch)?)
     }
@@ -327,7 +334,7 @@ impl<'a> Stage<'a> {
         self.plan.check_shard(shard)?;
         let scratch = self.scratch(&self.work.path("runs"), TaskId::Map(shard))?;
         let passes = self.passes(scratch.path())?;
-        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        let lexicon = Lexicon::load(&self.vocab_lexicon(), self.scope())?;
         let sieve = if vocab.sieve { Some(self.load_sieve()?) } else { None };
         let mut stats = NgramStats::default();
         let started = Instant::now();
@@ -391,12 +398,32 @@ impl<'a> Stage<'a> {
             }
         }
         let passes = self.passes(scratch.path())?;
-        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        let lexicon = Lexicon::load(&self.vocab_lexicon(), self.scope())?;
         let mut writer = DupTsvWriter::new(OutputFile::create(Some(&self.bucket_dups(bucket)))?);
         let mut stats = NgramStats::default();
         let started = Instant::now();
-        passes
-            .merge(runs, entries, &lexicon, &mut stats, &mut |lexicon, ids, count| writer.write(lexicon, ids, count))?;
+        if self.plan.keep_state {
+            // Every n-gram goes to the state; those counted often enough to the output too.
+            let part = self.work.path(&format!("state/parts/bucket-{bucket:04}.dgr"));
+            let tmp = scratch.path().join("state.dgr");
+            let mut state = RunWriter::create(&tmp, RunHeader::counts(self.config.n as u8, lexicon.identity()))?;
+            let (min_count, mut written) = (self.config.min_count, 0);
+            passes.merge_every(runs, entries, &lexicon, &mut stats, &mut |lexicon, ids, count| {
+                state.push(ids, count)?;
+                if count >= min_count {
+                    written += 1;
+                    writer.write(lexicon, ids, count)?;
+                }
+                Ok(())
+            })?;
+            stats.output_ngrams = written;
+            state.finish()?;
+            std::fs::rename(&tmp, &part).map_err(|e| ClusterError::io(&part, e))?;
+        } else {
+            passes.merge(runs, entries, &lexicon, &mut stats, &mut |lexicon, ids, count| {
+                writer.write(lexicon, ids, count)
+            })?;
+        }
         writer.finish()?;
         stats.seconds.merge = started.elapsed().as_secs_f64();
         Ok(TaskRecord { stats, ..Default::default() })
@@ -423,6 +450,16 @@ impl<'a> Stage<'a> {
         if let Some(target) = &self.outputs.lexicon {
             let from = self.vocab_lexicon();
             write_file(target, |out| std::io::copy(&mut std::fs::File::open(&from)?, out).map(drop))?;
+        }
+        if self.plan.keep_state {
+            // The state's first generation: the runs of every n-gram and the lexicon of their IDs.
+            let parts = self.work.path("state/parts");
+            let from = self.vocab_lexicon();
+            write_file(&parts.join("lexicon.lex"), |out| {
+                std::io::copy(&mut std::fs::File::open(&from)?, out).map(drop)
+            })?;
+            let generation = self.work.path(&crate::update::generation_dir(0));
+            std::fs::rename(&parts, &generation).map_err(|e| ClusterError::io(&generation, e))?;
         }
         Ok(TaskRecord::default())
     }

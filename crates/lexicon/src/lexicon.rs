@@ -194,7 +194,7 @@ impl LexiconBuilder {
     /// its identity. See [`Lexicon::save`] for the format.
     pub fn write_to(self, norm: Normalization, stop_top: usize, out: &mut dyn Write) -> std::io::Result<u64> {
         let (words, stopwords) = self.numbered(stop_top);
-        write_file(out, |body| write_body(body, norm, &stopwords, words.iter().copied()))
+        write_file(out, 1, |body| write_body(body, norm, &stopwords, words.iter().copied(), false))
     }
 }
 
@@ -246,6 +246,9 @@ pub struct Lexicon {
     /// Words in the whole lexicon, loaded or not.
     total_words: u64,
     identity: u64,
+    /// IDs fixed by an earlier lexicon and extended ([`Lexicon::updated`]),
+    /// so no longer in decreasing order of count.
+    fixed_ids: bool,
 }
 
 impl Lexicon {
@@ -274,6 +277,7 @@ impl Lexicon {
             table: HashTable::new(),
             total_words: 0,
             identity: 0,
+            fixed_ids: false,
         }
     }
 
@@ -354,7 +358,51 @@ impl Lexicon {
 
     /// Number of words seen at least twice. They hold the lowest IDs.
     pub fn repeated_len(&self) -> usize {
-        self.counts.partition_point(|&c| c >= 2)
+        if self.fixed_ids {
+            self.counts.iter().filter(|&&c| c >= 2).count()
+        } else {
+            self.counts.partition_point(|&c| c >= 2)
+        }
+    }
+
+    /// Whether IDs were fixed by an earlier lexicon ([`updated`](Self::updated)).
+    pub fn has_fixed_ids(&self) -> bool {
+        self.fixed_ids
+    }
+
+    /// This lexicon with the words counted in `more` added, for adding text
+    /// to a corpus without renumbering it: known words keep their IDs and
+    /// their counts grow; new words get the next IDs, numbered among
+    /// themselves by decreasing count (ties by bytes). Stop words stay as
+    /// they are. `None` unless every word is loaded ([`Scope::All`]): a
+    /// word left out would come back as a new one.
+    pub fn updated(&self, more: &LexiconBuilder) -> Option<Lexicon> {
+        if self.counts.len() as u64 != self.total_words {
+            return None;
+        }
+        let mut counts = self.counts.clone();
+        let mut new: Vec<(&[u8], u64)> = Vec::new();
+        for e in more.table.iter().filter(|e| !e.stop) {
+            let bytes = &more.arena[e.start as usize..e.start as usize + e.len as usize];
+            match self.find(e.hash, bytes) {
+                Some(v) if v & STOP_FLAG == 0 => counts[v as usize] += e.count,
+                Some(_) => {}
+                None => new.push((bytes, e.count)),
+            }
+        }
+        new.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        let mut lex = Lexicon::empty(self.norm, self.stopwords.clone());
+        for id in 0..self.counts.len() as u32 {
+            lex.push_word(self.word_bytes(id), counts[id as usize]);
+        }
+        for (word, count) in new {
+            lex.push_word(word, count);
+        }
+        lex.total_words = lex.counts.len() as u64;
+        lex.fixed_ids = true;
+        lex.identity = lex.compute_identity();
+        lex.build_table();
+        Some(lex)
     }
 
     pub fn word_bytes(&self, id: u32) -> &[u8] {
@@ -419,8 +467,10 @@ impl Write for HashWriter<'_> {
 
 /// First eight bytes of a lexicon file.
 pub const LEXICON_MAGIC: &[u8; 8] = b"DGLEX\0\r\n";
-/// The lexicon format this build writes and reads.
-pub const LEXICON_VERSION: u16 = 1;
+/// The newest lexicon format this build writes and reads: version 1 holds
+/// words in decreasing order of count; version 2 adds a byte to the body
+/// saying the IDs were fixed by an earlier lexicon (so need not be).
+pub const LEXICON_VERSION: u16 = 2;
 
 /// Errors reading or writing a lexicon file; each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -429,7 +479,7 @@ pub enum LexiconError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a dupgram lexicon")]
     BadMagic { path: PathBuf },
-    #[error("{path}: lexicon format version {found}; this build reads version {LEXICON_VERSION}")]
+    #[error("{path}: lexicon format version {found}; this build reads versions 1 to {LEXICON_VERSION}")]
     Version { path: PathBuf, found: u16 },
     #[error("{path}: corrupt lexicon: {what}")]
     Corrupt { path: PathBuf, what: String },
@@ -437,7 +487,11 @@ pub enum LexiconError {
 
 /// Writes a lexicon file at `path` through a temporary name in the same
 /// directory, renamed when complete; returns the identity (hash of the body).
-fn save_file(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<u64, LexiconError> {
+fn save_file(
+    path: &Path,
+    version: u16,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<u64, LexiconError> {
     let io = |e| LexiconError::Io { path: path.to_owned(), source: e };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -451,7 +505,7 @@ fn save_file(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<(
     }
     let tmp = builder.tempfile_in(dir).map_err(io)?;
     let mut out = BufWriter::new(tmp.as_file());
-    let identity = write_file(&mut out, body).map_err(io)?;
+    let identity = write_file(&mut out, version, body).map_err(io)?;
     out.flush().map_err(io)?;
     drop(out);
     tmp.persist(path).map_err(|e| io(e.error))?;
@@ -459,10 +513,14 @@ fn save_file(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<(
 }
 
 /// Header, zstd-compressed body, identity; returns the identity.
-fn write_file(out: &mut dyn Write, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<u64> {
+fn write_file(
+    out: &mut dyn Write,
+    version: u16,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<u64> {
     let mut head = [0u8; 16];
     head[0..8].copy_from_slice(LEXICON_MAGIC);
-    head[8..10].copy_from_slice(&LEXICON_VERSION.to_le_bytes());
+    head[8..10].copy_from_slice(&version.to_le_bytes());
     out.write_all(&head)?;
     let mut hasher = Xxh3::new();
     let mut z = zstd::Encoder::new(&mut *out, 3)?;
@@ -495,6 +553,7 @@ fn write_body<'a>(
     norm: Normalization,
     stopwords: &[String],
     words: impl ExactSizeIterator<Item = (&'a [u8], u64)>,
+    fixed_ids: bool,
 ) -> std::io::Result<()> {
     let mode = match norm.mode {
         TokenMode::Words => 0u8,
@@ -502,6 +561,9 @@ fn write_body<'a>(
         TokenMode::Lines => 2,
     };
     out.write_all(&[mode, u8::from(norm.numbers_as_token), u8::from(norm.strip_markup)])?;
+    if fixed_ids {
+        out.write_all(&[1])?;
+    }
     write_varint(out, stopwords.len() as u64)?;
     for s in stopwords {
         write_varint(out, s.len() as u64)?;
@@ -523,17 +585,28 @@ impl Lexicon {
     /// magic "DGLEX\0\r\n" | version u16 LE | 0 u16 | 0 u32
     /// zstd frame of the body:
     ///   mode u8 (0 words, 1 raw, 2 lines) | numbers_as_token u8 | strip_markup u8
+    ///   version 2 only: fixed_ids u8 (1: IDs kept from an earlier lexicon, counts in no order)
     ///   stop words: varint count, then (varint length, bytes) each
     ///   words:      varint count, then (varint length, bytes, varint count) each, by ID
     /// identity u64 LE: XXH3-64 of the body, checked on load
     /// ```
     pub fn save(&self, path: &Path) -> Result<(), LexiconError> {
-        save_file(path, |out| self.write_body(out)).map(|_| ())
+        save_file(path, self.version(), |out| self.write_body(out)).map(|_| ())
+    }
+
+    /// Writes the lexicon file to `out`.
+    pub fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        write_file(out, self.version(), |body| self.write_body(body)).map(drop)
+    }
+
+    /// Frequency-ordered lexicons keep version 1, so their files stay what they were.
+    fn version(&self) -> u16 {
+        if self.fixed_ids { 2 } else { 1 }
     }
 
     fn write_body(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let words = (0..self.counts.len() as u32).map(|id| (self.word_bytes(id), self.counts[id as usize]));
-        write_body(out, self.norm, &self.stopwords, words)
+        write_body(out, self.norm, &self.stopwords, words, self.fixed_ids)
     }
 
     /// Reads a lexicon, keeping the words `scope` asks for in memory. The
@@ -557,13 +630,13 @@ impl Lexicon {
             return Err(LexiconError::BadMagic { path: path.to_owned() });
         }
         let version = u16::from_le_bytes([head[8], head[9]]);
-        if version != LEXICON_VERSION {
+        if !(1..=LEXICON_VERSION).contains(&version) {
             return Err(LexiconError::Version { path: path.to_owned(), found: version });
         }
         let mut z = zstd::Decoder::with_buffer(file).map_err(io)?.single_frame();
         let mut hasher = Xxh3::new();
         let mut body = HashingReader { inner: &mut z, hasher: &mut hasher };
-        let lex = read_body(&mut body, scope).map_err(|e| match e.kind() {
+        let lex = read_body(&mut body, scope, version).map_err(|e| match e.kind() {
             std::io::ErrorKind::InvalidData => corrupt(&e.to_string()),
             _ => io(e),
         })?;
@@ -586,7 +659,7 @@ impl Lexicon {
     }
 }
 
-fn read_body(r: &mut impl Read, scope: Scope) -> std::io::Result<Lexicon> {
+fn read_body(r: &mut impl Read, scope: Scope, version: u16) -> std::io::Result<Lexicon> {
     let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
     let mut flags = [0u8; 3];
     r.read_exact(&mut flags)?;
@@ -597,6 +670,11 @@ fn read_body(r: &mut impl Read, scope: Scope) -> std::io::Result<Lexicon> {
         _ => return Err(bad("unknown token mode")),
     };
     let norm = Normalization { mode, numbers_as_token: flags[1] == 1, strip_markup: flags[2] == 1 };
+    let mut fixed_ids = [0u8];
+    if version >= 2 {
+        r.read_exact(&mut fixed_ids)?;
+    }
+    let fixed_ids = fixed_ids[0] == 1;
     let stop_count = read_varint(r)?;
     let mut stopwords = Vec::new();
     let mut buf = Vec::new();
@@ -607,11 +685,15 @@ fn read_body(r: &mut impl Read, scope: Scope) -> std::io::Result<Lexicon> {
     let words = read_varint(r)?;
     let mut lex = Lexicon::empty(norm, stopwords);
     lex.total_words = words;
+    lex.fixed_ids = fixed_ids;
+    // IDs fixed by an earlier lexicon: every word is kept, since leaving out
+    // the rare ones would renumber the rest.
+    let scope = if fixed_ids { Scope::All } else { scope };
     let mut last_count = u64::MAX;
     for _ in 0..words {
         read_string(r, &mut buf)?;
         let count = read_varint(r)?;
-        if count > last_count || count == 0 {
+        if (count > last_count && !fixed_ids) || count == 0 {
             return Err(bad("words are not in decreasing frequency order"));
         }
         last_count = count;

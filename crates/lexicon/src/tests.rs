@@ -132,3 +132,37 @@ fn builder_writes_the_same_file_as_the_lexicon() {
     assert_eq!(identity, lex.identity());
     assert_eq!(bytes, std::fs::read(dir.path().join("a")).unwrap());
 }
+
+#[test]
+fn updated_lexicons_keep_ids_and_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = build(&["b a c a b a d"], &["the"], 0);
+    let mut day = LexiconBuilder::new(["the".to_string()]);
+    for w in "d d e f f f the a".split(' ') {
+        day.add(w);
+    }
+    let updated = base.updated(&day).unwrap();
+    let words: Vec<&str> = (0..updated.len() as u32).map(|i| updated.word(i)).collect();
+    assert_eq!(words, ["a", "b", "c", "d", "f", "e"], "old IDs kept, new words after them");
+    let counts: Vec<u64> = (0..updated.len() as u32).map(|i| updated.count(i)).collect();
+    assert_eq!(counts, [4, 2, 1, 3, 3, 1]);
+    assert!(updated.has_fixed_ids());
+    assert_eq!(updated.repeated_len(), 4);
+    assert_eq!(updated.lookup("the"), Lookup::Stop);
+
+    let path = dir.path().join("u.lex");
+    updated.save(&path).unwrap();
+    let head = std::fs::read(&path).unwrap();
+    assert_eq!(u16::from_le_bytes([head[8], head[9]]), 2, "fixed IDs need format version 2");
+    // Scope::Repeated cannot drop words without renumbering: all are kept.
+    let loaded = Lexicon::load(&path, Scope::Repeated).unwrap();
+    assert_eq!(loaded.identity(), updated.identity());
+    assert_eq!(loaded.len(), 6);
+    assert_eq!(loaded.lookup("e"), Lookup::Id(5));
+    // A lexicon loaded in part cannot be updated: its rare words would come back as new.
+    let base_path = dir.path().join("b.lex");
+    base.save(&base_path).unwrap();
+    let head = std::fs::read(&base_path).unwrap();
+    assert_eq!(u16::from_le_bytes([head[8], head[9]]), 1, "frequency-ordered lexicons stay version 1");
+    assert!(Lexicon::load(&base_path, Scope::Repeated).unwrap().updated(&day).is_none());
+}

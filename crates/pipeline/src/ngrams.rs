@@ -254,7 +254,20 @@ impl<'a> Passes<'a> {
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        self.job.merge_pass(runs, entries, lexicon, stats, emit)
+        self.job.merge_pass(runs, entries, lexicon, self.job.config.min_count, stats, emit)
+    }
+
+    /// [`merge`](Self::merge), handing every n-gram to `emit`, unique ones
+    /// too: for keeping the count of every n-gram of a corpus.
+    pub fn merge_every(
+        &self,
+        runs: Vec<RunFile>,
+        entries: u64,
+        lexicon: &Lexicon,
+        stats: &mut NgramStats,
+        emit: &mut Emit,
+    ) -> Result<(), PipelineError> {
+        self.job.merge_pass(runs, entries, lexicon, 1, stats, emit)
     }
 }
 
@@ -380,7 +393,7 @@ impl Job<'_> {
 
         let t = Instant::now();
         let runs = counted.runs.into_iter().map(|(_, run)| run).collect();
-        self.merge_pass(runs, counted.entries, &lexicon, stats, emit)?;
+        self.merge_pass(runs, counted.entries, &lexicon, config.min_count, stats, emit)?;
         stats.seconds.merge = t.elapsed().as_secs_f64();
         stats.distinct_ngrams = stats.ngrams - stats.duplicate_occurrences + stats.duplicate_types;
         stats.bytes_spilled += stats.run_bytes + stats.merge_bytes;
@@ -649,6 +662,7 @@ impl Job<'_> {
         runs: Vec<RunFile>,
         entries: u64,
         lexicon: &Lexicon,
+        min_count: u64,
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
@@ -679,7 +693,7 @@ impl Job<'_> {
                 Ok(())
             });
             let mut sink = DupFilter {
-                min_count: self.config.min_count,
+                min_count,
                 batch: DupBatch::default(),
                 full: full_tx,
                 free: free_rx,

@@ -1,0 +1,323 @@
+//! `dupgram update`: a day's documents added to a job that keeps its state.
+//!
+//! The state of a job planned with `--keep-state` is the count of every
+//! n-gram of its corpus, unique ones too, as one run per bucket, with the
+//! lexicon of their IDs: `state/gen-NNNN/` (generation 0 written by the
+//! job's `finish`, each update writing the next). An update
+//!
+//! 1. counts the new documents' words and extends the lexicon — known words
+//!    keep their IDs, new words get the next ones ([`Lexicon::updated`]);
+//! 2. counts the new documents' n-grams into runs, cut by the job's buckets
+//!    (new words have the highest IDs, so their n-grams fall in the last);
+//! 3. per bucket, merges the day's runs and walks the stored state beside
+//!    them once, writing the next state and reporting every n-gram whose
+//!    count reaches `--min-count` today.
+//!
+//! Its cost is the new data plus one sequential read (and write) of the
+//! state; the old corpus is not read again. The next generation is built
+//! under a temporary name, renamed, and recorded in `tasks/update-NNNN.json`;
+//! until then the previous one stands, so an update killed midway leaves the
+//! state as it was and can simply be run again.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use dupgram_lexicon::{Lexicon, Scope};
+use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
+use dupgram_pipeline::{Control, NgramConfig, NgramStats, Passes, PipelineError, RunFile, peak_rss};
+use dupgram_runs::{RunHeader, RunReader, RunWriter};
+use serde::{Deserialize, Serialize};
+
+use crate::record::{read_record, write_record};
+use crate::{ClusterError, InputFile, JobPlan, WorkDir};
+
+/// The directory of state generation `generation`, in the work directory.
+pub(crate) fn generation_dir(generation: u32) -> String {
+    format!("state/gen-{generation:04}")
+}
+
+/// Where an update's reports go.
+#[derive(Debug, Clone, Default)]
+pub struct UpdateOutputs {
+    /// N-grams whose count reached `--min-count` with the new documents, with their counts.
+    pub newly_duplicated: Option<PathBuf>,
+    /// Every n-gram of the grown corpus counted at least `--min-count` times.
+    pub all_duplicated: Option<PathBuf>,
+}
+
+/// What an update did, as printed and recorded.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct UpdateStats {
+    /// The state generation written.
+    pub generation: u32,
+    pub inputs: Vec<InputFile>,
+    /// Reading and counting the new documents.
+    pub count: NgramStats,
+    pub new_words: u64,
+    /// Distinct n-grams of the whole corpus, before and after.
+    pub ngrams_before: u64,
+    pub ngrams_after: u64,
+    /// N-grams counted at least `--min-count` times now, and those of them that were not before.
+    pub duplicated: u64,
+    pub newly_duplicated: u64,
+    pub state_bytes: u64,
+    pub seconds: f64,
+    pub peak_rss: u64,
+}
+
+/// Adds `inputs` to the job in `work`. `config` is the job's configuration.
+pub fn update(
+    work: &WorkDir,
+    plan: &JobPlan,
+    config: &NgramConfig,
+    control: &Control,
+    inputs: &[PathBuf],
+    outputs: &UpdateOutputs,
+) -> Result<UpdateStats, ClusterError> {
+    let started = Instant::now();
+    if !plan.keep_state {
+        return Err(ClusterError::Plan(
+            "this job keeps no state to update: plan it with --keep-state (the count of every n-gram)".into(),
+        ));
+    }
+    let current = current_generation(work)?;
+    let state = work.path(&generation_dir(current));
+    if !state.is_dir() {
+        return Err(ClusterError::NotReady { task: "update".into(), needs: "finish".into() });
+    }
+    let identities = inputs.iter().map(|p| InputFile::of(p)).collect::<Result<Vec<_>, _>>()?;
+    refuse_known(work, plan, current, &identities)?;
+
+    let next = current + 1;
+    let scratch = fresh_generation(work, next)?;
+    let old = Lexicon::load(&state.join("lexicon.lex"), Scope::All)?;
+    // The stop words stay those of the job: changing them would change every n-gram.
+    let day_config = NgramConfig {
+        inputs: identities.iter().map(|i| dupgram_corpus::Input::Path(i.path.clone())).collect(),
+        stopwords: old.stopwords().to_vec(),
+        stop_top: 0,
+        sieve: false,
+        ..config.clone()
+    };
+    let passes = Passes::new(&day_config, control, scratch.path())?;
+    let mut stats = UpdateStats { generation: next, inputs: identities, ..UpdateStats::default() };
+    let t = Instant::now();
+    let (words, _) = passes.count_words(&day_config.inputs, None, &mut stats.count)?;
+    stats.count.seconds.lexicon = t.elapsed().as_secs_f64();
+    let lexicon = old.updated(&words).ok_or_else(|| ClusterError::corrupt(&state, "lexicon not fully loaded"))?;
+    stats.new_words = (lexicon.len() - old.len()) as u64;
+    let (day_tokens, day_documents) = (words.tokens(), stats.count.documents);
+    drop(words);
+    lexicon.save(&scratch.path().join("lexicon.lex"))?;
+
+    let t = Instant::now();
+    let bounds = bucket_bounds(work)?;
+    let counted = passes.count_ngrams(&day_config.inputs, &lexicon, None, &bounds, &mut stats.count)?;
+    stats.count.seconds.count = t.elapsed().as_secs_f64();
+    if counted.tokens != day_tokens || counted.documents != day_documents {
+        return Err(PipelineError::Changed(format!(
+            "the new documents were read twice with different results ({day_documents} documents and {day_tokens} tokens, then {} and {})",
+            counted.documents, counted.tokens
+        ))
+        .into());
+    }
+
+    let mut newly = DupTsvWriter::new(OutputFile::create(outputs.newly_duplicated.as_deref())?);
+    let mut all =
+        outputs.all_duplicated.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?.map(DupTsvWriter::new);
+    let t = Instant::now();
+    let old_header = RunHeader::counts(config.n as u8, old.identity());
+    let new_header = RunHeader::counts(config.n as u8, lexicon.identity());
+    for bucket in 0..plan.buckets {
+        let runs: Vec<RunFile> =
+            counted.runs.iter().filter(|(b, _)| *b == bucket).map(|(_, run)| run.clone()).collect();
+        let mut walk = StateWalk {
+            old: RunReader::open(&state.join(bucket_file(bucket)))?,
+            old_live: false,
+            next: RunWriter::create(&scratch.path().join(bucket_file(bucket)), new_header)?,
+            min_count: config.min_count,
+            tally: Tally::default(),
+        };
+        walk.old.expect_header(old_header)?;
+        walk.old_live = walk.old.advance()?;
+        passes.merge_every(runs, counted.entries, &lexicon, &mut stats.count, &mut |lexicon, ids, count| {
+            walk.add(lexicon, ids, count, &mut newly, all.as_mut())
+        })?;
+        walk.add_rest(&lexicon, &mut newly, all.as_mut())?;
+        let (_, summary) = walk.next.finish()?;
+        stats.state_bytes += summary.bytes;
+        stats.ngrams_before += walk.tally.before;
+        stats.ngrams_after += walk.tally.after;
+        stats.duplicated += walk.tally.duplicated;
+        stats.newly_duplicated += walk.tally.newly;
+    }
+    stats.count.seconds.merge = t.elapsed().as_secs_f64();
+    // Reports first: if the state cannot be committed, running again rewrites them the same.
+    newly.finish()?;
+    if let Some(all) = all {
+        all.finish()?;
+    }
+    commit(work, scratch, current, next)?;
+    stats.seconds = started.elapsed().as_secs_f64();
+    stats.peak_rss = peak_rss().unwrap_or(0);
+    write_record(&update_record(work, next), &stats)?;
+    // The previous generation is no longer needed once the next is recorded.
+    let _ = std::fs::remove_dir_all(&state);
+    Ok(stats)
+}
+
+fn bucket_file(bucket: usize) -> String {
+    format!("bucket-{bucket:04}.dgr")
+}
+
+fn update_record(work: &WorkDir, generation: u32) -> PathBuf {
+    work.path(&format!("tasks/update-{generation:04}.json"))
+}
+
+/// The newest recorded generation: 0 (the job's own) until an update is recorded.
+fn current_generation(work: &WorkDir) -> Result<u32, ClusterError> {
+    let mut generation = 0;
+    while update_record(work, generation + 1).exists() {
+        generation += 1;
+    }
+    Ok(generation)
+}
+
+/// Refuses files the job has counted already: counting them twice would double their n-grams.
+fn refuse_known(work: &WorkDir, plan: &JobPlan, current: u32, new: &[InputFile]) -> Result<(), ClusterError> {
+    let mut known: Vec<InputFile> = plan.inputs.clone();
+    for generation in 1..=current {
+        let earlier: UpdateStats = read_record(&update_record(work, generation))?;
+        known.extend(earlier.inputs);
+    }
+    for (i, input) in new.iter().enumerate() {
+        let same = |k: &InputFile| k.size == input.size && k.sample == input.sample;
+        if known.iter().any(same) || new[..i].iter().any(same) {
+            return Err(ClusterError::Plan(format!(
+                "{}: the job has counted this file already (same size and content); refusing to count it twice",
+                input.path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A temporary directory for the next generation, after removing what a
+/// killed update left (a temporary directory, or one renamed but never recorded).
+fn fresh_generation(work: &WorkDir, next: u32) -> Result<tempfile::TempDir, ClusterError> {
+    let state = work.path("state");
+    let name = format!("gen-{next:04}");
+    for entry in std::fs::read_dir(&state).map_err(|e| ClusterError::io(&state, e))?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&name) {
+            std::fs::remove_dir_all(entry.path()).map_err(|e| ClusterError::io(entry.path(), e))?;
+        }
+    }
+    tempfile::Builder::new().prefix(&format!("{name}.tmp")).tempdir_in(&state).map_err(|e| ClusterError::io(&state, e))
+}
+
+fn commit(work: &WorkDir, scratch: tempfile::TempDir, current: u32, next: u32) -> Result<(), ClusterError> {
+    let target = work.path(&generation_dir(next));
+    debug_assert_eq!(next, current + 1);
+    // The count pass's runs are not part of the state.
+    for entry in std::fs::read_dir(scratch.path()).map_err(|e| ClusterError::io(scratch.path(), e))?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("run-") || name.starts_with("merge-") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    let kept = scratch.keep();
+    std::fs::rename(&kept, &target).map_err(|e| ClusterError::io(&target, e))
+}
+
+/// The job's buckets, from its vocab task.
+fn bucket_bounds(work: &WorkDir) -> Result<Vec<u32>, ClusterError> {
+    #[derive(Deserialize)]
+    struct Bounds {
+        bounds: Vec<u32>,
+    }
+    let record: Bounds = read_record(&work.path("tasks/vocab.json"))?;
+    Ok(record.bounds)
+}
+
+/// Distinct n-grams of one bucket, before and after, and those counted often enough.
+#[derive(Debug, Default)]
+struct Tally {
+    before: u64,
+    after: u64,
+    duplicated: u64,
+    newly: u64,
+}
+
+/// The stored state of one bucket, walked beside the day's merged n-grams.
+struct StateWalk {
+    old: RunReader<std::fs::File>,
+    old_live: bool,
+    next: RunWriter<std::io::BufWriter<std::fs::File>>,
+    min_count: u64,
+    tally: Tally,
+}
+
+impl StateWalk {
+    /// A day's n-gram (in increasing order): the stored ones before it are
+    /// copied, its stored count (if any) added.
+    fn add(
+        &mut self,
+        lexicon: &Lexicon,
+        ids: &[u32],
+        count: u64,
+        newly: &mut DupTsvWriter,
+        mut all: Option<&mut DupTsvWriter>,
+    ) -> Result<(), PipelineError> {
+        let mut before = 0;
+        while self.old_live && self.old.ngram() <= ids {
+            if self.old.ngram() == ids {
+                before = self.old.count();
+            } else {
+                let (old_ids, old_count) = (self.old.ngram().to_vec(), self.old.count());
+                self.keep(lexicon, &old_ids, old_count, old_count, newly, all.as_deref_mut())?;
+            }
+            self.old_live = self.old.advance()?;
+        }
+        self.keep(lexicon, ids, before, before + count, newly, all)
+    }
+
+    /// The stored n-grams after the day's last.
+    fn add_rest(
+        &mut self,
+        lexicon: &Lexicon,
+        newly: &mut DupTsvWriter,
+        mut all: Option<&mut DupTsvWriter>,
+    ) -> Result<(), PipelineError> {
+        while self.old_live {
+            let (ids, count) = (self.old.ngram().to_vec(), self.old.count());
+            self.keep(lexicon, &ids, count, count, newly, all.as_deref_mut())?;
+            self.old_live = self.old.advance()?;
+        }
+        Ok(())
+    }
+
+    fn keep(
+        &mut self,
+        lexicon: &Lexicon,
+        ids: &[u32],
+        before: u64,
+        after: u64,
+        newly: &mut DupTsvWriter,
+        all: Option<&mut DupTsvWriter>,
+    ) -> Result<(), PipelineError> {
+        self.next.push(ids, after)?;
+        self.tally.before += u64::from(before > 0);
+        self.tally.after += 1;
+        if after >= self.min_count {
+            self.tally.duplicated += 1;
+            if let Some(all) = all {
+                all.write(lexicon, ids, after)?;
+            }
+            if before < self.min_count {
+                self.tally.newly += 1;
+                newly.write(lexicon, ids, after)?;
+            }
+        }
+        Ok(())
+    }
+}
