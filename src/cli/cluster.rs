@@ -279,7 +279,7 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
         work.path("slurm").display()
     );
     if let Job::Ngrams(a) = &job {
-        ngrams::report(a, &stage.summary()?, outputs.lexicon.as_deref())?;
+        job_summary(a, &stage, plan_tasks(&plan), outputs.lexicon.as_deref())?;
     }
     Ok(())
 }
@@ -370,6 +370,19 @@ fn update_summary(s: &dupgram_cluster::UpdateStats, min_count: u64) -> String {
     out
 }
 
+fn plan_tasks(plan: &JobPlan) -> usize {
+    TaskId::all(plan).len()
+}
+
+/// The one-machine summary of a finished `ngrams` job, and what its tasks cost.
+fn job_summary(job: &NgramsArgs, stage: &Stage, tasks: usize, lexicon: Option<&std::path::Path>) -> anyhow::Result<()> {
+    ngrams::report(job, &stage.summary()?, lexicon)?;
+    if !job.resources.quiet {
+        eprintln!("  {:<24}{tasks}, {:.2} s of CPU in all", "tasks", stage.cpu_seconds()?);
+    }
+    Ok(())
+}
+
 /// The options the job was planned with, from its stored command line.
 fn planned_job(plan: &JobPlan) -> anyhow::Result<Job> {
     let cli = super::Cli::try_parse_from(&plan.argv)
@@ -411,7 +424,7 @@ fn run_tasks(
             TaskOutcome::AlreadyDone => eprintln!("  {:<14} already done", task.name()),
         }
         if let (TaskId::Finish, TaskOutcome::Ran, Job::Ngrams(a)) = (task, outcome, job) {
-            ngrams::report(a, &stage.summary()?, outputs.lexicon.as_deref())?;
+            job_summary(a, &stage, plan_tasks(plan), outputs.lexicon.as_deref())?;
         }
     }
     Ok(())

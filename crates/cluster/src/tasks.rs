@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Scope};
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
-use dupgram_pipeline::{Control, NgramConfig, NgramStats, Passes, PipelineError, RunFile, Sieve, peak_rss};
+use dupgram_pipeline::{
+    Control, NgramConfig, NgramStats, Passes, PipelineError, RunFile, Sieve, cpu_seconds, peak_rss,
+};
 use dupgram_runs::{RunHeader, RunWriter};
 use serde::{Deserialize, Serialize};
 
@@ -85,6 +87,9 @@ struct TaskRecord {
     /// Map: the runs written, and their entries in all.
     runs: Vec<RunEntry>,
     entries: u64,
+    /// CPU seconds the task took, all threads.
+    #[serde(default)]
+    cpu: f64,
 }
 
 /// Runs the tasks of one job.
@@ -124,6 +129,7 @@ impl<'a> Stage<'a> {
             return Ok(TaskOutcome::AlreadyDone);
         }
         let started = Instant::now();
+        let cpu = cpu_seconds().unwrap_or(0.0);
         let mut record = match task {
             TaskId::Lexicon(shard) => self.lexicon(shard)?,
             TaskId::Vocab => self.vocab()?,
@@ -133,6 +139,7 @@ impl<'a> Stage<'a> {
             TaskId::Pairs => return Err(ClusterError::Plan("the pairs task is run with Stage::run_outside".into())),
         };
         record.task = task.name();
+        record.cpu = cpu_seconds().unwrap_or(0.0) - cpu;
         record.stats.seconds.total = started.elapsed().as_secs_f64();
         record.stats.peak_rss = peak_rss().unwrap_or(0);
         write_record(&self.record_path(task), &record)?;
@@ -154,13 +161,23 @@ impl<'a> Stage<'a> {
             return Ok(TaskOutcome::AlreadyDone);
         }
         self.record(TaskId::Finish, task)?;
-        let started = Instant::now();
+        let (started, cpu) = (Instant::now(), cpu_seconds().unwrap_or(0.0));
         work()?;
         let mut stats = NgramStats::default();
         stats.seconds.total = started.elapsed().as_secs_f64();
         stats.peak_rss = peak_rss().unwrap_or(0);
-        write_record(&self.record_path(task), &TaskRecord { task: task.name(), stats, ..Default::default() })?;
+        let cpu = cpu_seconds().unwrap_or(0.0) - cpu;
+        write_record(&self.record_path(task), &TaskRecord { task: task.name(), stats, cpu, ..Default::default() })?;
         Ok(TaskOutcome::Ran)
+    }
+
+    /// CPU seconds of every finished task, added up.
+    pub fn cpu_seconds(&self) -> Result<f64, ClusterError> {
+        let mut total = 0.0;
+        for task in TaskId::all(self.plan).into_iter().filter(|t| self.finished(*t)) {
+            total += self.record(task, task)?.cpu;
+        }
+        Ok(total)
     }
 
     /// Whether `task` has recorded itself as finished.

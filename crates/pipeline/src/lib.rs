@@ -37,7 +37,7 @@ pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
 pub use error::PipelineError;
 pub use index::{DupsInput, IndexStats};
-pub use memory::{MemoryPlan, ZstdNeed, human_bytes, parse_bytes, peak_rss, tune_allocator};
+pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
 pub use pairs::{PairsConfig, PairsSink, PairsStats, find_pairs};
 

@@ -57,6 +57,16 @@ pub fn peak_rss() -> Option<u64> {
     status_bytes("VmHWM:")
 }
 
+/// CPU time of the whole process so far (user and system, all threads), in seconds.
+pub fn cpu_seconds() -> Option<f64> {
+    // SAFETY: `rusage` is plain integers, for which all-zero bytes are a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we pass and reads nothing else.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0;
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    ok.then(|| seconds(usage.ru_utime) + seconds(usage.ru_stime))
+}
+
 /// Keeps glibc's allocator from holding on to freed memory: large blocks are
 /// always mapped and returned on free (instead of the threshold creeping up
 /// after the first big free), and threads share two arenas rather than one
@@ -164,6 +174,18 @@ impl MemoryPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_time_grows_with_work() {
+        let before = cpu_seconds().unwrap();
+        let mut x = 1u64;
+        let started = std::time::Instant::now();
+        while started.elapsed().as_millis() < 50 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let after = cpu_seconds().unwrap();
+        assert!(after > before + 0.02, "{before} → {after}");
+    }
 
     #[test]
     fn sizes_parse() {
