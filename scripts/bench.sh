@@ -6,12 +6,14 @@
 #   scripts/bench.sh                      # 1M, 10M and 100M generated tokens + the real corpora
 #   scripts/bench.sh --sizes 1M,10M       # smaller
 #   scripts/bench.sh --runs 3 --no-sort   # more repeats; skip the sort | uniq baseline
-#   scripts/bench.sh --only pairs         # one section: ngrams, memory or pairs
+#   scripts/bench.sh --only pairs         # one section: ngrams, memory, pairs or dedup
+#   scripts/bench.sh --only pairs --sizes 100M --lsh-size 10M   # LSH recall on a smaller corpus
 #
 # Baselines:
 #   sort   awk n-gram lines | LC_ALL=C sort -S <same memory> | uniq -cd   (exact)
 #   hash   dupgram-hashcount: 64-bit n-gram fingerprints in a hash map   (approximate; memory grows)
 #   lsh    MinHash-LSH (datasketch, from PyPI, installed in a venv under the bench directory)
+#   onion  dupgram-onion: Onion's in-memory algorithm, 64-bit n-gram hashes in a hash set (memory grows)
 # Tokenisation: dupgram's default (Unicode words, case-folded); the awk
 # baseline lower-cases and splits at non-alphanumerics, the same on ASCII text.
 set -euo pipefail
@@ -23,6 +25,7 @@ n=10
 memory=1G
 with_sort=1
 only=all
+lsh_size=
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
@@ -31,7 +34,8 @@ while [ $# -gt 0 ]; do
     -n) n=$2; shift 2 ;;
     --no-sort) with_sort=0; shift ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --lsh-size) lsh_size=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -42,10 +46,20 @@ cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p dupgram -p d
 bin=$here/target/release
 awk_bin=$(command -v mawk || command -v awk)
 sort_mem=$(echo "$memory" | sed 's/[Bb]$//')
+section() { [ "$only" = all ] || [ "$only" = "$1" ]; }
 
-# --- corpora -----------------------------------------------------------------
+# 10M → 10000000 (k, M, G suffixes, as dupgram-gen reads them).
+count() { awk -v s="$1" 'BEGIN { m = 1; u = toupper(substr(s, length(s)))
+  if (u == "K") m = 1e3; else if (u == "M") m = 1e6; else if (u == "G") m = 1e9
+  if (m > 1) s = substr(s, 1, length(s) - 1); printf "%d\n", s * m }'; }
+# The sizes asked for, smallest first.
+sizes_sorted() { for s in ${sizes//,/ }; do echo "$(count "$s") $s"; done | sort -n | awk '{ print $2 }'; }
+
+# --- corpora (for the ngrams and memory sections) ------------------------------
 corpora=()
-for size in ${sizes//,/ }; do
+gen_sizes=$sizes
+section ngrams || section memory || gen_sizes=
+for size in ${gen_sizes//,/ }; do
   base=$work/gen-$size
   if [ ! -s "$base.jsonl.zst" ]; then
     echo "generating $size tokens..." >&2
@@ -54,6 +68,7 @@ for size in ${sizes//,/ }; do
   corpora+=("$base")
 done
 for real in reuters21578 20newsgroups; do
+  section ngrams || section memory || break
   src=$here/../shared/corpora/$real.jsonl.zst
   if [ -f "$src" ]; then
     corpora+=("$work/$real")
@@ -92,10 +107,10 @@ watch_dir() {
 }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+maximum() { sort -g | tail -n 1; }
 
 table=$work/results.md
 : > "$table"
-section() { [ "$only" = all ] || [ "$only" = "$1" ]; }
 
 section ngrams && {
   echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS | spill / input byte (stored, text) | wall vs dupgram |"
@@ -179,34 +194,113 @@ fi
 
 # --- pairs: dupgram pairs against MinHash-LSH ---------------------------------
 # News-like generated text with 20 % near copies (plus 2 % exact copies and 5 %
-# documents reusing a passage), at the largest size asked for.
+# documents reusing a passage), at the largest size asked for. The LSH
+# baseline runs on the same corpus, or with --lsh-size on a smaller one (and
+# dupgram runs there too, so the recall compares the two on one corpus).
+json_field() { python3 -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 if section pairs; then
-  size=${sizes##*,}
-  base=$work/news-$size
-  if [ ! -s "$base.jsonl.zst" ]; then
-    echo "generating $size tokens with 20 % near copies..." >&2
-    "$bin/dupgram-gen" --tokens "$size" --seed 2 --exact 0.02 --near 0.2 --passages 0.05 | zstd -q -T2 -f -o "$base.jsonl.zst"
-  fi
+  size=$(sizes_sorted | tail -n 1)
+  lsh_size=${lsh_size:-$size}
   venv=$work/venv
-  if [ ! -x "$venv/bin/python" ]; then
+  if ! "$venv/bin/python" -c 'import datasketch' 2> /dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet datasketch
   fi
   pairs_mem=2G
-  read -r p_wall p_rss < <(measure "$bin/dupgram" pairs "$base.jsonl.zst" -n 5 --memory "$pairs_mem" -q -o "$work/pairs.tsv" --clusters "$work/clusters.tsv" --stats-json "$work/pairs.json")
-  p_pairs=$(( $(wc -l < "$work/pairs.tsv") - 1 ))
-  p_tokens=$(python3 -c "import json; print(json.load(open('$work/pairs.json'))['tokens'])")
-  p_high=$(awk -F'\t' 'NR > 1 && $3 >= 0.8' "$work/pairs.tsv" | wc -l)
-  read -r l_wall l_rss < <(measure "$venv/bin/python" "$here/scripts/minhash_lsh.py" "$base.jsonl.zst" -n 5 --threshold 0.5 --pairs "$work/lsh.tsv")
-  l_pairs=$(wc -l < "$work/lsh.tsv")
-  recall=$("$venv/bin/python" "$here/scripts/minhash_lsh.py" --recall "$work/pairs.tsv" "$work/lsh.tsv" --min-sscr 0.8 | awk '$1 == "recall" { print $2 }')
   {
     echo
-    echo "| corpus | tokens | tool | wall | peak RSS | pairs found | pairs with SSCR ≥ 0.8 found |"
-    echo "|---|---:|---|---:|---:|---:|---:|"
-    echo "| news-$size | $p_tokens | dupgram pairs -n 5 --memory $pairs_mem (both passes) | $p_wall s | $(( p_rss / 1024 )) MiB | $p_pairs (all, exact scores) | $p_high (all of them) |"
-    echo "| news-$size | $p_tokens | MinHash-LSH, 128 permutations, Jaccard ≥ 0.5 | $l_wall s | $(( l_rss / 1024 )) MiB | $l_pairs (candidates) | recall $recall |"
+    echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS (max) | pairs found | pairs with SSCR ≥ 0.8 |"
+    echo "|---|---:|---|---:|---:|---:|---:|---:|"
   } >> "$table"
+  for s in $(printf '%s\n' "$size" "$lsh_size" | awk '!seen[$0]++'); do
+    base=$work/news-$s
+    if [ ! -s "$base.jsonl.zst" ]; then
+      echo "generating $s tokens with 20 % near copies..." >&2
+      "$bin/dupgram-gen" --tokens "$s" --seed 2 --exact 0.02 --near 0.2 --passages 0.05 | zstd -q -T2 -f -o "$base.jsonl.zst"
+    fi
+    r=$runs; [ "$r" = 0 ] && r=3
+    times=(); rss_all=()
+    for _ in $(seq "$r"); do
+      read -r wall rss < <(measure "$bin/dupgram" pairs "$base.jsonl.zst" -n 5 --memory "$pairs_mem" -q -o "$work/pairs-$s.tsv" --clusters "$work/clusters-$s.tsv" --stats-json "$work/pairs-$s.json")
+      times+=("$wall"); rss_all+=("$rss")
+    done
+    p_wall=$(printf '%s\n' "${times[@]}" | median)
+    p_rss=$(printf '%s\n' "${rss_all[@]}" | maximum)
+    p_pairs=$(( $(wc -l < "$work/pairs-$s.tsv") - 1 ))
+    p_tokens=$(json_field "$work/pairs-$s.json" tokens)
+    p_high=$(awk -F'\t' 'NR > 1 && $3 >= 0.8' "$work/pairs-$s.tsv" | wc -l)
+    printf '| news-%s | %s | dupgram pairs -n 5 --memory %s (both passes) | %.2f s | %.2f | %s MiB | %s (all, exact scores) | %s |\n' \
+      "$s" "$p_tokens" "$pairs_mem" "$p_wall" "$(python3 -c "print($p_tokens / $p_wall / 1e6)")" "$(( p_rss / 1024 ))" \
+      "$p_pairs" "$p_high" >> "$table"
+    echo "pairs news-$s: dupgram walls ${times[*]}" >&2
+  done
+  # MinHash-LSH, in Python: minutes long, so one run unless --runs says otherwise.
+  base=$work/news-$lsh_size
+  r=$runs; [ "$r" = 0 ] && r=1
+  times=(); rss_all=()
+  for _ in $(seq "$r"); do
+    read -r wall rss < <(measure "$venv/bin/python" "$here/scripts/minhash_lsh.py" "$base.jsonl.zst" -n 5 --threshold 0.5 --pairs "$work/lsh-$lsh_size.tsv")
+    times+=("$wall"); rss_all+=("$rss")
+  done
+  l_wall=$(printf '%s\n' "${times[@]}" | median)
+  l_rss=$(printf '%s\n' "${rss_all[@]}" | maximum)
+  l_pairs=$(wc -l < "$work/lsh-$lsh_size.tsv")
+  l_tokens=$(json_field "$work/pairs-$lsh_size.json" tokens)
+  read -r wanted hit recall < <("$venv/bin/python" "$here/scripts/minhash_lsh.py" --recall "$work/pairs-$lsh_size.tsv" "$work/lsh-$lsh_size.tsv" --min-sscr 0.8 | awk '{ v[$1] = $2 } END { print v["dupgram_pairs"], v["found_by_lsh"], v["recall"] }')
+  printf '| news-%s | %s | MinHash-LSH (datasketch), 128 permutations, Jaccard ≥ 0.5 | %.2f s | %.2f | %s MiB | %s (candidates) | %s of dupgram'"'"'s %s (recall %s) |\n' \
+    "$lsh_size" "$l_tokens" "$l_wall" "$(python3 -c "print($l_tokens / $l_wall / 1e6)")" "$(( l_rss / 1024 ))" \
+    "$l_pairs" "$hit" "$wanted" "$recall" >> "$table"
+  echo "pairs news-$lsh_size: LSH walls ${times[*]}" >&2
+fi
+
+# --- dedup: dupgram dedup against Onion's in-memory algorithm -----------------
+# Generated vertical corpora (seed 1, <p> every 40 tokens) at the two largest
+# sizes asked for, so memory is seen at sizes 10× apart. Paragraphs, n = 7,
+# threshold 0.5, no smoothing (the baseline has none); runs of the two tools
+# alternate. Both write the marked corpus (1/0 before every line); "marks that
+# differ" counts paragraphs (<p> lines) marked differently.
+if section dedup; then
+  dedup_mem=1G
+  {
+    echo
+    echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS (max) | paragraphs removed | marks that differ | wall vs dupgram |"
+    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
+  } >> "$table"
+  for size in $(sizes_sorted | tail -n 2); do
+    vert=$work/gen-$size.vert.zst
+    if [ ! -s "$vert" ]; then
+      echo "generating $size tokens, vertical..." >&2
+      "$bin/dupgram-gen" --tokens "$size" --seed 1 --format vertical | zstd -q -T2 -f -o "$vert"
+    fi
+    r=$runs; [ "$r" = 0 ] && r=3
+    d_times=(); d_rss_all=(); o_times=(); o_rss_all=()
+    for _ in $(seq "$r"); do
+      read -r wall rss < <(measure "$bin/dupgram" dedup "$vert" --unit p -n 7 --threshold 0.5 --no-smoothing --memory "$dedup_mem" -q -o "$work/dedup.vert" --stats-json "$work/dedup.json")
+      d_times+=("$wall"); d_rss_all+=("$rss")
+      read -r wall rss < <(measure "$bin/dupgram-onion" "$vert" --unit p -n 7 --threshold 0.5 -o "$work/onion.vert")
+      o_times+=("$wall"); o_rss_all+=("$rss")
+    done
+    d_wall=$(printf '%s\n' "${d_times[@]}" | median)
+    o_wall=$(printf '%s\n' "${o_times[@]}" | median)
+    d_rss=$(printf '%s\n' "${d_rss_all[@]}" | maximum)
+    o_rss=$(printf '%s\n' "${o_rss_all[@]}" | maximum)
+    tokens=$(json_field "$work/dedup.json" tokens)
+    # Paragraphs removed by each, and paragraphs marked differently.
+    read -r d_removed o_removed differ < <(LC_ALL=C "$awk_bin" -v other="$work/onion.vert" '
+      { if ((getline o < other) <= 0) { print "-1 -1 -1"; bad = 1; exit } }
+      substr($0, 3, 2) == "<p" && substr($0, 5, 1) ~ /[ >]/ {
+        d = substr($0, 1, 1); b = substr(o, 1, 1); dr += d == "1"; br += b == "1"; diff += d != b }
+      END { if (!bad) print dr + 0, br + 0, diff + 0 }' "$work/dedup.vert")
+    cmp -s "$work/dedup.vert" "$work/onion.vert" && same="identical files" || same="files differ"
+    row() { # tool wall rss removed differ
+      printf '| gen-%s | %s | %s | %.2f s | %.2f | %s MiB | %s | %s | %s |\n' "$size" "$tokens" "$1" "$2" \
+        "$(python3 -c "print($tokens / $2 / 1e6)")" "$(( $3 / 1024 ))" "$4" "$5" \
+        "$(python3 -c "print(f'{$2 / $d_wall:.2f}×')")" >> "$table"
+    }
+    row "dupgram dedup --unit p -n 7 --no-smoothing --memory $dedup_mem" "$d_wall" "$d_rss" "$d_removed" "—"
+    row "Onion's algorithm in memory (dupgram-onion)" "$o_wall" "$o_rss" "$o_removed" "$differ ($same)"
+    echo "dedup gen-$size: dupgram walls ${d_times[*]}; onion walls ${o_times[*]}" >&2
+  done
 fi
 
 echo
