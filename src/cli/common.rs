@@ -198,6 +198,33 @@ impl ResourceArgs {
     }
 }
 
+/// The duplicate n-gram count the corpus options describe: n-grams of `n`
+/// words seen at least twice, with the sieve, the lexicon not kept. Each
+/// command adjusts what it needs.
+pub fn count_config(
+    input: &InputArgs,
+    tokens: &TokenArgs,
+    resources: &ResourceArgs,
+    n: usize,
+) -> anyhow::Result<dupgram_pipeline::NgramConfig> {
+    let norm = tokens.normalization(input.is_vertical());
+    Ok(dupgram_pipeline::NgramConfig {
+        inputs: input.inputs()?,
+        read: input.read_options(),
+        norm,
+        stopwords: tokens.stopwords(norm)?,
+        stop_top: tokens.stop_top,
+        n,
+        min_count: 2,
+        memory: resources.memory,
+        threads: resources.threads()?,
+        tmp_dir: resources.tmp_dir()?,
+        sieve: true,
+        lexicon_dir: None,
+        limits: dupgram_pipeline::Limits::default(),
+    })
+}
+
 /// `path` with `suffix` appended to its file name.
 pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();

@@ -4,11 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use dupgram_pipeline::output::OutputFile;
-use dupgram_pipeline::{
-    Control, DedupConfig, DedupStats, DupsInput, Limits, NgramConfig, UnitKind, dedup, human_bytes,
-};
+use dupgram_pipeline::{Control, DedupConfig, DedupStats, DupsInput, UnitKind, dedup, human_bytes};
 
-use super::common::{InputArgs, ResourceArgs, TokenArgs, group, write_json};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
 use super::progress::ProgressView;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -87,22 +85,7 @@ pub struct DedupArgs {
 }
 
 pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
-    let norm = args.tokens.normalization(args.input.is_vertical());
-    let base = NgramConfig {
-        inputs: args.input.inputs()?,
-        read: args.input.read_options(),
-        norm,
-        stopwords: args.tokens.stopwords(norm)?,
-        stop_top: args.tokens.stop_top,
-        n: args.n,
-        min_count: 2,
-        memory: args.resources.memory,
-        threads: args.resources.threads()?,
-        tmp_dir: args.resources.tmp_dir()?,
-        sieve: true,
-        lexicon_dir: None,
-        limits: Limits::default(),
-    };
+    let base = count_config(&args.input, &args.tokens, &args.resources, args.n)?;
     let config = DedupConfig {
         dups: args.dups.clone().zip(args.lexicon.clone()).map(|(dups, lexicon)| DupsInput { dups, lexicon }),
         unit: match args.unit {

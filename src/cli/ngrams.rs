@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile, persist};
-use dupgram_pipeline::{Control, Limits, NgramConfig, NgramStats, count_ngrams, human_bytes};
+use dupgram_pipeline::{Control, NgramConfig, NgramStats, count_ngrams, human_bytes};
 
-use super::common::{InputArgs, ResourceArgs, TokenArgs, group, with_suffix, write_json};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, with_suffix, write_json};
 use super::progress::ProgressView;
 
 /// List every word n-gram occurring at least twice, with its exact count.
@@ -49,26 +49,16 @@ pub struct NgramsArgs {
 
 /// The job `args` ask for, and where its lexicon is saved.
 pub(super) fn config(args: &NgramsArgs) -> anyhow::Result<(NgramConfig, Option<PathBuf>)> {
-    let norm = args.tokens.normalization(args.input.is_vertical());
     // The lexicon goes beside a regular output file; not beside /dev/null or a pipe.
     let beside_output = args.output.as_ref().filter(|o| std::fs::metadata(o).map_or(true, |m| m.is_file()));
     let lexicon_path = args.lexicon.clone().or_else(|| beside_output.map(|o| with_suffix(o, ".lex")));
     let config = NgramConfig {
-        inputs: args.input.inputs()?,
-        read: args.input.read_options(),
-        norm,
-        stopwords: args.tokens.stopwords(norm)?,
-        stop_top: args.tokens.stop_top,
-        n: args.n,
         min_count: args.min_count,
-        memory: args.resources.memory,
-        threads: args.resources.threads()?,
-        tmp_dir: args.resources.tmp_dir()?,
         sieve: !args.no_sieve,
         lexicon_dir: lexicon_path.as_ref().map(|p| {
             p.parent().filter(|d| !d.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), |d| d.to_owned())
         }),
-        limits: Limits::default(),
+        ..count_config(&args.input, &args.tokens, &args.resources, args.n)?
     };
     Ok((config, lexicon_path))
 }

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use dupgram_pipeline::output::{OutputFile, PairFiles, PairFormat};
-use dupgram_pipeline::{Control, DupsInput, Limits, NgramConfig, PairsConfig, PairsStats, find_pairs, human_bytes};
+use dupgram_pipeline::{Control, DupsInput, NgramConfig, PairsConfig, PairsStats, find_pairs, human_bytes};
 
-use super::common::{InputArgs, ResourceArgs, TokenArgs, group, write_json};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
 use super::progress::ProgressView;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -79,22 +79,7 @@ pub struct PairsArgs {
 impl PairsArgs {
     /// The count of duplicate n-grams this job starts from.
     pub(super) fn count_config(&self) -> anyhow::Result<NgramConfig> {
-        let norm = self.tokens.normalization(self.input.is_vertical());
-        Ok(NgramConfig {
-            inputs: self.input.inputs()?,
-            read: self.input.read_options(),
-            norm,
-            stopwords: self.tokens.stopwords(norm)?,
-            stop_top: self.tokens.stop_top,
-            n: self.n,
-            min_count: 2,
-            memory: self.resources.memory,
-            threads: self.resources.threads()?,
-            tmp_dir: self.resources.tmp_dir()?,
-            sieve: true,
-            lexicon_dir: None,
-            limits: Limits::default(),
-        })
+        count_config(&self.input, &self.tokens, &self.resources, self.n)
     }
 
     pub(super) fn inputs(&self) -> &[PathBuf] {

@@ -137,16 +137,8 @@ pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead + S
 /// Whether a file is gzip or zstd (from its magic bytes): such a file can
 /// only be read from its start, so it is never cut into ranges.
 pub fn is_compressed(path: &Path) -> std::io::Result<bool> {
-    use std::io::Read;
     let mut head = [0u8; 4];
-    let mut file = std::fs::File::open(path)?;
-    let mut got = 0;
-    while got < head.len() {
-        match file.read(&mut head[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
+    let got = read_head(path, &mut head)?;
     Ok(head[..got].starts_with(&[0x1f, 0x8b]) || head[..got] == [0x28, 0xb5, 0x2f, 0xfd])
 }
 
@@ -197,8 +189,14 @@ pub fn document_boundary(path: &Path, format: Format, offset: u64) -> std::io::R
 /// its header (RFC 8878 §3.1.1.1), so memory can be planned before reading.
 /// `None` for a file that is not zstd; an error if it cannot be read.
 pub fn zstd_window(path: &Path) -> std::io::Result<Option<u64>> {
-    use std::io::Read;
     let mut head = [0u8; 18];
+    let got = read_head(path, &mut head)?;
+    Ok(zstd_window_from_header(&head[..got]))
+}
+
+/// Reads the first bytes of a file into `head`; returns how many there were.
+fn read_head(path: &Path, head: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
     let mut file = std::fs::File::open(path)?;
     let mut got = 0;
     while got < head.len() {
@@ -207,7 +205,7 @@ pub fn zstd_window(path: &Path) -> std::io::Result<Option<u64>> {
             n => got += n,
         }
     }
-    Ok(zstd_window_from_header(&head[..got]))
+    Ok(got)
 }
 
 fn zstd_window_from_header(head: &[u8]) -> Option<u64> {
