@@ -100,7 +100,7 @@ read -r up_wall user sys up_rss < "$run/time.txt"
 up_cpu=$(python3 -c "print(round($user + $sys, 2))")
 cmp -s <(sort "$run/full.tsv") <(sort "$run/all.tsv") || { echo "update differs from the full recount" >&2; exit 1; }
 state=$(python3 -c "import json; print(round(json.load(open('$run/update.json'))['state_bytes'] / 2**20))")
-day_mb=$(( $(wc -c < "$run/day.jsonl") / 1048576 ))
+day_mb=$(python3 -c "print(f'{$(wc -c < "$run/day.jsonl") / 2**20:.1f}')")
 {
   echo "| dupgram ngrams base + day, full recount | $day_mb MiB (1 %) | $full_wall s | $full_cpu s | $(( full_rss / 1024 )) MiB | 1.00× | $(wc -l < "$run/full.tsv") duplicates |"
   echo "| dupgram update with the day | $day_mb MiB (1 %) | $up_wall s | $up_cpu s | $(( up_rss / 1024 )) MiB | $(python3 -c "print(f'{$up_wall / $full_wall:.2f}×')") | $(wc -l < "$run/new.tsv") newly duplicated; the same duplicates (sorted), state $state MiB |"

@@ -134,9 +134,11 @@ pub fn update(
         let mut walk = StateWalk {
             old: RunReader::open(&state.join(bucket_file(bucket)))?,
             old_live: false,
-            next: RunWriter::create(&scratch.path().join(bucket_file(bucket)), new_header)?,
-            min_count: config.min_count,
-            tally: Tally::default(),
+            next: NextState {
+                run: RunWriter::create(&scratch.path().join(bucket_file(bucket)), new_header)?,
+                min_count: config.min_count,
+                tally: Tally::default(),
+            },
         };
         walk.old.expect_header(old_header)?;
         walk.old_live = walk.old.advance()?;
@@ -144,12 +146,12 @@ pub fn update(
             walk.add(lexicon, ids, count, &mut newly, all.as_mut())
         })?;
         walk.add_rest(&lexicon, &mut newly, all.as_mut())?;
-        let (_, summary) = walk.next.finish()?;
-        stats.state_bytes += summary.bytes;
-        stats.ngrams_before += walk.tally.before;
-        stats.ngrams_after += walk.tally.after;
-        stats.duplicated += walk.tally.duplicated;
-        stats.newly_duplicated += walk.tally.newly;
+        let NextState { run, tally, .. } = walk.next;
+        stats.state_bytes += run.finish()?.1.bytes;
+        stats.ngrams_before += tally.before;
+        stats.ngrams_after += tally.after;
+        stats.duplicated += tally.duplicated;
+        stats.newly_duplicated += tally.newly;
     }
     stats.count.seconds.merge = t.elapsed().as_secs_f64();
     // Reports first: if the state cannot be committed, running again rewrites them the same.
@@ -252,7 +254,12 @@ struct Tally {
 struct StateWalk {
     old: RunReader<std::fs::File>,
     old_live: bool,
-    next: RunWriter<std::io::BufWriter<std::fs::File>>,
+    next: NextState,
+}
+
+/// Where the walk writes: the next state and the reports.
+struct NextState {
+    run: RunWriter<std::io::BufWriter<std::fs::File>>,
     min_count: u64,
     tally: Tally,
 }
@@ -273,12 +280,12 @@ impl StateWalk {
             if self.old.ngram() == ids {
                 before = self.old.count();
             } else {
-                let (old_ids, old_count) = (self.old.ngram().to_vec(), self.old.count());
-                self.keep(lexicon, &old_ids, old_count, old_count, newly, all.as_deref_mut())?;
+                let old_count = self.old.count();
+                self.next.keep(lexicon, self.old.ngram(), old_count, old_count, newly, all.as_deref_mut())?;
             }
             self.old_live = self.old.advance()?;
         }
-        self.keep(lexicon, ids, before, before + count, newly, all)
+        self.next.keep(lexicon, ids, before, before + count, newly, all)
     }
 
     /// The stored n-grams after the day's last.
@@ -289,13 +296,15 @@ impl StateWalk {
         mut all: Option<&mut DupTsvWriter>,
     ) -> Result<(), PipelineError> {
         while self.old_live {
-            let (ids, count) = (self.old.ngram().to_vec(), self.old.count());
-            self.keep(lexicon, &ids, count, count, newly, all.as_deref_mut())?;
+            let count = self.old.count();
+            self.next.keep(lexicon, self.old.ngram(), count, count, newly, all.as_deref_mut())?;
             self.old_live = self.old.advance()?;
         }
         Ok(())
     }
+}
 
+impl NextState {
     fn keep(
         &mut self,
         lexicon: &Lexicon,
@@ -305,7 +314,7 @@ impl StateWalk {
         newly: &mut DupTsvWriter,
         all: Option<&mut DupTsvWriter>,
     ) -> Result<(), PipelineError> {
-        self.next.push(ids, after)?;
+        self.run.push(ids, after)?;
         self.tally.before += u64::from(before > 0);
         self.tally.after += 1;
         if after >= self.min_count {
