@@ -190,6 +190,15 @@ fn changed_inputs_and_other_jobs_are_refused() {
     let (code, _, stderr) = run(&["stage", "vocab", "--workdir", s(&dir.path().join("nothing"))]);
     assert_eq!(code, 1);
     assert!(stderr.contains("no job planned here"), "{stderr}");
+    // A damaged plan is refused, not trusted.
+    let job = work.join("job.json");
+    let mut text = std::fs::read(&job).unwrap();
+    let at = text.len() - 10;
+    text[at] ^= 1;
+    std::fs::write(&job, text).unwrap();
+    let (code, _, stderr) = run(&["stage", "vocab", "--workdir", s(&work)]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("job.json") && stderr.contains("checksum mismatch"), "{stderr}");
     let (code, _, stderr) = run(&["slurm", "ngrams", "-", "-o", s(&out), "--workdir", s(&work), "--local"]);
     assert_eq!(code, 1);
     assert!(stderr.contains("standard input cannot be cut"), "{stderr}");
@@ -307,6 +316,14 @@ fn updates_need_a_kept_state_and_survive_a_kill() {
     let (code, _, stderr) =
         run(&["slurm", "ngrams", s(&corpus), "-o", s(&out), "--workdir", s(&kept), "--local", "--keep-state", "-q"]);
     assert_eq!(code, 0, "{stderr}");
+    // A malformed line in the new documents stops the update, naming file and line; the state stays.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"text\": \"fine\"}\n{\"text\": broken\n").unwrap();
+    let (code, _, stderr) = run(&["update", "--workdir", s(&kept), s(&bad), "-o", s(&dir.path().join("no.tsv"))]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("bad.jsonl") && stderr.contains("line 2"), "{stderr}");
+    assert!(!dir.path().join("no.tsv").exists());
+    assert!(kept.join("state/gen-0000/bucket-0000.dgr").is_file() && !kept.join("tasks/update-0001.json").exists());
     // What a killed update leaves: a half-written next generation.
     std::fs::create_dir_all(kept.join("state/gen-0001.tmpXYZ")).unwrap();
     std::fs::write(kept.join("state/gen-0001.tmpXYZ/bucket-0000.dgr"), b"half").unwrap();

@@ -265,7 +265,7 @@ impl<'a> Stage<'a> {
     fn lexicon(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
         self.plan.check_shard(shard)?;
         let scratch = self.scratch(&self.work.path("tmp"), TaskId::Lexicon(shard))?;
-        let passes = Passes::new(self.config, self.control, scratch.path())?;
+        let passes = self.passes(scratch.path())?;
         let mut stats = NgramStats::default();
         let started = Instant::now();
         // Without the memory map there is simply no sieve: results are the same.
