@@ -19,7 +19,7 @@
 //! until then the previous one stands, so an update killed midway leaves the
 //! state as it was and can simply be run again.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, Scope};
@@ -122,36 +122,64 @@ pub fn update(
         .into());
     }
 
-    let mut newly = DupTsvWriter::new(OutputFile::create(outputs.newly_duplicated.as_deref())?);
-    let mut all =
-        outputs.all_duplicated.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?.map(DupTsvWriter::new);
+    // Open the reports before the long part, so a bad path fails at once.
+    let mut newly = OutputFile::create(outputs.newly_duplicated.as_deref())?;
+    let mut all = outputs.all_duplicated.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
     let t = Instant::now();
     let old_header = RunHeader::counts(config.n as u8, old.identity());
     let new_header = RunHeader::counts(config.n as u8, lexicon.identity());
+    // First the day's runs of each bucket become one run, within the memory plan ...
     for bucket in 0..plan.buckets {
         let runs: Vec<RunFile> =
             counted.runs.iter().filter(|(b, _)| *b == bucket).map(|(_, run)| run.clone()).collect();
-        let mut walk = StateWalk {
-            old: RunReader::open(&state.join(bucket_file(bucket)))?,
-            old_live: false,
-            next: NextState {
-                run: RunWriter::create(&scratch.path().join(bucket_file(bucket)), new_header)?,
-                min_count: config.min_count,
-                tally: Tally::default(),
-            },
-        };
-        walk.old.expect_header(old_header)?;
-        walk.old_live = walk.old.advance()?;
-        passes.merge_every(runs, counted.entries, &lexicon, &mut stats.count, &mut |lexicon, ids, count| {
-            walk.add(lexicon, ids, count, &mut newly, all.as_mut())
+        let mut day = RunWriter::create(&scratch.path().join(format!("day-{bucket:04}.dgr")), new_header)?;
+        passes.merge_every(runs, counted.entries, &lexicon, &mut stats.count, &mut |_, ids, count| {
+            Ok(day.push(ids, count)?)
         })?;
-        walk.add_rest(&lexicon, &mut newly, all.as_mut())?;
-        let NextState { run, tally, .. } = walk.next;
-        stats.state_bytes += run.finish()?.1.bytes;
-        stats.ngrams_before += tally.before;
-        stats.ngrams_after += tally.after;
-        stats.duplicated += tally.duplicated;
-        stats.newly_duplicated += tally.newly;
+        day.finish()?;
+    }
+    // ... then the buckets' states are walked beside them, a bucket per thread
+    // at a time: each walk holds two readers and three writers, nothing more.
+    let walk = Walk {
+        old: &state,
+        new: scratch.path(),
+        old_header,
+        new_header,
+        lexicon: &lexicon,
+        min_count: config.min_count,
+        all: all.is_some(),
+        control,
+    };
+    let threads = config.threads.clamp(1, plan.buckets.max(1));
+    let tallies: Vec<Result<Vec<(usize, Tally)>, ClusterError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                let walk = &walk;
+                scope.spawn(move || {
+                    (thread..plan.buckets).step_by(threads).map(|b| walk.bucket(b).map(|t| (b, t))).collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(ClusterError::Plan("a walk thread panicked".into()))))
+            .collect()
+    });
+    for tally in tallies {
+        for (_, tally) in tally? {
+            stats.state_bytes += tally.state_bytes;
+            stats.ngrams_before += tally.before;
+            stats.ngrams_after += tally.after;
+            stats.duplicated += tally.duplicated;
+            stats.newly_duplicated += tally.newly;
+        }
+    }
+    // The buckets' reports, joined in bucket order (the order of word IDs).
+    for bucket in 0..plan.buckets {
+        append(&mut newly, &walk.report(bucket, "newly"))?;
+        if let Some(all) = all.as_mut() {
+            append(all, &walk.report(bucket, "all"))?;
+        }
     }
     stats.count.seconds.merge = t.elapsed().as_secs_f64();
     // Reports first: if the state cannot be committed, running again rewrites them the same.
@@ -220,10 +248,10 @@ fn fresh_generation(work: &WorkDir, next: u32) -> Result<tempfile::TempDir, Clus
 fn commit(work: &WorkDir, scratch: tempfile::TempDir, current: u32, next: u32) -> Result<(), ClusterError> {
     let target = work.path(&generation_dir(next));
     debug_assert_eq!(next, current + 1);
-    // The count pass's runs are not part of the state.
+    // The state is the buckets' runs and the lexicon; the day's runs and reports are not part of it.
     for entry in std::fs::read_dir(scratch.path()).map_err(|e| ClusterError::io(scratch.path(), e))?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("run-") || name.starts_with("merge-") {
+        if !(name.starts_with("bucket-") || name == "lexicon.lex") {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -248,83 +276,121 @@ struct Tally {
     after: u64,
     duplicated: u64,
     newly: u64,
+    state_bytes: u64,
 }
 
-/// The stored state of one bucket, walked beside the day's merged n-grams.
-struct StateWalk {
-    old: RunReader<std::fs::File>,
-    old_live: bool,
-    next: NextState,
+/// Copies a file to the end of an output.
+fn append(out: &mut OutputFile, path: &Path) -> Result<(), ClusterError> {
+    let mut file = std::fs::File::open(path).map_err(|e| ClusterError::io(path, e))?;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let got = std::io::Read::read(&mut file, &mut buf).map_err(|e| ClusterError::io(path, e))?;
+        if got == 0 {
+            return Ok(());
+        }
+        out.write_all(&buf[..got])?;
+    }
 }
 
-/// Where the walk writes: the next state and the reports.
+/// What every bucket's walk shares.
+struct Walk<'a> {
+    /// The stored generation, and the next one being written (with the day's runs in it).
+    old: &'a Path,
+    new: &'a Path,
+    old_header: RunHeader,
+    new_header: RunHeader,
+    lexicon: &'a Lexicon,
+    min_count: u64,
+    /// Whether every duplicate is reported too, not only the new ones.
+    all: bool,
+    control: &'a Control,
+}
+
+impl Walk<'_> {
+    fn report(&self, bucket: usize, which: &str) -> PathBuf {
+        self.new.join(format!("{which}-{bucket:04}.tsv"))
+    }
+
+    /// Walks one bucket's stored state beside the day's n-grams (both in
+    /// increasing order), writing the next state and the bucket's reports.
+    fn bucket(&self, bucket: usize) -> Result<Tally, ClusterError> {
+        let mut old = RunReader::open(&self.old.join(bucket_file(bucket)))?;
+        old.expect_header(self.old_header)?;
+        let mut day = RunReader::open(&self.new.join(format!("day-{bucket:04}.dgr")))?;
+        day.expect_header(self.new_header)?;
+        let mut next = NextState {
+            run: RunWriter::create(&self.new.join(bucket_file(bucket)), self.new_header)?,
+            newly: DupTsvWriter::new(OutputFile::create(Some(&self.report(bucket, "newly")))?),
+            all: if self.all {
+                Some(DupTsvWriter::new(OutputFile::create(Some(&self.report(bucket, "all")))?))
+            } else {
+                None
+            },
+            min_count: self.min_count,
+            tally: Tally::default(),
+        };
+        let (mut old_live, mut day_live) = (old.advance()?, day.advance()?);
+        let mut steps = 0u32;
+        while old_live || day_live {
+            steps = steps.wrapping_add(1);
+            if steps % 65536 == 0 && self.control.interrupted() {
+                return Err(PipelineError::Interrupted.into());
+            }
+            let order = match (old_live, day_live) {
+                (true, true) => old.ngram().cmp(day.ngram()),
+                (true, false) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match order {
+                std::cmp::Ordering::Less => {
+                    next.keep(self.lexicon, old.ngram(), old.count(), old.count())?;
+                    old_live = old.advance()?;
+                }
+                std::cmp::Ordering::Greater => {
+                    next.keep(self.lexicon, day.ngram(), 0, day.count())?;
+                    day_live = day.advance()?;
+                }
+                std::cmp::Ordering::Equal => {
+                    next.keep(self.lexicon, day.ngram(), old.count(), old.count() + day.count())?;
+                    (old_live, day_live) = (old.advance()?, day.advance()?);
+                }
+            }
+        }
+        let NextState { run, newly, all, mut tally, .. } = next;
+        tally.state_bytes = run.finish()?.1.bytes;
+        newly.finish()?;
+        if let Some(all) = all {
+            all.finish()?;
+        }
+        drop(day);
+        let _ = std::fs::remove_file(self.new.join(format!("day-{bucket:04}.dgr")));
+        Ok(tally)
+    }
+}
+
+/// Where a walk writes: the next state and the bucket's reports.
 struct NextState {
     run: RunWriter<std::io::BufWriter<std::fs::File>>,
+    newly: DupTsvWriter,
+    all: Option<DupTsvWriter>,
     min_count: u64,
     tally: Tally,
 }
 
-impl StateWalk {
-    /// A day's n-gram (in increasing order): the stored ones before it are
-    /// copied, its stored count (if any) added.
-    fn add(
-        &mut self,
-        lexicon: &Lexicon,
-        ids: &[u32],
-        count: u64,
-        newly: &mut DupTsvWriter,
-        mut all: Option<&mut DupTsvWriter>,
-    ) -> Result<(), PipelineError> {
-        let mut before = 0;
-        while self.old_live && self.old.ngram() <= ids {
-            if self.old.ngram() == ids {
-                before = self.old.count();
-            } else {
-                let old_count = self.old.count();
-                self.next.keep(lexicon, self.old.ngram(), old_count, old_count, newly, all.as_deref_mut())?;
-            }
-            self.old_live = self.old.advance()?;
-        }
-        self.next.keep(lexicon, ids, before, before + count, newly, all)
-    }
-
-    /// The stored n-grams after the day's last.
-    fn add_rest(
-        &mut self,
-        lexicon: &Lexicon,
-        newly: &mut DupTsvWriter,
-        mut all: Option<&mut DupTsvWriter>,
-    ) -> Result<(), PipelineError> {
-        while self.old_live {
-            let count = self.old.count();
-            self.next.keep(lexicon, self.old.ngram(), count, count, newly, all.as_deref_mut())?;
-            self.old_live = self.old.advance()?;
-        }
-        Ok(())
-    }
-}
-
 impl NextState {
-    fn keep(
-        &mut self,
-        lexicon: &Lexicon,
-        ids: &[u32],
-        before: u64,
-        after: u64,
-        newly: &mut DupTsvWriter,
-        all: Option<&mut DupTsvWriter>,
-    ) -> Result<(), PipelineError> {
+    /// An n-gram of the grown corpus, counted `before` times before today and `after` times now.
+    fn keep(&mut self, lexicon: &Lexicon, ids: &[u32], before: u64, after: u64) -> Result<(), PipelineError> {
         self.run.push(ids, after)?;
         self.tally.before += u64::from(before > 0);
         self.tally.after += 1;
         if after >= self.min_count {
             self.tally.duplicated += 1;
-            if let Some(all) = all {
+            if let Some(all) = self.all.as_mut() {
                 all.write(lexicon, ids, after)?;
             }
             if before < self.min_count {
                 self.tally.newly += 1;
-                newly.write(lexicon, ids, after)?;
+                self.newly.write(lexicon, ids, after)?;
             }
         }
         Ok(())
