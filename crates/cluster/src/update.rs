@@ -333,7 +333,7 @@ impl Walk<'_> {
         let mut steps = 0u32;
         while old_live || day_live {
             steps = steps.wrapping_add(1);
-            if steps % 65536 == 0 && self.control.interrupted() {
+            if steps.is_multiple_of(65536) && self.control.interrupted() {
                 return Err(PipelineError::Interrupted.into());
             }
             let order = match (old_live, day_live) {
