@@ -203,12 +203,14 @@ impl CorpusReader {
                     &self.options,
                 )?,
             };
-            if done {
-                let finished = self.current.take().expect("an open input");
-                self.stats.input_bytes += finished.position.load(Ordering::Relaxed);
-                self.stats.text_bytes += finished.decoded.load(Ordering::Relaxed);
-                finished.close()?;
+            if !done {
+                // The batch is full (a vertical batch may end early, at a document's end).
+                break;
             }
+            let finished = self.current.take().expect("an open input");
+            self.stats.input_bytes += finished.position.load(Ordering::Relaxed);
+            self.stats.text_bytes += finished.decoded.load(Ordering::Relaxed);
+            finished.close()?;
         }
         batch.end(false);
         Ok(!batch.is_empty())
@@ -261,6 +263,9 @@ struct OpenInput {
     line: u64,
     /// In the text format: inside a line; in vertical: inside `<doc>`.
     in_doc: bool,
+    /// Vertical: the line in the line buffer (a `<doc>` that ended a batch)
+    /// is to be taken again before reading on.
+    replay: bool,
     utf8: Utf8Repair,
 }
 
@@ -314,6 +319,7 @@ impl OpenInput {
             decoded: decoded_bytes,
             line: 0,
             in_doc: false,
+            replay: false,
             utf8: Utf8Repair::default(),
         };
         let by_name = options.format.or_else(|| input_spec.path().and_then(Format::from_path));
@@ -565,25 +571,37 @@ impl OpenInput {
         line: &mut Vec<u8>,
         options: &ReadOptions,
     ) -> Result<bool, CorpusError> {
+        // A batch that ends inside a document makes the next one continue it
+        // on the same worker; so once past half its size, a batch ends with
+        // the first document that ends, and batches spread over the workers.
+        let enough = target / 2;
         while batch.text.len() < target {
-            match self.read_line(line, options.max_record_bytes, options)? {
-                LineRead::End => {
-                    if self.in_doc {
-                        self.end_vertical_doc(batch, stats, *next_doc - 1);
+            if std::mem::take(&mut self.replay) {
+                // The `<doc>` line that ended the previous batch (already counted).
+            } else {
+                match self.read_line(line, options.max_record_bytes, options)? {
+                    LineRead::End => {
+                        if self.in_doc {
+                            self.end_vertical_doc(batch, stats, *next_doc - 1);
+                        }
+                        return Ok(true);
                     }
-                    return Ok(true);
+                    LineRead::TooLong => {
+                        self.line += 1;
+                        self.too_long(stats, options)?;
+                        continue;
+                    }
+                    LineRead::Line => self.line += 1,
                 }
-                LineRead::TooLong => {
-                    self.line += 1;
-                    self.too_long(stats, options)?;
-                    continue;
-                }
-                LineRead::Line => self.line += 1,
             }
             match VerticalLine::classify(line) {
                 VerticalLine::DocOpen(attrs) => {
                     if self.in_doc {
                         self.end_vertical_doc(batch, stats, *next_doc - 1);
+                        if batch.text.len() >= enough {
+                            self.replay = true;
+                            return Ok(false);
+                        }
                     }
                     let id = attribute(attrs, b"id").map(|v| String::from_utf8_lossy(v).into_owned());
                     self.start_vertical_doc(batch, next_doc, id);
@@ -591,6 +609,9 @@ impl OpenInput {
                 VerticalLine::DocClose => {
                     if self.in_doc {
                         self.end_vertical_doc(batch, stats, *next_doc - 1);
+                        if batch.text.len() >= enough {
+                            return Ok(false);
+                        }
                     }
                 }
                 // Structure (<p>, </s>, <g/>, …): n-grams run across it.

@@ -179,6 +179,43 @@ fn vertical_documents_and_structure() {
 }
 
 #[test]
+fn vertical_batches_end_at_document_ends() {
+    // A batch that ends inside a document chains the next batch to the same
+    // worker: past half their size, vertical batches end with a document.
+    let dir = tempfile::tempdir().unwrap();
+    let mut closed = String::new();
+    let mut open_only = String::new();
+    let mut expect = Vec::new();
+    for d in 0..200 {
+        let words: String = (0..(d % 7 + 3)).map(|w| format!("w{d}x{w}\tNN\n")).collect();
+        closed.push_str(&format!("<doc id=\"d{d}\">\n<p>\n{words}</p>\n</doc>\n"));
+        open_only.push_str(&format!("<doc id=\"d{d}\">\n<p>\n{words}</p>\n"));
+        expect.push((format!("d{d}"), words.lines().map(|l| format!("{}\n", &l[..l.len() - 3])).collect::<String>()));
+    }
+    for (name, body) in [("closed.vert", &closed), ("open.vert", &open_only)] {
+        let input = file(&dir, name, body.as_bytes());
+        for target in [64, 100, 1000, 1 << 20] {
+            let (docs, stats) = read_all(vec![input.clone()], ReadOptions::default(), target).unwrap();
+            assert_eq!(docs, expect, "{name}, batches of {target}");
+            assert_eq!(stats.documents, 200);
+            let mut reader = CorpusReader::new(vec![input.clone()], ReadOptions::default(), Arc::default());
+            let mut batch = Batch::default();
+            let (mut batches, mut continued) = (0, 0);
+            while reader.fill(&mut batch, target).unwrap() {
+                assert!(batch.text.len() < target + 16, "{name}: a batch of {} for {target}", batch.text.len());
+                batches += 1;
+                continued += usize::from(batch.pieces[0].id.is_none());
+            }
+            if target >= 1000 {
+                // Documents are shorter than half a batch: none is ever cut.
+                assert_eq!(continued, 0, "{name}, batches of {target}");
+            }
+            assert!(batches >= body.len() / 4 / target.max(1), "{name}, {target}: {batches} batches");
+        }
+    }
+}
+
+#[test]
 fn formats_are_sniffed_without_extension() {
     assert_eq!(Format::sniff(b"  {\"text\""), Format::Jsonl);
     assert_eq!(Format::sniff(b"<doc id=1>"), Format::Vertical);

@@ -6,10 +6,11 @@
 //!    number out of core; in each group of equal fingerprints, all units but
 //!    the first are exact duplicates (one bit each).
 //! 3. **Decision pass**: the corpus is read once more, in order, document by
-//!    document; each document's duplicate n-grams come from the index (a
-//!    block of documents at a time), its units are judged by Onion's rule
-//!    ([`dupgram_dedup::Marker`]), and it is written out marked or stripped,
-//!    in its own format.
+//!    document; each document's duplicate n-grams come from the index —
+//!    gathered in memory by the index merge when they fit, else read back
+//!    from the index file a block of documents at a time —, its units are
+//!    judged by Onion's rule ([`dupgram_dedup::Marker`]), and it is written
+//!    out marked or stripped, in its own format.
 
 use std::borrow::Cow;
 use std::io::BufRead;
@@ -24,7 +25,7 @@ use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::{RunHeader, RunWriter};
 use serde::Serialize;
 
-use crate::index::{BlockCache, BuiltIndex, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
+use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
 use crate::output::OutputFile;
@@ -126,7 +127,18 @@ pub fn dedup(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> R
         ..DedupStats::default()
     };
     let index = IndexJob::new(base, config.dups.as_ref(), control, plan, work.path());
-    let built = index.build(&mut stats.index)?;
+    // Each document's occurrences straight from the merge when they fit
+    // beside what the decisions need (and the exact pass, when it runs).
+    let working = index.working();
+    let available = if config.exact { working / 2 } else { working };
+    let fits = |docs: u64, candidates: u64| {
+        // Every duplicate n-gram has two candidate occurrences at least.
+        let fixed = Marker::bytes_for(candidates / 2) + docs * PER_DOC_BYTES;
+        let room = available.saturating_sub(fixed) * 3 / 5;
+        let budget = base.limits.chunk_ngrams.map_or(room, |c| c as u64 * 8);
+        DocLists::bytes_for(candidates, docs) <= budget
+    };
+    let built = index.build_with_lists(&mut stats.index, &fits)?;
     stats.seconds.index = started.elapsed().as_secs_f64();
     let job = DedupJob { config, control, index, built: &built, plan };
     let t = Instant::now();
@@ -159,7 +171,7 @@ struct DedupJob<'a> {
 }
 
 impl DedupJob<'_> {
-    fn stream(&self, fingerprints: bool) -> DocStream<'_> {
+    fn stream(&self, fingerprints: bool, spare: crossbeam_channel::Receiver<Doc>) -> DocStream<'_> {
         let base = &self.config.base;
         DocStream {
             inputs: &self.built.inputs,
@@ -180,6 +192,7 @@ impl DedupJob<'_> {
             stopwords: self.built.stopwords.iter().cloned().collect(),
             hasher: fingerprints.then(ExactHasher::default),
             doc_limit: (self.index.working() / 8) as usize,
+            spare,
         }
     }
 
@@ -209,7 +222,7 @@ impl DedupJob<'_> {
             runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
             Ok(())
         };
-        let mut stream = self.stream(true);
+        let mut stream = self.stream(true, crossbeam_channel::never());
         let mut unit = 0u64;
         while let Some(item) = stream.next()? {
             let Item::Doc(doc) = item else { continue };
@@ -254,7 +267,11 @@ impl DedupJob<'_> {
         // arrays and the documents read ahead.
         let fixed = Marker::bytes_for(totals.ngrams) + table.len() as u64 * PER_DOC_BYTES + exact.len() as u64 * 8;
         let room = self.index.working().saturating_sub(fixed) * 3 / 5;
-        let blocks = self.index.plan_blocks(&totals.occurrences, table.len(), room)?;
+        let blocks = match &self.built.lists {
+            // Gathered by the merge: one block, in memory already.
+            Some(_) => std::iter::once(0..table.len() as u32).collect(),
+            None => self.index.plan_blocks(&totals.occurrences, table.len(), room)?,
+        };
         stats.index_blocks = blocks.len() as u64;
         let mut cache = BlockCache { path: &self.built.path, n, blocks: &blocks, loaded: Vec::new() };
         let params = DedupParams {
@@ -268,7 +285,9 @@ impl DedupJob<'_> {
             DocWriter { strip: self.config.strip, text_field: &self.config.base.read.text_field, line: Vec::new() };
         // Reading and tokenising run on their own thread, ahead of the decisions.
         let (tx, rx) = crossbeam_channel::bounded::<(Item, bool, u64)>(256);
-        let mut stream = self.stream(false);
+        // Written documents go back to the reader, which fills them again.
+        let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Doc>(16);
+        let mut stream = self.stream(false, spare_rx);
         std::thread::scope(|scope| {
             let reader = scope.spawn(move || -> Result<(), PipelineError> {
                 while let Some(item) = stream.next()? {
@@ -280,7 +299,7 @@ impl DedupJob<'_> {
             });
             let decided = (|| -> Result<(), PipelineError> {
                 let (mut doc, mut unit_base, mut block) = (0u32, 0u64, 0usize);
-                let mut ngrams: Vec<NgramAt> = Vec::new();
+                let mut sorted: Vec<NgramAt> = Vec::new();
                 let mut exact_units: Vec<bool> = Vec::new();
                 for (item, vertical, position) in &rx {
                     let d = match item {
@@ -302,25 +321,34 @@ impl DedupJob<'_> {
                             expected.map_or("no".into(), |e| e.to_string())
                         )));
                     }
-                    while blocks[block].end <= doc {
-                        block += 1;
-                    }
-                    cache.ensure(block as u32, None, totals, table)?;
-                    let occurrences = cache.block(block as u32).expect("the block is loaded").doc(doc);
-                    ngrams.clear();
-                    ngrams.extend(occurrences.iter().map(|o| NgramAt { pos: o.pos, id: o.ngram }));
-                    ngrams.sort_unstable();
+                    let ngrams: &[NgramAt] = match &self.built.lists {
+                        Some(lists) => lists.doc(doc),
+                        None => {
+                            while blocks[block].end <= doc {
+                                block += 1;
+                            }
+                            cache.ensure(block as u32, None, totals, table)?;
+                            let occurrences = cache.block(block as u32).expect("the block is loaded").doc(doc);
+                            sorted.clear();
+                            sorted.extend(occurrences.iter().map(|o| NgramAt { pos: o.pos, id: o.ngram }));
+                            sorted.sort_unstable();
+                            &sorted
+                        }
+                    };
                     exact_units.clear();
                     exact_units.extend((0..d.unit_tokens.len() as u64).map(|u| {
                         let i = unit_base + u;
                         exact.get((i / 64) as usize).is_some_and(|w| w & (1 << (i % 64)) != 0)
                     }));
-                    let verdicts = marker.document(&d.unit_tokens, &ngrams, &exact_units);
+                    let verdicts = marker.document(&d.unit_tokens, ngrams, &exact_units);
                     record(stats, &d.unit_tokens, &verdicts, &exact_units);
                     writer.write(out, &d, &verdicts)?;
                     self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
                     unit_base += d.unit_tokens.len() as u64;
                     doc += 1;
+                    if matches!(d.body, Body::Vertical { .. }) {
+                        let _ = spare_tx.try_send(d);
+                    }
                 }
                 if u64::from(doc) != stats.index.documents {
                     return Err(PipelineError::Changed(format!(
@@ -435,7 +463,8 @@ struct OpenInput {
     in_doc: bool,
     /// A `<doc>` line read while finishing the previous document.
     pending: Option<Vec<u8>>,
-    position: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Bytes read from it so far (for progress).
+    position: u64,
 }
 
 /// Documents with their structure, in input order, numbered as the index pass numbered them.
@@ -451,6 +480,8 @@ struct DocStream<'a> {
     stopwords: std::collections::HashSet<String>,
     hasher: Option<ExactHasher>,
     doc_limit: usize,
+    /// Documents written already, whose buffers can be used again.
+    spare: crossbeam_channel::Receiver<Doc>,
 }
 
 impl DocStream<'_> {
@@ -460,7 +491,7 @@ impl DocStream<'_> {
 
     /// Bytes read from the inputs so far (for progress).
     fn position(&self) -> u64 {
-        self.current.as_ref().map_or(0, |c| c.position.load(std::sync::atomic::Ordering::Relaxed))
+        self.current.as_ref().map_or(0, |c| c.position)
     }
 
     fn next(&mut self) -> Result<Option<Item>, PipelineError> {
@@ -488,13 +519,12 @@ impl DocStream<'_> {
         };
         let name = path.display().to_string();
         let open_err = |source| PipelineError::Corpus(CorpusError::Open { name: name.clone(), source });
-        let position = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let mut reader = dupgram_corpus::open_decoded(path).map_err(open_err)?;
         let format = match self.options.format.or_else(|| Format::from_path(path)) {
             Some(f) => f,
             None => Format::sniff(reader.fill_buf().map_err(open_err)?),
         };
-        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position })
+        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position: 0 })
     }
 
     /// Appends the next line of the current input to `buf`, without its
@@ -507,23 +537,54 @@ impl DocStream<'_> {
             buf.extend_from_slice(&line);
             return Ok(Some(start));
         }
-        let read =
-            std::io::Read::take(&mut *input.reader, limit as u64 + 1).read_until(b'\n', buf).map_err(|source| {
-                PipelineError::Corpus(CorpusError::Read {
+        // Straight from the reader's buffer: one search and one copy per line
+        // in the common case that the line is buffered whole.
+        let mut read = 0usize;
+        loop {
+            let available = match input.reader.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(PipelineError::Corpus(CorpusError::Read {
+                        name: input.name.clone(),
+                        line: input.line + 1,
+                        offset: 0,
+                        source,
+                    }));
+                }
+            };
+            if available.is_empty() {
+                break;
+            }
+            let (take, newline) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (i, true),
+                None => (available.len(), false),
+            };
+            buf.extend_from_slice(&available[..take]);
+            let used = take + usize::from(newline);
+            input.reader.consume(used);
+            read += used;
+            if newline {
+                input.line += 1;
+                input.position += read as u64;
+                return Ok(Some(start));
+            }
+            if buf.len() - start > limit {
+                input.line += 1;
+                return Err(PipelineError::Corpus(CorpusError::RecordTooLong {
                     name: input.name.clone(),
-                    line: input.line + 1,
-                    offset: 0,
-                    source,
-                })
-            })?;
+                    line: input.line,
+                    limit,
+                }));
+            }
+        }
         if read == 0 {
             return Ok(None);
         }
+        // The last line, without a newline.
         input.line += 1;
-        input.position.fetch_add(read as u64, std::sync::atomic::Ordering::Relaxed);
-        if buf.last() == Some(&b'\n') {
-            buf.pop();
-        } else if buf.len() - start > limit {
+        input.position += read as u64;
+        if buf.len() - start > limit {
             return Err(PipelineError::Corpus(CorpusError::RecordTooLong {
                 name: input.name.clone(),
                 line: input.line,
@@ -595,13 +656,21 @@ impl DocStream<'_> {
 
     /// The next vertical document (or a line outside documents).
     fn next_vertical(&mut self) -> Result<Option<Item>, PipelineError> {
-        let mut bytes: Vec<u8> = Vec::new();
-        let mut ends: Vec<u32> = Vec::new();
-        let mut roles: Vec<Role> = Vec::new();
-        let mut units: Vec<u32> = vec![0];
+        // The buffers of a document already written, when one came back.
+        let (mut bytes, mut ends, mut roles, mut units, mut fingerprints) = match self.spare.try_recv() {
+            Ok(Doc { body: Body::Vertical { bytes, ends, roles }, unit_tokens, fingerprints }) => {
+                (bytes, ends, roles, unit_tokens, fingerprints)
+            }
+            _ => Default::default(),
+        };
+        bytes.clear();
+        ends.clear();
+        roles.clear();
+        units.clear();
+        units.push(0);
+        fingerprints.clear();
         let mut unit_has_lines = false;
         let mut boundary_next = false;
-        let mut fingerprints = Vec::new();
         loop {
             let Some(start) = self.read_line(&mut bytes)? else {
                 let input = self.current.as_mut().expect("an open input");
@@ -657,14 +726,20 @@ impl DocStream<'_> {
                 }
                 boundary_next = closes;
                 unit_has_lines = true;
-                if let Some(word) = token {
-                    let word = String::from_utf8_lossy(word);
+                if let Some(word) = token
+                    && !word.is_empty()
+                {
                     let count = units.last_mut().expect("a unit");
                     // One token per line, taken as it is: no tokenizer needed to count it.
-                    if !word.is_empty() && (self.stopwords.is_empty() || !self.stopwords.contains(word.as_ref())) {
+                    if self.stopwords.is_empty() && self.hasher.is_none() {
                         *count += 1;
-                        if let Some(h) = self.hasher.as_mut() {
-                            h.add(&word);
+                    } else {
+                        let word = String::from_utf8_lossy(word);
+                        if self.stopwords.is_empty() || !self.stopwords.contains(word.as_ref()) {
+                            *count += 1;
+                            if let Some(h) = self.hasher.as_mut() {
+                                h.add(&word);
+                            }
                         }
                     }
                 }

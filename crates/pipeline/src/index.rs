@@ -10,7 +10,10 @@
 //!    the sieve's false positives meet their single occurrence and vanish.
 //!
 //! The document-major view of the index ([`DocBlock`]) is loaded in blocks
-//! of documents that fit in memory ([`BlockCache`]).
+//! of documents that fit in memory ([`BlockCache`]). `dupgram dedup` can
+//! instead have the merge gather each document's occurrences in memory as
+//! it goes ([`DocLists`]), when they fit: the index is then never written
+//! and read back.
 
 use std::io::{BufRead, BufWriter, Write};
 use std::ops::Range;
@@ -18,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_corpus::{Batch, CorpusError, Input};
+use dupgram_dedup::NgramAt;
 use dupgram_index::DocBlock;
 use dupgram_lexicon::{Lexicon, Lookup, Scope, word_hash};
 use dupgram_merge::{MergeSink, RunFile, merge_all};
@@ -62,7 +66,10 @@ pub struct IndexStats {
 
 /// A built index and what it says about each document.
 pub(crate) struct BuiltIndex {
+    /// The index file; not written when the merge gathered [`Self::lists`] instead.
     pub path: PathBuf,
+    /// Each document's occurrences, gathered by the merge (see [`IndexJob::build_with_lists`]).
+    pub lists: Option<DocLists>,
     pub table: DocTable,
     pub totals: IndexTotals,
     /// The inputs, for reading the corpus once more (standard input from its copy).
@@ -89,6 +96,9 @@ pub(crate) struct DocTable {
     pub hashes: Vec<u128>,
     pub ids: String,
     pub id_ranges: Vec<(u64, u32)>,
+    /// Occurrences the sieve let through, per document (when asked for): at
+    /// least the document's duplicate occurrences.
+    pub candidates: Vec<u32>,
 }
 
 impl DocTable {
@@ -129,22 +139,45 @@ impl<'a> IndexJob<'a> {
 
     /// Lexicon pass, index pass and index merge.
     pub fn build(&self, stats: &mut IndexStats) -> Result<BuiltIndex, PipelineError> {
+        self.build_inner(stats, None)
+    }
+
+    /// Like [`Self::build`], but when `fits(documents, candidates)` says that
+    /// lists of that many occurrences ([`DocLists::bytes_for`]) fit beside
+    /// what comes next, the merge gathers each document's occurrences in
+    /// memory instead of writing the index file.
+    pub fn build_with_lists(
+        &self,
+        stats: &mut IndexStats,
+        fits: &dyn Fn(u64, u64) -> bool,
+    ) -> Result<BuiltIndex, PipelineError> {
+        self.build_inner(stats, Some(fits))
+    }
+
+    fn build_inner(
+        &self,
+        stats: &mut IndexStats,
+        fits: Option<&dyn Fn(u64, u64) -> bool>,
+    ) -> Result<BuiltIndex, PipelineError> {
         let (lexicon, sieve, inputs) = self.duplicates(stats)?;
         let n = self.base.n;
         let layout = KeyLayout::new(n, lexicon.repeated_len().saturating_sub(1) as u32)?;
         let t = std::time::Instant::now();
-        let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), layout, stats)?;
+        let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), layout, fits.is_some(), stats)?;
         drop(sieve);
         stats.index_seconds = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
         let path = self.work.join("index.dgr");
-        let totals = self.merge_index(runs, &lexicon, &path, table.len(), stats)?;
+        let candidates: u64 = table.candidates.iter().map(|&c| u64::from(c)).sum();
+        let gather = fits.is_some_and(|fits| !table.candidates.is_empty() && fits(table.len() as u64, candidates));
+        let (totals, lists) = self.merge_index(runs, &lexicon, &path, &table, gather, stats)?;
         stats.merge_seconds = t.elapsed().as_secs_f64();
         stats.all_ngrams = table.tokens.iter().map(|&t| u64::from(t.saturating_sub(n as u32 - 1))).sum();
         stats.index_fraction =
             if stats.all_ngrams == 0 { 0.0 } else { stats.duplicate_occurrences as f64 / stats.all_ngrams as f64 };
         Ok(BuiltIndex {
             path,
+            lists,
             table,
             totals,
             inputs,
@@ -211,17 +244,18 @@ impl<'a> IndexJob<'a> {
         lexicon: &Lexicon,
         sieve: Option<&Sieve>,
         layout: KeyLayout,
+        count: bool,
         stats: &mut IndexStats,
     ) -> Result<(Vec<RunFile>, DocTable), PipelineError> {
         match layout.words() {
-            1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, stats),
-            2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, stats),
-            3 => self.index_pass_with::<3>(inputs, lexicon, sieve, layout, stats),
-            4 => self.index_pass_with::<4>(inputs, lexicon, sieve, layout, stats),
-            6 => self.index_pass_with::<6>(inputs, lexicon, sieve, layout, stats),
-            8 => self.index_pass_with::<8>(inputs, lexicon, sieve, layout, stats),
-            12 => self.index_pass_with::<12>(inputs, lexicon, sieve, layout, stats),
-            _ => self.index_pass_with::<16>(inputs, lexicon, sieve, layout, stats),
+            1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, count, stats),
+            2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, count, stats),
+            3 => self.index_pass_with::<3>(inputs, lexicon, sieve, layout, count, stats),
+            4 => self.index_pass_with::<4>(inputs, lexicon, sieve, layout, count, stats),
+            6 => self.index_pass_with::<6>(inputs, lexicon, sieve, layout, count, stats),
+            8 => self.index_pass_with::<8>(inputs, lexicon, sieve, layout, count, stats),
+            12 => self.index_pass_with::<12>(inputs, lexicon, sieve, layout, count, stats),
+            _ => self.index_pass_with::<16>(inputs, lexicon, sieve, layout, count, stats),
         }
     }
 
@@ -231,6 +265,7 @@ impl<'a> IndexJob<'a> {
         lexicon: &Lexicon,
         sieve: Option<&Sieve>,
         layout: KeyLayout,
+        count: bool,
         stats: &mut IndexStats,
     ) -> Result<(Vec<RunFile>, DocTable), PipelineError> {
         let base = self.base;
@@ -258,6 +293,7 @@ impl<'a> IndexJob<'a> {
                     failure: None,
                     doc: 0,
                     hasher: Xxh3::new(),
+                    counts: count.then(Vec::new),
                 },
                 docs: Vec::new(),
                 ids: String::new(),
@@ -298,12 +334,16 @@ impl<'a> IndexJob<'a> {
             hashes: vec![0; docs],
             ids: String::new(),
             id_ranges: vec![(0, 0); docs],
+            candidates: if count { vec![0; docs] } else { Vec::new() },
         };
         let mut runs = Vec::new();
         for (sink, records, ids, tokens) in outputs {
             stats.tokens += tokens;
             stats.bytes_spilled += sink.spilled;
             runs.extend(sink.runs);
+            for &(doc, c) in sink.counts.iter().flatten() {
+                table.candidates[doc as usize] += c;
+            }
             let offset = table.ids.len() as u64;
             table.ids.push_str(&ids);
             for r in records {
@@ -324,41 +364,96 @@ impl<'a> IndexJob<'a> {
         Ok((runs, table))
     }
 
-    /// Merges the postings runs into the duplicate-only index.
+    /// Merges the postings runs into the duplicate-only index — written to
+    /// `path`, or with `gather` gathered into lists of each document's
+    /// occurrences (on a thread of their own, beside the merge).
     fn merge_index(
         &self,
         runs: Vec<RunFile>,
         lexicon: &Lexicon,
         path: &Path,
-        docs: usize,
+        table: &DocTable,
+        gather: bool,
         stats: &mut IndexStats,
-    ) -> Result<IndexTotals, PipelineError> {
+    ) -> Result<(IndexTotals, Option<DocLists>), PipelineError> {
         self.control.progress.start("merging", None);
+        let docs = table.len();
         let header = RunHeader::postings(self.base.n as u8, lexicon.identity());
-        // The index keeps each n-gram's rank, not its words: nothing after the merge needs them.
-        let mut sink = IndexMerge {
-            writer: RunWriter::create(path, RunHeader::postings(1, lexicon.identity()))?,
-            totals: IndexTotals { occurrences: vec![0; docs], types: vec![0; docs], ngrams: 0, total_occurrences: 0 },
-        };
-        let fan_in = self.fan_in(docs as u64 * 40);
+        let mut other = docs as u64 * 40;
+        let mut lists = None;
+        if gather {
+            let builder = DocListsBuilder::new(&table.candidates);
+            other += builder.bytes();
+            lists = Some(builder);
+        }
+        let fan_in = self.fan_in(other);
         let mut next = 0u64;
         let work = self.work;
-        let report = merge_all(
-            runs,
-            header,
-            fan_in,
-            || {
-                next += 1;
-                work.join(format!("postings-{next:06}.dgr"))
-            },
-            &mut sink,
-            self.control,
-        )?;
-        let (_, summary) = sink.writer.finish()?;
-        stats.bytes_spilled += report.bytes_written + summary.bytes;
+        let totals = IndexTotals { occurrences: vec![0; docs], types: vec![0; docs], ngrams: 0, total_occurrences: 0 };
+        let merge = |sink: &mut IndexMerge| {
+            merge_all(
+                runs,
+                header,
+                fan_in,
+                || {
+                    next += 1;
+                    work.join(format!("postings-{next:06}.dgr"))
+                },
+                sink,
+                self.control,
+            )
+        };
+        let Some(builder) = lists else {
+            // The index keeps each n-gram's rank, not its words: nothing after the merge needs them.
+            let writer = RunWriter::create(path, RunHeader::postings(1, lexicon.identity()))?;
+            let mut sink = IndexMerge { out: IndexOut::File(writer), totals };
+            let report = merge(&mut sink)?;
+            let IndexOut::File(writer) = sink.out else { unreachable!("the sink writes a file") };
+            let (_, summary) = writer.finish()?;
+            stats.bytes_spilled += report.bytes_written + summary.bytes;
+            stats.duplicate_ngrams = sink.totals.ngrams;
+            stats.duplicate_occurrences = sink.totals.total_occurrences;
+            return Ok((sink.totals, None));
+        };
+        let (full_tx, full_rx) = crossbeam_channel::bounded::<Vec<(u32, u64)>>(GATHER_BUFFERS);
+        let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Vec<(u32, u64)>>(GATHER_BUFFERS);
+        for _ in 0..GATHER_BUFFERS {
+            empty_tx.send(Vec::with_capacity(GATHER_BATCH)).expect("room for every buffer");
+        }
+        let (report, sink, builder) = std::thread::scope(|scope| {
+            let gatherer = scope.spawn(move || -> Result<DocListsBuilder, PipelineError> {
+                let mut builder = builder;
+                for mut batch in full_rx {
+                    builder.push_all(&batch)?;
+                    batch.clear();
+                    // The merge may be gone (it failed): the buffer is simply dropped.
+                    let _ = empty_tx.send(batch);
+                }
+                Ok(builder)
+            });
+            let mut sink = IndexMerge {
+                out: IndexOut::Lists { batch: Vec::with_capacity(GATHER_BATCH), full: full_tx, empty: empty_rx },
+                totals,
+            };
+            let report = merge(&mut sink).map_err(PipelineError::from).and_then(|report| {
+                sink.flush()?;
+                Ok(report)
+            });
+            // Ends the gatherer's input.
+            sink.out = IndexOut::Done;
+            let builder = gatherer
+                .join()
+                .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the gathering thread panicked".into())));
+            (report, sink, builder)
+        });
+        // The gatherer's failure first: the merge only stopped because of it.
+        let builder = builder?;
+        let report = report?;
+        let lists = builder.finish(&sink.totals.occurrences)?;
+        stats.bytes_spilled += report.bytes_written;
         stats.duplicate_ngrams = sink.totals.ngrams;
         stats.duplicate_occurrences = sink.totals.total_occurrences;
-        Ok(sink.totals)
+        Ok((sink.totals, Some(lists)))
     }
 
     pub(crate) fn fan_in(&self, other: u64) -> usize {
@@ -496,6 +591,8 @@ struct IndexSink<'a, const L: usize> {
     doc: u64,
     /// XXH3-128 of the current document's token sequence.
     hasher: Xxh3,
+    /// (document, occurrences kept), when counted.
+    counts: Option<Vec<(u64, u32)>>,
 }
 
 impl<const L: usize> ScanSink<L> for IndexSink<'_, L> {
@@ -547,6 +644,14 @@ impl<const L: usize> ScanSink<L> for IndexSink<'_, L> {
 
 impl<const L: usize> IndexSink<'_, L> {
     fn keep(&mut self, key: [u64; L], occurrence: u64) -> Result<(), PipelineError> {
+        if let Some(counts) = self.counts.as_mut() {
+            // Occurrences come in document order.
+            let doc = occurrence >> 32;
+            match counts.last_mut() {
+                Some((d, c)) if *d == doc => *c += 1,
+                _ => counts.push((doc, 1)),
+            }
+        }
         self.chunk.push(key, occurrence);
         if self.chunk.is_full() { self.write() } else { Ok(()) }
     }
@@ -617,11 +722,40 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
 }
 
 /// Writes the duplicate-only index from the merged postings — each duplicate
-/// n-gram as its rank (its ID), with its occurrences — and counts, per
-/// document, what it holds.
+/// n-gram as its rank (its ID), with its occurrences — or hands them to the
+/// thread gathering [`DocLists`]; and counts, per document, what it holds.
 struct IndexMerge {
-    writer: RunWriter<BufWriter<std::fs::File>>,
+    out: IndexOut,
     totals: IndexTotals,
+}
+
+enum IndexOut {
+    File(RunWriter<BufWriter<std::fs::File>>),
+    /// (ID, occurrence) pairs, sent a batch at a time.
+    Lists {
+        batch: Vec<(u32, u64)>,
+        full: crossbeam_channel::Sender<Vec<(u32, u64)>>,
+        empty: crossbeam_channel::Receiver<Vec<(u32, u64)>>,
+    },
+    Done,
+}
+
+/// Buffers of (ID, occurrence) pairs between the merge and the gathering thread.
+const GATHER_BUFFERS: usize = 4;
+const GATHER_BATCH: usize = 1 << 16;
+
+impl IndexMerge {
+    /// Sends what is batched to the gathering thread.
+    fn flush(&mut self) -> Result<(), PipelineError> {
+        if let IndexOut::Lists { batch, full, empty } = &mut self.out
+            && !batch.is_empty()
+        {
+            let gone = || PipelineError::Usage("internal error: the gathering thread stopped".into());
+            let next = empty.recv().map_err(|_| gone())?;
+            full.send(std::mem::replace(batch, next)).map_err(|_| gone())?;
+        }
+        Ok(())
+    }
 }
 
 impl MergeSink for IndexMerge {
@@ -634,7 +768,20 @@ impl MergeSink for IndexMerge {
         let _ = ngram;
         let id = u32::try_from(self.totals.ngrams)
             .map_err(|_| PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()))?;
-        self.writer.push_postings(&[id], occurrences)?;
+        let full = match &mut self.out {
+            IndexOut::File(writer) => {
+                writer.push_postings(&[id], occurrences)?;
+                false
+            }
+            IndexOut::Lists { batch, .. } => {
+                batch.extend(occurrences.iter().map(|&o| (id, o)));
+                batch.len() >= GATHER_BATCH
+            }
+            IndexOut::Done => unreachable!("the merge is over"),
+        };
+        if full {
+            self.flush()?;
+        }
         self.totals.ngrams += 1;
         self.totals.total_occurrences += count;
         let mut last = u64::MAX;
@@ -647,6 +794,107 @@ impl MergeSink for IndexMerge {
             }
         }
         Ok(())
+    }
+}
+
+/// Every document's duplicate occurrences, each document's sorted by
+/// position (then ID): what `dupgram dedup` walks.
+pub(crate) struct DocLists {
+    offsets: Vec<u64>,
+    entries: Vec<NgramAt>,
+}
+
+impl DocLists {
+    /// Bytes of lists of `occurrences` over `docs` documents, as they are built.
+    pub fn bytes_for(occurrences: u64, docs: u64) -> u64 {
+        occurrences * std::mem::size_of::<NgramAt>() as u64
+            + (docs + 1) * 16
+            + 2 * GATHER_BUFFERS as u64 * GATHER_BATCH as u64 * std::mem::size_of::<(u32, u64)>() as u64
+    }
+
+    /// Document `doc`'s occurrences, sorted by position.
+    pub fn doc(&self, doc: u32) -> &[NgramAt] {
+        &self.entries[self.offsets[doc as usize] as usize..self.offsets[doc as usize + 1] as usize]
+    }
+}
+
+/// Fills [`DocLists`]: each document gets room for its candidates (the
+/// occurrences the sieve let through), of which the duplicates arrive.
+struct DocListsBuilder {
+    /// Where each document's room starts; one more for the end.
+    starts: Vec<u64>,
+    /// Next free slot of each document.
+    fill: Vec<u64>,
+    entries: Vec<NgramAt>,
+}
+
+impl DocListsBuilder {
+    fn new(candidates: &[u32]) -> Self {
+        let mut starts = Vec::with_capacity(candidates.len() + 1);
+        let mut total = 0u64;
+        starts.push(0);
+        for &c in candidates {
+            total += u64::from(c);
+            starts.push(total);
+        }
+        let fill = starts[..candidates.len()].to_vec();
+        DocListsBuilder { starts, fill, entries: vec![NgramAt { pos: 0, id: 0 }; total as usize] }
+    }
+
+    fn bytes(&self) -> u64 {
+        DocLists::bytes_for(self.entries.len() as u64, self.fill.len() as u64)
+    }
+
+    fn push_all(&mut self, batch: &[(u32, u64)]) -> Result<(), PipelineError> {
+        for &(id, o) in batch {
+            let doc = (o >> 32) as usize;
+            let slot = self.fill[doc];
+            if slot >= self.starts[doc + 1] {
+                return Err(PipelineError::Usage(format!(
+                    "internal error: document {doc} has more duplicate occurrences than the index pass kept"
+                )));
+            }
+            self.entries[slot as usize] = NgramAt { pos: o as u32, id };
+            self.fill[doc] = slot + 1;
+        }
+        Ok(())
+    }
+
+    /// Closes the gaps between documents and sorts each document's list by position.
+    fn finish(self, occurrences: &[u32]) -> Result<DocLists, PipelineError> {
+        let DocListsBuilder { starts, fill, mut entries } = self;
+        let mut offsets = Vec::with_capacity(fill.len() + 1);
+        let mut at = 0u64;
+        offsets.push(0);
+        for (doc, (&start, &end)) in starts.iter().zip(&fill).enumerate() {
+            let len = end - start;
+            if len != u64::from(occurrences[doc]) {
+                return Err(PipelineError::Usage(format!(
+                    "internal error: document {doc} has {len} occurrences gathered, {} counted",
+                    occurrences[doc]
+                )));
+            }
+            // Rooms are laid out in document order and `at <= start`: moving down never overwrites what is still to move.
+            entries.copy_within(start as usize..end as usize, at as usize);
+            at += len;
+            offsets.push(at);
+        }
+        entries.truncate(at as usize);
+        entries.shrink_to_fit();
+        // The merge gave each document its occurrences in ID order; the rule walks them by position.
+        let half = offsets[offsets.len() / 2] as usize;
+        let (low, high) = entries.split_at_mut(half);
+        let sort = |part: &mut [NgramAt], base: u64, offsets: &[u64]| {
+            for w in offsets.windows(2) {
+                part[(w[0] - base) as usize..(w[1] - base) as usize].sort_unstable();
+            }
+        };
+        let middle = offsets.len() / 2;
+        std::thread::scope(|scope| {
+            scope.spawn(|| sort(high, half as u64, &offsets[middle..]));
+            sort(low, 0, &offsets[..=middle]);
+        });
+        Ok(DocLists { offsets, entries })
     }
 }
 

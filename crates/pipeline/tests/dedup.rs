@@ -1,0 +1,111 @@
+//! `dedup` decides the same whichever way it gets each document's duplicate
+//! n-grams: gathered in memory by the index merge, or read back from the
+//! index file in one block or in many; with or without a sieve; for any
+//! threads and batch size.
+
+use std::io::Write;
+
+use dupgram_corpus::{Format, Input};
+use dupgram_lexicon::Normalization;
+use dupgram_pipeline::output::OutputFile;
+use dupgram_pipeline::{Control, DedupConfig, DedupStats, Limits, NgramConfig, UnitKind, dedup};
+use dupgram_testkit::{Corpus, CorpusSpec};
+use proptest::prelude::*;
+
+/// Writes a vertical corpus of generated documents cut into paragraphs
+/// (some without `</doc>`); returns its path.
+fn write_vertical(dir: &std::path::Path, seed: u64, tokens: u64, vocabulary: u32) -> std::path::PathBuf {
+    let spec = CorpusSpec { seed, tokens, vocabulary, mean_doc_len: 40, ..CorpusSpec::default() };
+    let corpus = Corpus::new(spec.clone());
+    let path = dir.join("c.vert");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for (i, d) in Corpus::new(spec).enumerate() {
+        writeln!(f, "<doc id=\"{}\">", d.id).unwrap();
+        for (j, w) in corpus.text(&d).split(' ').enumerate() {
+            if j % 9 == 0 {
+                if j > 0 {
+                    writeln!(f, "</p>").unwrap();
+                }
+                writeln!(f, "<p>").unwrap();
+            }
+            writeln!(f, "{w}\tX").unwrap();
+        }
+        writeln!(f, "</p>").unwrap();
+        if i % 5 != 0 {
+            writeln!(f, "</doc>").unwrap();
+        }
+    }
+    f.flush().unwrap();
+    path
+}
+
+fn run(
+    path: &std::path::Path,
+    tmp: &std::path::Path,
+    name: &str,
+    configure: impl Fn(&mut DedupConfig),
+) -> (Vec<u8>, DedupStats) {
+    let mut base = NgramConfig::new(vec![Input::Path(path.to_owned())], 4);
+    base.read.format = Some(Format::Vertical);
+    base.norm = Normalization::lines();
+    base.memory = 64 << 20;
+    base.tmp_dir = tmp.to_owned();
+    let mut config = DedupConfig::new(base);
+    config.unit = UnitKind::Paragraph;
+    config.threshold = 0.4;
+    configure(&mut config);
+    let target = tmp.join(name);
+    let mut out = OutputFile::create(Some(&target)).unwrap();
+    let stats = dedup(&config, &Control::default(), &mut out).unwrap();
+    out.finish().unwrap();
+    (std::fs::read(&target).unwrap(), stats)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #[test]
+    fn gathered_lists_and_index_blocks_decide_alike(
+        seed in any::<u64>(),
+        tokens in 500u64..4000,
+        vocabulary in prop_oneof![Just(30u32), Just(300)],
+        threads in 1usize..=3,
+        batch in prop_oneof![Just(64usize), 100usize..2000],
+        smoothing in any::<bool>(),
+        exact in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_vertical(dir.path(), seed, tokens, vocabulary);
+        let set = |c: &mut DedupConfig| {
+            c.smoothing = smoothing;
+            c.exact = exact;
+        };
+        // Gathered by the merge: one block, in memory.
+        let (gathered, g) = run(&path, dir.path(), "gathered.vert", |c| set(c));
+        prop_assert_eq!(g.index_blocks, 1);
+        // Read back from the index file, in blocks of a few documents, by other threads and batches.
+        let (blocks, b) = run(&path, dir.path(), "blocks.vert", |c| {
+            set(c);
+            c.base.threads = threads;
+            c.base.limits = Limits { chunk_ngrams: Some(40), fan_in: Some(3), batch_bytes: Some(batch) };
+        });
+        prop_assert!(b.index_blocks > 1 || g.index.documents < 4, "{} blocks", b.index_blocks);
+        // Without a sieve every n-gram is a candidate; gathered still.
+        let (unsieved, u) = run(&path, dir.path(), "unsieved.vert", |c| {
+            set(c);
+            c.base.sieve = false;
+            c.base.threads = threads;
+            c.base.limits = Limits { batch_bytes: Some(batch), ..Limits::default() };
+        });
+        prop_assert_eq!(u.index_blocks, 1);
+        prop_assert!(gathered == blocks, "gathered lists and index blocks differ");
+        prop_assert!(gathered == unsieved, "with and without a sieve differ");
+        for s in [&b, &u] {
+            prop_assert_eq!(
+                (s.units, s.units_removed, s.units_exact, s.units_smoothed, s.tokens_removed),
+                (g.units, g.units_removed, g.units_exact, g.units_smoothed, g.tokens_removed)
+            );
+            prop_assert_eq!(s.index.duplicate_occurrences, g.index.duplicate_occurrences);
+        }
+        prop_assert!(g.units_removed > 0 || vocabulary > 30 || tokens < 1000, "nothing removed");
+    }
+}
