@@ -87,6 +87,9 @@ pub fn update(
     }
     let identities = inputs.iter().map(|p| InputFile::of(p)).collect::<Result<Vec<_>, _>>()?;
     refuse_known(work, plan, current, &identities)?;
+    // Open the reports before any work, so a bad path fails at once.
+    let mut newly = OutputFile::create(outputs.newly_duplicated.as_deref())?;
+    let mut all = outputs.all_duplicated.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
 
     let next = current + 1;
     let scratch = fresh_generation(work, next)?;
@@ -106,6 +109,8 @@ pub fn update(
     stats.count.seconds.lexicon = t.elapsed().as_secs_f64();
     let lexicon = old.updated(&words).ok_or_else(|| ClusterError::corrupt(&state, "lexicon not fully loaded"))?;
     stats.new_words = (lexicon.len() - old.len()) as u64;
+    let old_header = RunHeader::counts(config.n as u8, old.identity());
+    drop(old);
     let (day_tokens, day_documents) = (words.tokens(), stats.count.documents);
     drop(words);
     lexicon.save(&scratch.path().join("lexicon.lex"))?;
@@ -122,11 +127,7 @@ pub fn update(
         .into());
     }
 
-    // Open the reports before the long part, so a bad path fails at once.
-    let mut newly = OutputFile::create(outputs.newly_duplicated.as_deref())?;
-    let mut all = outputs.all_duplicated.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
     let t = Instant::now();
-    let old_header = RunHeader::counts(config.n as u8, old.identity());
     let new_header = RunHeader::counts(config.n as u8, lexicon.identity());
     // First the day's runs of each bucket become one run, within the memory plan ...
     for bucket in 0..plan.buckets {
