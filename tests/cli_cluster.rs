@@ -143,12 +143,33 @@ fn a_map_task_killed_midway_is_redone_and_the_output_is_the_same() {
     assert!(!work.join("tasks/map-0000.json").exists(), "the task was killed before it finished");
     assert!(!leftovers(&runs).is_empty(), "it left its temporary runs behind");
 
+    // SIGTERM (what Slurm sends on scancel or a time limit): a clean stop, exit 130, nothing left.
+    let mut child = dupgram()
+        .args(["stage", "map", "--workdir", s(&work), "--index", "1"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first_run = |shard: &str| {
+        leftovers(&runs).iter().any(|d| {
+            d.file_name().unwrap().to_string_lossy().starts_with(shard)
+                && leftovers(d).iter().any(|f| f.extension().is_some_and(|e| e == "dgr"))
+        })
+    };
+    let started = std::time::Instant::now();
+    while !first_run("map-0001") && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let status = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(!first_run("map-0001"), "its temporary runs are removed");
+    assert!(!work.join("tasks/map-0001.json").exists());
+
     let (code, _, stderr) = run(&["stage", "all", "--workdir", s(&work)]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stderr.contains("lexicon-0001     already done") || stderr.contains("lexicon-0001   already done"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("lexicon-0001   already done"), "{stderr}");
     assert!(stderr.contains("map-0000       done"), "{stderr}");
     assert_same(dir.path(), "job", &expect, "after a kill");
     // Run again: everything is done, nothing is redone.
