@@ -144,7 +144,7 @@ fn a_map_task_killed_midway_is_redone_and_the_output_is_the_same() {
     assert!(!leftovers(&runs).is_empty(), "it left its temporary runs behind");
 
     // SIGTERM (what Slurm sends on scancel or a time limit): a clean stop, exit 130, nothing left.
-    let mut child = dupgram()
+    let child = dupgram()
         .args(["stage", "map", "--workdir", s(&work), "--index", "1"])
         .stderr(std::process::Stdio::piped())
         .spawn()
