@@ -43,7 +43,9 @@ fn assert_same(dir: &Path, name: &str, expect: &(Vec<u8>, Vec<u8>), what: &str) 
 fn staged_jobs_equal_the_one_machine_job() {
     let dir = tempfile::tempdir().unwrap();
     let big = dir.path().join("big.jsonl");
-    generated(&big, 60_000, 11, 400);
+    let texts = generated(&big, 60_000, 11, 400);
+    let text = dir.path().join("big.txt");
+    std::fs::write(&text, texts.iter().map(|t| format!("{t}\n")).collect::<String>()).unwrap();
     let small: Vec<PathBuf> = (0..5)
         .map(|i| {
             let p = dir.path().join(format!("part{i}.jsonl"));
@@ -65,6 +67,8 @@ fn staged_jobs_equal_the_one_machine_job() {
         // Stop words by rank are chosen from the whole corpus (no sieve then).
         ("stoptop", vec![&big], vec!["-n", "4", "--stop-top", "20", "--min-count", "3"], "3", "2"),
         ("nosieve", vec![&big], vec!["-n", "8", "--no-sieve"], "2", "1"),
+        // Plain text, one document per line, cut into ranges too.
+        ("text", vec![&text], vec!["-n", "5", "--memory", "16M"], "5", "2"),
     ];
     for (name, inputs, extra, shards, buckets) in cases {
         let expect = one_machine(dir.path(), &inputs, &extra);
