@@ -295,11 +295,17 @@ fn base_plus_updates_equals_a_full_count() {
         expect
     };
     let mut before: Vec<String> = full(a, "base");
-    for (day, upto) in [("day1.jsonl", b), ("day2.jsonl", lines.len())] {
+    // Day 1 adds a segment of its own counts; day 2, at two segments a bucket, merges them into one.
+    for (day, upto, max_segments, segments) in
+        [("day1.jsonl", b, "8", "6 segments"), ("day2.jsonl", lines.len(), "2", "3 segments")]
+    {
         let (today, all) = (path(&format!("{day}.new.tsv")), path(&format!("{day}.all.tsv")));
-        let (code, _, stderr) =
-            run(&["update", "--workdir", s(&work), s(&path(day)), "-o", s(&today), "--all", s(&all)]);
+        let input = path(day);
+        let mut args = vec!["update", "--workdir", s(&work), s(&input), "-o", s(&today), "--all", s(&all)];
+        args.extend(["--max-segments", max_segments]);
+        let (code, _, stderr) = run(&args);
         assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.contains(segments), "{stderr}");
         assert!(stderr.contains("newly"), "a summary: {stderr}");
         let expect = full(upto, day);
         assert_eq!(sorted_lines(&all), expect, "{day}: base + updates = a full count");
@@ -312,7 +318,10 @@ fn base_plus_updates_equals_a_full_count() {
         before = expect;
     }
     assert!(work.join("state/gen-0002/lexicon.lex").is_file());
-    assert!(!work.join("state/gen-0001").exists(), "older generations are removed");
+    assert!(work.join("state/gen-0002/bucket-0000.dgr").is_file());
+    for old in ["state/gen-0000", "state/gen-0001"] {
+        assert!(!work.join(old).exists(), "{old}: generations no segment lies in are removed");
+    }
 
     // The same file twice would count its n-grams twice.
     let (code, _, stderr) = run(&["update", "--workdir", s(&work), s(&path("day1.jsonl")), "-o", s(&path("x.tsv"))]);

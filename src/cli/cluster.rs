@@ -167,6 +167,10 @@ pub struct UpdateArgs {
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
+    /// Segments of stored counts per bucket before an update merges them into one (more: cheaper
+    /// updates, slower reads).
+    #[arg(long, default_value_t = dupgram_cluster::MAX_SEGMENTS, value_name = "N")]
+    max_segments: usize,
     /// No progress bar and no summary on standard error.
     #[arg(long, short)]
     quiet: bool,
@@ -329,6 +333,7 @@ pub fn update(args: UpdateArgs, control: &Control) -> anyhow::Result<()> {
     let outputs = dupgram_cluster::UpdateOutputs {
         newly_duplicated: args.output.as_ref().map(std::path::absolute).transpose()?,
         all_duplicated: args.all.as_ref().map(std::path::absolute).transpose()?,
+        max_segments: args.max_segments,
     };
     let stats_json = args.stats_json.as_ref().map(std::path::absolute).transpose()?;
     std::env::set_current_dir(&plan.cwd).with_context(|| format!("{}: the job's directory", plan.cwd.display()))?;
@@ -358,7 +363,15 @@ fn update_summary(s: &dupgram_cluster::UpdateStats, min_count: u64) -> String {
     line("new documents", format!("{} ({} tokens, {} new words)", g(c.documents), g(c.tokens), g(s.new_words)));
     line("distinct n-grams", format!("{} before, {} after", g(s.ngrams_before), g(s.ngrams_after)));
     line(&format!("with count ≥ {min_count}"), format!("{} ({} newly)", g(s.duplicated), g(s.newly_duplicated)));
-    line("state", dupgram_pipeline::human_bytes(s.state_bytes));
+    let segments: usize = s.segments.iter().map(Vec::len).sum();
+    line(
+        "state",
+        format!(
+            "{} in {segments} segments ({} written)",
+            dupgram_pipeline::human_bytes(s.state_bytes),
+            dupgram_pipeline::human_bytes(s.written_bytes)
+        ),
+    );
     line("peak memory", dupgram_pipeline::human_bytes(s.peak_rss));
     line(
         "time",

@@ -63,7 +63,7 @@ mod update;
 pub use plan::{InputFile, JobPlan, Piece};
 pub use slurm::{SlurmOptions, Submitted, submit, wait, write_scripts};
 pub use tasks::{Outputs, Stage, TaskId, TaskOutcome};
-pub use update::{UpdateOutputs, UpdateStats, update};
+pub use update::{MAX_SEGMENTS, UpdateOutputs, UpdateStats, update};
 
 use std::path::{Path, PathBuf};
 

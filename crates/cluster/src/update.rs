@@ -1,23 +1,30 @@
 //! `dupgram update`: a day's documents added to a job that keeps its state.
 //!
 //! The state of a job planned with `--keep-state` is the count of every
-//! n-gram of its corpus, unique ones too, as one run per bucket, with the
-//! lexicon of their IDs: `state/gen-NNNN/` (generation 0 written by the
-//! job's `finish`, each update writing the next). An update
+//! n-gram of its corpus, unique ones too, per bucket, with the lexicon of
+//! their IDs. A bucket's counts are the sum of its *segments*: sorted runs
+//! of n-grams with counts, each written by one generation — the job's
+//! `finish` writes generation 0 (`state/gen-0000/`), each update the next.
+//! An update
 //!
 //! 1. counts the new documents' words and extends the lexicon — known words
 //!    keep their IDs, new words get the next ones ([`Lexicon::updated`]);
 //! 2. counts the new documents' n-grams into runs, cut by the job's buckets
-//!    (new words have the highest IDs, so their n-grams fall in the last);
-//! 3. per bucket, merges the day's runs and walks the stored state beside
-//!    them once, writing the next state and reporting every n-gram whose
-//!    count reaches `--min-count` today.
+//!    (new words have the highest IDs, so their n-grams fall in the last),
+//!    and merges each bucket's into one;
+//! 3. per bucket, merges the stored segments and walks them beside the
+//!    day's n-grams once, reporting every n-gram whose count reaches
+//!    `--min-count` today, and writes a new segment: only the day's counts,
+//!    or — once a bucket has `max_segments` segments — all of them merged
+//!    into one (the merge policy: reading stays within a few segments per
+//!    bucket, writing is mostly just the day's).
 //!
-//! Its cost is the new data plus one sequential read (and write) of the
-//! state; the old corpus is not read again. The next generation is built
-//! under a temporary name, renamed, and recorded in `tasks/update-NNNN.json`;
-//! until then the previous one stands, so an update killed midway leaves the
-//! state as it was and can simply be run again.
+//! Its cost is the new data plus one sequential read of the state; the old
+//! corpus is not read again. The next generation is built under a temporary
+//! name, renamed, and recorded in `tasks/update-NNNN.json` with the list of
+//! segments it consists of; until then the previous one stands, so an update
+//! killed midway leaves the state as it was and can simply be run again.
+//! Generations no segment is read from any more are removed.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -36,13 +43,24 @@ pub(crate) fn generation_dir(generation: u32) -> String {
     format!("state/gen-{generation:04}")
 }
 
-/// Where an update's reports go.
-#[derive(Debug, Clone, Default)]
+/// Segments per bucket, by default, before an update merges them into one.
+pub const MAX_SEGMENTS: usize = 8;
+
+/// Where an update's reports go, and its merge policy.
+#[derive(Debug, Clone)]
 pub struct UpdateOutputs {
     /// N-grams whose count reached `--min-count` with the new documents, with their counts.
     pub newly_duplicated: Option<PathBuf>,
     /// Every n-gram of the grown corpus counted at least `--min-count` times.
     pub all_duplicated: Option<PathBuf>,
+    /// A bucket with this many segments gets them merged into one.
+    pub max_segments: usize,
+}
+
+impl Default for UpdateOutputs {
+    fn default() -> Self {
+        UpdateOutputs { newly_duplicated: None, all_duplicated: None, max_segments: MAX_SEGMENTS }
+    }
 }
 
 /// What an update did, as printed and recorded.
@@ -51,6 +69,8 @@ pub struct UpdateStats {
     /// The state generation written.
     pub generation: u32,
     pub inputs: Vec<InputFile>,
+    /// The segments of each bucket in this generation, as paths under `state/`.
+    pub segments: Vec<Vec<String>>,
     /// Reading and counting the new documents.
     pub count: NgramStats,
     pub new_words: u64,
@@ -60,7 +80,9 @@ pub struct UpdateStats {
     /// N-grams counted at least `--min-count` times now, and those of them that were not before.
     pub duplicated: u64,
     pub newly_duplicated: u64,
+    /// Bytes of all the state's segments now, and of those this update wrote.
     pub state_bytes: u64,
+    pub written_bytes: u64,
     pub seconds: f64,
     pub peak_rss: u64,
 }
@@ -85,6 +107,7 @@ pub fn update(
     if !state.is_dir() {
         return Err(ClusterError::NotReady { task: "update".into(), needs: "finish".into() });
     }
+    let segments = current_segments(work, plan, current)?;
     let identities = inputs.iter().map(|p| InputFile::of(p)).collect::<Result<Vec<_>, _>>()?;
     refuse_known(work, plan, current, &identities)?;
     // Open the reports before any work, so a bad path fails at once.
@@ -142,7 +165,9 @@ pub fn update(
     // ... then the buckets' states are walked beside them, a bucket per thread
     // at a time: each walk holds two readers and three writers, nothing more.
     let walk = Walk {
-        old: &state,
+        state: &work.path("state"),
+        segments: &segments,
+        max_segments: outputs.max_segments.max(1),
         new: scratch.path(),
         old_header,
         new_header,
@@ -166,9 +191,18 @@ pub fn update(
             .map(|h| h.join().unwrap_or_else(|_| Err(ClusterError::Plan("a walk thread panicked".into()))))
             .collect()
     });
+    stats.segments = segments.clone();
     for tally in tallies {
-        for (_, tally) in tally? {
-            stats.state_bytes += tally.state_bytes;
+        for (bucket, tally) in tally? {
+            if tally.merged {
+                stats.segments[bucket].clear();
+            }
+            stats.segments[bucket].push(format!(
+                "{}/{}",
+                generation_dir(next).trim_start_matches("state/"),
+                bucket_file(bucket)
+            ));
+            stats.written_bytes += tally.state_bytes;
             stats.ngrams_before += tally.before;
             stats.ngrams_after += tally.after;
             stats.duplicated += tally.duplicated;
@@ -191,9 +225,14 @@ pub fn update(
     commit(work, scratch, current, next)?;
     stats.seconds = started.elapsed().as_secs_f64();
     stats.peak_rss = peak_rss().unwrap_or(0);
+    stats.state_bytes = stats
+        .segments
+        .iter()
+        .flatten()
+        .map(|s| std::fs::metadata(work.path("state").join(s)).map_or(0, |m| m.len()))
+        .sum();
     write_record(&update_record(work, next), &stats)?;
-    // The previous generation is no longer needed once the next is recorded.
-    let _ = std::fs::remove_dir_all(&state);
+    remove_unread_generations(work, next, &stats.segments);
     Ok(stats)
 }
 
@@ -212,6 +251,33 @@ fn current_generation(work: &WorkDir) -> Result<u32, ClusterError> {
         generation += 1;
     }
     Ok(generation)
+}
+
+/// The segments of each bucket in generation `generation`.
+fn current_segments(work: &WorkDir, plan: &JobPlan, generation: u32) -> Result<Vec<Vec<String>>, ClusterError> {
+    if generation == 0 {
+        let gen0 = generation_dir(0);
+        let gen0 = gen0.trim_start_matches("state/");
+        return Ok((0..plan.buckets).map(|b| vec![format!("{gen0}/{}", bucket_file(b))]).collect());
+    }
+    let record: UpdateStats = read_record(&update_record(work, generation))?;
+    if record.segments.len() != plan.buckets {
+        return Err(ClusterError::corrupt(&update_record(work, generation), "segments do not match the buckets"));
+    }
+    Ok(record.segments)
+}
+
+/// Removes the generations (other than the newest, which holds the
+/// lexicon) that none of `segments` lies in any more.
+fn remove_unread_generations(work: &WorkDir, newest: u32, segments: &[Vec<String>]) {
+    for generation in 0..newest {
+        let dir = generation_dir(generation);
+        let name = dir.trim_start_matches("state/");
+        let read = segments.iter().flatten().any(|s| s.starts_with(&format!("{name}/")));
+        if !read {
+            let _ = std::fs::remove_dir_all(work.path(&dir));
+        }
+    }
 }
 
 /// Refuses files the job has counted already: counting them twice would double their n-grams.
@@ -277,7 +343,10 @@ struct Tally {
     after: u64,
     duplicated: u64,
     newly: u64,
+    /// Bytes of the segment written.
     state_bytes: u64,
+    /// Whether the segment replaces the bucket's others.
+    merged: bool,
 }
 
 /// Copies a file to the end of an output.
@@ -295,8 +364,11 @@ fn append(out: &mut OutputFile, path: &Path) -> Result<(), ClusterError> {
 
 /// What every bucket's walk shares.
 struct Walk<'a> {
-    /// The stored generation, and the next one being written (with the day's runs in it).
-    old: &'a Path,
+    /// The state directory, and the segments of each bucket under it.
+    state: &'a Path,
+    segments: &'a [Vec<String>],
+    max_segments: usize,
+    /// The next generation being written (with the day's runs in it).
     new: &'a Path,
     old_header: RunHeader,
     new_header: RunHeader,
@@ -312,51 +384,49 @@ impl Walk<'_> {
         self.new.join(format!("{which}-{bucket:04}.tsv"))
     }
 
-    /// Walks one bucket's stored state beside the day's n-grams (both in
-    /// increasing order), writing the next state and the bucket's reports.
-    fn bucket(&self, bucket: usize) -> Result<Tally, ClusterError> {
-        let mut old = RunReader::open(&self.old.join(bucket_file(bucket)))?;
-        old.expect_header(self.old_header)?;
-        let mut day = RunReader::open(&self.new.join(format!("day-{bucket:04}.dgr")))?;
-        day.expect_header(self.new_header)?;
-        let mut next = NextState {
-            run: RunWriter::create(&self.new.join(bucket_file(bucket)), self.new_header)?,
-            newly: DupTsvWriter::new(OutputFile::create(Some(&self.report(bucket, "newly")))?),
-            all: if self.all {
-                Some(DupTsvWriter::new(OutputFile::create(Some(&self.report(bucket, "all")))?))
-            } else {
-                None
-            },
-            min_count: self.min_count,
-            tally: Tally::default(),
-        };
-        let (mut old_live, mut day_live) = (old.advance()?, day.advance()?);
-        let mut steps = 0u32;
-        while old_live || day_live {
-            steps = steps.wrapping_add(1);
-            if steps.is_multiple_of(65536) && self.control.interrupted() {
-                return Err(PipelineError::Interrupted.into());
-            }
-            let order = match (old_live, day_live) {
-                (true, true) => old.ngram().cmp(day.ngram()),
-                (true, false) => std::cmp::Ordering::Less,
-                _ => std::cmp::Ordering::Greater,
-            };
-            match order {
-                std::cmp::Ordering::Less => {
-                    next.keep(self.lexicon, old.ngram(), old.count(), old.count())?;
-                    old_live = old.advance()?;
-                }
-                std::cmp::Ordering::Greater => {
-                    next.keep(self.lexicon, day.ngram(), 0, day.count())?;
-                    day_live = day.advance()?;
-                }
-                std::cmp::Ordering::Equal => {
-                    next.keep(self.lexicon, day.ngram(), old.count(), old.count() + day.count())?;
-                    (old_live, day_live) = (old.advance()?, day.advance()?);
-                }
-            }
+    /// Opens a stored segment. Older segments carry the identity of the
+    /// lexicon of their generation; IDs never change, so only the shape is checked.
+    fn open_segment(&self, segment: &str) -> Result<RunReader<std::fs::File>, ClusterError> {
+        let path = self.state.join(segment);
+        let reader = RunReader::open(&path)?;
+        let header = reader.header();
+        if header.n != self.old_header.n || header.kind != self.old_header.kind {
+            return Err(ClusterError::corrupt(&path, "a state segment of another job"));
         }
+        Ok(reader)
+    }
+
+    /// Merges one bucket's segments and walks them beside the day's
+    /// n-grams (both in increasing order), writing the bucket's new segment
+    /// and reports.
+    fn bucket(&self, bucket: usize) -> Result<Tally, ClusterError> {
+        let segments = &self.segments[bucket];
+        let old = segments.iter().map(|s| self.open_segment(s)).collect::<Result<Vec<_>, _>>()?;
+        let day_path = self.new.join(format!("day-{bucket:04}.dgr"));
+        let mut day = RunReader::open(&day_path)?;
+        day.expect_header(self.new_header)?;
+        let day_live = day.advance()?;
+        let merged = segments.len() + 1 > self.max_segments;
+        let mut walk = BucketWalk {
+            day,
+            day_live,
+            next: NextState {
+                run: RunWriter::create(&self.new.join(bucket_file(bucket)), self.new_header)?,
+                merged,
+                newly: DupTsvWriter::new(OutputFile::create(Some(&self.report(bucket, "newly")))?),
+                all: if self.all {
+                    Some(DupTsvWriter::new(OutputFile::create(Some(&self.report(bucket, "all")))?))
+                } else {
+                    None
+                },
+                min_count: self.min_count,
+                tally: Tally { merged, ..Tally::default() },
+            },
+            lexicon: self.lexicon,
+        };
+        dupgram_merge::merge_into(old, &mut walk, self.control).map_err(PipelineError::from)?;
+        walk.rest()?;
+        let BucketWalk { day, next, .. } = walk;
         let NextState { run, newly, all, mut tally, .. } = next;
         tally.state_bytes = run.finish()?.1.bytes;
         newly.finish()?;
@@ -364,14 +434,57 @@ impl Walk<'_> {
             all.finish()?;
         }
         drop(day);
-        let _ = std::fs::remove_file(self.new.join(format!("day-{bucket:04}.dgr")));
+        let _ = std::fs::remove_file(&day_path);
         Ok(tally)
+    }
+}
+
+/// One bucket's walk: the stored counts arrive from the merge of its
+/// segments, the day's from its run.
+struct BucketWalk<'l> {
+    day: RunReader<std::fs::File>,
+    day_live: bool,
+    next: NextState,
+    lexicon: &'l Lexicon,
+}
+
+impl BucketWalk<'_> {
+    /// The day's n-grams after the last stored one.
+    fn rest(&mut self) -> Result<(), PipelineError> {
+        while self.day_live {
+            self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count())?;
+            self.day_live = self.day.advance()?;
+        }
+        Ok(())
+    }
+}
+
+impl dupgram_merge::MergeSink for BucketWalk<'_> {
+    type Error = PipelineError;
+
+    /// A stored n-gram (in increasing order) with its count over all
+    /// segments: the day's n-grams before it come first.
+    fn accept(&mut self, ids: &[u32], before: u64, _: &[u64]) -> Result<(), PipelineError> {
+        while self.day_live && self.day.ngram() < ids {
+            self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count())?;
+            self.day_live = self.day.advance()?;
+        }
+        if self.day_live && self.day.ngram() == ids {
+            self.next.keep(self.lexicon, ids, before, before + self.day.count())?;
+            self.day_live = self.day.advance()?;
+        } else {
+            self.next.keep(self.lexicon, ids, before, before)?;
+        }
+        Ok(())
     }
 }
 
 /// Where a walk writes: the next state and the bucket's reports.
 struct NextState {
     run: RunWriter<std::io::BufWriter<std::fs::File>>,
+    /// Write every n-gram with its whole count (the bucket's segments merged
+    /// into one), rather than the day's n-grams with the day's counts.
+    merged: bool,
     newly: DupTsvWriter,
     all: Option<DupTsvWriter>,
     min_count: u64,
@@ -381,7 +494,11 @@ struct NextState {
 impl NextState {
     /// An n-gram of the grown corpus, counted `before` times before today and `after` times now.
     fn keep(&mut self, lexicon: &Lexicon, ids: &[u32], before: u64, after: u64) -> Result<(), PipelineError> {
-        self.run.push(ids, after)?;
+        if self.merged {
+            self.run.push(ids, after)?;
+        } else if after > before {
+            self.run.push(ids, after - before)?;
+        }
         self.tally.before += u64::from(before > 0);
         self.tally.after += 1;
         if after >= self.min_count {
