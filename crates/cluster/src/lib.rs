@@ -35,6 +35,7 @@
 //! vocab.lex, vocab.sieve   the job's lexicon and combined sieve
 //! runs/shard-NNNN/         a shard's runs (the run format of dupgram-runs), removed by finish
 //! dups/bucket-NNNN.tsv     a bucket's duplicates, removed by finish
+//! state/gen-NNNN/          with --keep-state: segments of every n-gram's count, the lexicon (see `update`)
 //! slurm/                   the sbatch scripts and their logs
 //! ```
 //!
