@@ -7,7 +7,9 @@
 //!     dupgram-hashcount corpus.jsonl.zst -n 10
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
+
+use dupgram_testkit::Identity;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -59,20 +61,4 @@ fn main() -> anyhow::Result<()> {
         counts.len()
     );
     Ok(())
-}
-
-/// Fingerprints are already well mixed: hash them as they are.
-#[derive(Default)]
-struct Identity(u64);
-
-impl Hasher for Identity {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys are hashed")
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
 }

@@ -26,7 +26,9 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
+
+use dupgram_testkit::Identity;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -180,22 +182,6 @@ struct Params {
     unit_tag: Option<String>,
     /// Hash tokens as they are instead of lower-cased (`dupgram dedup` takes vertical tokens as they are).
     keep_case: bool,
-}
-
-/// N-gram hashes are already well mixed: hash them as they are.
-#[derive(Default)]
-struct Identity(u64);
-
-impl Hasher for Identity {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys are hashed")
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
 }
 
 type HashSet64 = HashSet<u64, BuildHasherDefault<Identity>>;
