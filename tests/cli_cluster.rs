@@ -112,11 +112,15 @@ fn a_map_task_killed_midway_is_redone_and_the_output_is_the_same() {
     let out = dir.path().join("job.tsv");
     // Plan only, then run the stages by hand as a scheduler would.
     let mut plan = vec!["slurm", "ngrams", s(&corpus), "-o", s(&out), "-q", "--workdir", s(&work)];
-    plan.extend(["--shards", "2", "--buckets", "3", "--dry-run"]);
+    plan.extend(["--shards", "2", "--buckets", "3", "--dry-run", "--partition", "batch", "--sbatch=--time=1:00:00"]);
     plan.extend(options);
     let (code, _, stderr) = run(&plan);
     assert_eq!(code, 0, "{stderr}");
-    assert!(work.join("slurm/map.sbatch").is_file(), "scripts written: {stderr}");
+    let script = std::fs::read_to_string(work.join("slurm/map.sbatch")).unwrap();
+    for line in ["#SBATCH --array=0-1", "#SBATCH --mem=16M", "#SBATCH --partition=batch", "#SBATCH --time=1:00:00"] {
+        assert!(script.lines().any(|l| l == line), "{line} in {script}");
+    }
+    assert!(work.join("slurm/reduce.sbatch").is_file() && !work.join("slurm/pairs.sbatch").exists());
     for stage in [["lexicon", "0"], ["lexicon", "1"], ["vocab", "0"]] {
         let (code, _, stderr) = run(&["stage", stage[0], "--workdir", s(&work), "--index", stage[1]]);
         assert_eq!(code, 0, "{stderr}");
@@ -302,10 +306,13 @@ fn base_plus_updates_equals_a_full_count() {
         let (today, all) = (path(&format!("{day}.new.tsv")), path(&format!("{day}.all.tsv")));
         let input = path(day);
         let mut args = vec!["update", "--workdir", s(&work), s(&input), "-o", s(&today), "--all", s(&all)];
-        args.extend(["--max-segments", max_segments]);
+        let stats = path(&format!("{day}.json"));
+        args.extend(["--max-segments", max_segments, "--stats-json", s(&stats)]);
         let (code, _, stderr) = run(&args);
         assert_eq!(code, 0, "{stderr}");
         assert!(stderr.contains(segments), "{stderr}");
+        let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(stats["newly_duplicated"].as_u64().unwrap() as usize, sorted_lines(&today).len());
         assert!(stderr.contains("newly"), "a summary: {stderr}");
         let expect = full(upto, day);
         assert_eq!(sorted_lines(&all), expect, "{day}: base + updates = a full count");
