@@ -375,3 +375,62 @@ fn updates_need_a_kept_state_and_survive_a_kill() {
     assert!(kept.join("state/gen-0001/bucket-0000.dgr").is_file());
     assert!(today.is_file());
 }
+
+#[test]
+fn updates_list_the_new_documents_that_share_older_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, docs: &[(&str, &str)]| {
+        let path = dir.path().join(name);
+        let text: String =
+            docs.iter().map(|(id, t)| format!("{}\n", serde_json::json!({ "id": id, "text": t }))).collect();
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let base = write(
+        "base.jsonl",
+        &[
+            ("a", "alpha beta gamma delta epsilon zeta eta theta"),
+            ("b", "one two three four five six"),
+            ("c", "red green blue cyan magenta yellow"),
+        ],
+    );
+    let day = write(
+        "day.jsonl",
+        &[
+            // The first six words of a, then new ones: 6 of 10 tokens covered.
+            ("from-a", "Alpha beta gamma delta epsilon zeta kappa lambda mu nu"),
+            ("new", "sun moon star comet planet"),
+            // A copy of b with a tab in its ID.
+            ("copy\tof-b", "one two three four five six"),
+            // Two new documents sharing text only with each other: not listed.
+            ("twin-1", "north south east west up down"),
+            ("twin-2", "north south east west left right"),
+        ],
+    );
+    let work = dir.path().join("w");
+    let out = dir.path().join("o.tsv");
+    let (code, _, stderr) = run(&[
+        "slurm",
+        "ngrams",
+        s(&base),
+        "-n",
+        "3",
+        "-o",
+        s(&out),
+        "--workdir",
+        s(&work),
+        "--local",
+        "--keep-state",
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let docs = dir.path().join("docs.tsv");
+    let (code, _, stderr) =
+        run(&["update", "--workdir", s(&work), s(&day), "-o", s(&dir.path().join("new.tsv")), "--documents", s(&docs)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("in 2 new documents"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&docs).unwrap(),
+        "id\ttokens\tcovered\tcover\nfrom-a\t10\t6\t0.600000\ncopy\\tof-b\t6\t6\t1.000000\n"
+    );
+}

@@ -164,6 +164,10 @@ pub struct UpdateArgs {
     /// Also write every duplicated n-gram of the grown corpus here.
     #[arg(long, value_name = "FILE")]
     all: Option<PathBuf>,
+    /// Also list the new documents that share n-grams with older text: ID, tokens, tokens those
+    /// n-grams cover, the share covered (TSV, a header line first).
+    #[arg(long, value_name = "FILE")]
+    documents: Option<PathBuf>,
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
@@ -334,6 +338,7 @@ pub fn update(args: UpdateArgs, control: &Control) -> anyhow::Result<()> {
         newly_duplicated: args.output.as_ref().map(std::path::absolute).transpose()?,
         all_duplicated: args.all.as_ref().map(std::path::absolute).transpose()?,
         max_segments: args.max_segments,
+        documents: args.documents.as_ref().map(std::path::absolute).transpose()?,
     };
     let stats_json = args.stats_json.as_ref().map(std::path::absolute).transpose()?;
     std::env::set_current_dir(&plan.cwd).with_context(|| format!("{}: the job's directory", plan.cwd.display()))?;
@@ -363,6 +368,12 @@ fn update_summary(s: &dupgram_cluster::UpdateStats, min_count: u64) -> String {
     line("new documents", format!("{} ({} tokens, {} new words)", g(c.documents), g(c.tokens), g(s.new_words)));
     line("distinct n-grams", format!("{} before, {} after", g(s.ngrams_before), g(s.ngrams_after)));
     line(&format!("with count ≥ {min_count}"), format!("{} ({} newly)", g(s.duplicated), g(s.newly_duplicated)));
+    if s.shared_ngrams > 0 || s.documents_sharing > 0 {
+        line(
+            "shared with older text",
+            format!("{} n-grams, in {} new documents", g(s.shared_ngrams), g(s.documents_sharing)),
+        );
+    }
     let segments: usize = s.segments.iter().map(Vec::len).sum();
     line(
         "state",

@@ -55,11 +55,14 @@ pub struct UpdateOutputs {
     pub all_duplicated: Option<PathBuf>,
     /// A bucket with this many segments gets them merged into one.
     pub max_segments: usize,
+    /// Each new document that shares n-grams with older text, with the share
+    /// of its tokens those n-grams cover.
+    pub documents: Option<PathBuf>,
 }
 
 impl Default for UpdateOutputs {
     fn default() -> Self {
-        UpdateOutputs { newly_duplicated: None, all_duplicated: None, max_segments: MAX_SEGMENTS }
+        UpdateOutputs { newly_duplicated: None, all_duplicated: None, max_segments: MAX_SEGMENTS, documents: None }
     }
 }
 
@@ -80,6 +83,10 @@ pub struct UpdateStats {
     /// N-grams counted at least `--min-count` times now, and those of them that were not before.
     pub duplicated: u64,
     pub newly_duplicated: u64,
+    /// With a documents report: distinct n-grams of the new text that older text has too,
+    /// and the new documents holding one.
+    pub shared_ngrams: u64,
+    pub documents_sharing: u64,
     /// Bytes of all the state's segments now, and of those this update wrote.
     pub state_bytes: u64,
     pub written_bytes: u64,
@@ -113,6 +120,7 @@ pub fn update(
     // Open the reports before any work, so a bad path fails at once.
     let mut newly = OutputFile::create(outputs.newly_duplicated.as_deref())?;
     let mut all = outputs.all_duplicated.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
+    let documents = outputs.documents.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
 
     let next = current + 1;
     let scratch = fresh_generation(work, next)?;
@@ -174,6 +182,7 @@ pub fn update(
         lexicon: &lexicon,
         min_count: config.min_count,
         all: all.is_some(),
+        shared_room: documents.is_some().then(|| std::sync::atomic::AtomicU64::new(config.memory / 4)),
         control,
     };
     let threads = config.threads.clamp(1, plan.buckets.max(1));
@@ -192,8 +201,11 @@ pub fn update(
             .collect()
     });
     stats.segments = segments.clone();
+    // Buckets are ranges of first word IDs: joined in order, the shared n-grams are sorted.
+    let mut shared: Vec<u32> = Vec::new();
     for tally in tallies {
-        for (bucket, tally) in tally? {
+        for (bucket, mut tally) in tally? {
+            shared.append(&mut tally.shared);
             if tally.merged {
                 stats.segments[bucket].clear();
             }
@@ -217,6 +229,13 @@ pub fn update(
         }
     }
     stats.count.seconds.merge = t.elapsed().as_secs_f64();
+    if let Some(out) = documents {
+        stats.shared_ngrams = (shared.len() / config.n) as u64;
+        let read =
+            dupgram_corpus::ReadOptions { max_record_bytes: (config.memory / 16) as usize, ..config.read.clone() };
+        let shared = SharedNgrams { ids: &shared, n: config.n };
+        stats.documents_sharing = report_documents(&day_config.inputs, read, &lexicon, &shared, out, control)?;
+    }
     // Reports first: if the state cannot be committed, running again rewrites them the same.
     newly.finish()?;
     if let Some(all) = all {
@@ -347,6 +366,8 @@ struct Tally {
     state_bytes: u64,
     /// Whether the segment replaces the bucket's others.
     merged: bool,
+    /// With a documents report: the bucket's n-grams older text has too.
+    shared: Vec<u32>,
 }
 
 /// Copies a file to the end of an output.
@@ -376,6 +397,8 @@ struct Walk<'a> {
     min_count: u64,
     /// Whether every duplicate is reported too, not only the new ones.
     all: bool,
+    /// With a documents report: the bytes left for the day's n-grams older text has too.
+    shared_room: Option<std::sync::atomic::AtomicU64>,
     control: &'a Control,
 }
 
@@ -423,11 +446,13 @@ impl Walk<'_> {
                 tally: Tally { merged, ..Tally::default() },
             },
             lexicon: self.lexicon,
+            shared: self.shared_room.as_ref().map(|room| (Vec::new(), room)),
         };
         dupgram_merge::merge_into(old, &mut walk, self.control).map_err(PipelineError::from)?;
         walk.rest()?;
-        let BucketWalk { day, next, .. } = walk;
+        let BucketWalk { day, next, shared, .. } = walk;
         let NextState { run, newly, all, mut tally, .. } = next;
+        tally.shared = shared.map(|(ids, _)| ids).unwrap_or_default();
         tally.state_bytes = run.finish()?.1.bytes;
         newly.finish()?;
         if let Some(all) = all {
@@ -446,6 +471,9 @@ struct BucketWalk<'l> {
     day_live: bool,
     next: NextState,
     lexicon: &'l Lexicon,
+    /// With a documents report: the day's n-grams older text has too (their
+    /// IDs, one after another), and the memory left for them.
+    shared: Option<(Vec<u32>, &'l std::sync::atomic::AtomicU64)>,
 }
 
 impl BucketWalk<'_> {
@@ -470,6 +498,20 @@ impl dupgram_merge::MergeSink for BucketWalk<'_> {
             self.day_live = self.day.advance()?;
         }
         if self.day_live && self.day.ngram() == ids {
+            if let Some((shared, room)) = self.shared.as_mut() {
+                let bytes = (ids.len() * 4) as u64;
+                let left = room.fetch_sub(
+                    bytes.min(room.load(std::sync::atomic::Ordering::Relaxed)),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                if left < bytes {
+                    return Err(PipelineError::Memory {
+                        budget: dupgram_pipeline::human_bytes(left),
+                        what: "the n-grams the new documents share with older text do not fit a quarter of it; add fewer documents at a time, or leave out --documents".into(),
+                    });
+                }
+                shared.extend_from_slice(ids);
+            }
             self.next.keep(self.lexicon, ids, before, before + self.day.count())?;
             self.day_live = self.day.advance()?;
         } else {
@@ -513,4 +555,91 @@ impl NextState {
         }
         Ok(())
     }
+}
+
+/// The day's distinct n-grams that older text has too, sorted: `n` IDs each.
+struct SharedNgrams<'a> {
+    ids: &'a [u32],
+    n: usize,
+}
+
+impl SharedNgrams<'_> {
+    fn contains(&self, ngram: &[u32]) -> bool {
+        let count = self.ids.len() / self.n;
+        let (mut lo, mut hi) = (0, count);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.ids[mid * self.n..(mid + 1) * self.n].cmp(ngram) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return true,
+            }
+        }
+        false
+    }
+}
+
+/// Reads the new documents again and reports each one that holds an n-gram
+/// older text has too: its ID, its tokens (stop words left out), those
+/// covered by such n-grams, and the share covered. Returns how many.
+fn report_documents(
+    inputs: &[dupgram_corpus::Input],
+    read: dupgram_corpus::ReadOptions,
+    lexicon: &Lexicon,
+    shared: &SharedNgrams,
+    mut out: OutputFile,
+    control: &Control,
+) -> Result<u64, ClusterError> {
+    use dupgram_lexicon::{Lookup, Tokenizer};
+    let mut reader = dupgram_corpus::CorpusReader::new(inputs.to_vec(), read, control.progress.bytes.clone());
+    let mut batch = dupgram_corpus::Batch::default();
+    let mut tokenizer = Tokenizer::new(lexicon.normalization());
+    let n = shared.n;
+    out.write_all(b"id\ttokens\tcovered\tcover\n")?;
+    let (mut id, mut ids, mut reported) = (String::new(), Vec::<Option<u32>>::new(), 0u64);
+    let mut line = Vec::new();
+    while reader.fill(&mut batch, 1 << 20).map_err(PipelineError::from)? {
+        if control.interrupted() {
+            return Err(PipelineError::Interrupted.into());
+        }
+        for piece in &batch.pieces {
+            if let Some(doc_id) = batch.piece_id(piece) {
+                id = doc_id.to_owned();
+            }
+            let mut emit = |w: &str| match lexicon.lookup(w) {
+                Lookup::Stop => {}
+                Lookup::Id(i) => ids.push(Some(i)),
+                Lookup::Unknown => ids.push(None),
+            };
+            tokenizer.feed(batch.piece_text(piece), &mut emit);
+            if !piece.last {
+                continue;
+            }
+            tokenizer.finish(&mut emit);
+            // A token is covered when an n-gram over it (no unknown word in it) is shared.
+            let mut covered_until = 0usize;
+            let mut covered = 0usize;
+            let mut window: Vec<u32> = Vec::with_capacity(n);
+            for start in 0..ids.len().saturating_sub(n - 1) {
+                window.clear();
+                window.extend(ids[start..start + n].iter().map_while(|i| *i));
+                if window.len() == n && shared.contains(&window) {
+                    covered += start + n - covered_until.max(start);
+                    covered_until = start + n;
+                }
+            }
+            if covered > 0 {
+                reported += 1;
+                line.clear();
+                dupgram_pipeline::output::push_tsv_field(&mut line, &id);
+                let fields = format!("\t{}\t{covered}\t{:.6}\n", ids.len(), covered as f64 / ids.len() as f64);
+                line.extend_from_slice(fields.as_bytes());
+                out.write_all(&line)?;
+            }
+            ids.clear();
+            id.clear();
+        }
+    }
+    out.finish()?;
+    Ok(reported)
 }

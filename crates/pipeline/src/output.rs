@@ -259,7 +259,7 @@ impl crate::PairsSink for PairFiles {
 }
 
 /// A document ID as a TSV field: backslash, TAB and line breaks escaped as `\\`, `\t`, `\n`, `\r`.
-fn push_tsv_field(out: &mut Vec<u8>, text: &str) {
+pub fn push_tsv_field(out: &mut Vec<u8>, text: &str) {
     for b in text.bytes() {
         match b {
             b'\\' => out.extend_from_slice(b"\\\\"),
