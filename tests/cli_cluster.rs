@@ -213,6 +213,10 @@ fn changed_inputs_and_other_jobs_are_refused() {
     assert_eq!(code, 1, "resubmitting the same job notices the change too: {stderr}");
     assert!(!out.exists());
 
+    let (code, _, stderr) =
+        run(&["slurm", "ngrams", s(&corpus), "-o", s(&out), "--workdir", s(&dir.path().join("z")), "--shards", "0"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("--shards and --buckets must be at least 1"), "{stderr}");
     let (code, _, stderr) = run(&["stage", "map", "--workdir", s(&work), "--index", "9"]);
     assert_eq!(code, 1);
     assert!(stderr.contains("this job has 4 shards"), "{stderr}");

@@ -38,7 +38,7 @@ pub fn write_record(path: &Path, value: &impl Serialize) -> Result<(), ClusterEr
     bytes.push(b'\n');
     bytes.extend_from_slice(&body);
     bytes.push(b'\n');
-    write_atomically(path, &bytes)
+    write_file(path, |out| out.write_all(&bytes))
 }
 
 /// Reads a file written by [`write_record`], checking magic, version and checksum.
@@ -63,13 +63,20 @@ pub fn read_record<T: DeserializeOwned>(path: &Path) -> Result<T, ClusterError> 
     serde_json::from_slice(body).map_err(|e| ClusterError::corrupt(path, e.to_string()))
 }
 
-/// Writes `bytes` under a temporary name beside `path`, syncs, and renames.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ClusterError> {
+/// Writes a file of the work directory: `body` writes it under a temporary
+/// name beside `path`, which is synced and renamed when complete.
+pub fn write_file(
+    path: &Path,
+    body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), ClusterError> {
     use std::io::Write;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map_or_else(|| "record".into(), |n| n.to_string_lossy().into_owned());
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     let mut file = dupgram_pipeline::output::temp_beside(dir, &name).map_err(|e| ClusterError::io(path, e))?;
-    file.write_all(bytes).map_err(|e| ClusterError::io(path, e))?;
+    {
+        let mut out = std::io::BufWriter::new(file.as_file_mut());
+        body(&mut out).and_then(|()| out.flush()).map_err(|e| ClusterError::io(path, e))?;
+    }
     dupgram_pipeline::output::persist(file, path)?;
     Ok(())
 }

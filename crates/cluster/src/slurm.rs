@@ -47,7 +47,7 @@ pub fn write_scripts(work: &WorkDir, plan: &JobPlan, options: &SlurmOptions) -> 
     for (stage, tasks) in stages {
         let path = work.path(&format!("slurm/{stage}.sbatch"));
         let text = script(work.root(), &plan.cwd, stage, tasks, options);
-        crate::record::write_atomically(&path, text.as_bytes())?;
+        crate::record::write_file(&path, |out| out.write_all(text.as_bytes()))?;
         set_executable(&path)?;
         scripts.push(Script { stage, path, tasks });
     }

@@ -11,7 +11,7 @@ use dupgram_pipeline::{
 use dupgram_runs::{RunHeader, RunWriter};
 use serde::{Deserialize, Serialize};
 
-use crate::record::{read_record, write_record};
+use crate::record::{read_record, write_file, write_record};
 use crate::{ClusterError, JobPlan, WorkDir, stats};
 
 /// One task of a job.
@@ -510,23 +510,6 @@ fn bucket_bounds(counts: &[u64], buckets: usize) -> Vec<u32> {
         bounds.push(id as u32);
     }
     bounds
-}
-
-/// Writes a file through a temporary name in its directory.
-fn write_file(
-    path: &Path,
-    body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
-) -> Result<(), ClusterError> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let mut file = dupgram_pipeline::output::temp_beside(dir, &name).map_err(|e| ClusterError::io(path, e))?;
-    {
-        let mut out = std::io::BufWriter::new(file.as_file_mut());
-        body(&mut out).and_then(|()| out.flush()).map_err(|e| ClusterError::io(path, e))?;
-    }
-    dupgram_pipeline::output::persist(file, path)?;
-    Ok(())
 }
 
 #[cfg(test)]

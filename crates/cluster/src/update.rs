@@ -40,7 +40,12 @@ use crate::{ClusterError, InputFile, JobPlan, WorkDir};
 
 /// The directory of state generation `generation`, in the work directory.
 pub(crate) fn generation_dir(generation: u32) -> String {
-    format!("state/gen-{generation:04}")
+    format!("state/{}", generation_name(generation))
+}
+
+/// The name of a generation's directory inside `state/`, which segment paths start with.
+fn generation_name(generation: u32) -> String {
+    format!("gen-{generation:04}")
 }
 
 /// Segments per bucket, by default, before an update merges them into one.
@@ -182,7 +187,7 @@ pub fn update(
         lexicon: &lexicon,
         min_count: config.min_count,
         all: all.is_some(),
-        shared_room: documents.is_some().then(|| std::sync::atomic::AtomicU64::new(config.memory / 4)),
+        shared_room: documents.is_some().then(|| SharedRoom::new(config.memory)),
         control,
     };
     let threads = config.threads.clamp(1, plan.buckets.max(1));
@@ -209,11 +214,7 @@ pub fn update(
             if tally.merged {
                 stats.segments[bucket].clear();
             }
-            stats.segments[bucket].push(format!(
-                "{}/{}",
-                generation_dir(next).trim_start_matches("state/"),
-                bucket_file(bucket)
-            ));
+            stats.segments[bucket].push(format!("{}/{}", generation_name(next), bucket_file(bucket)));
             stats.written_bytes += tally.state_bytes;
             stats.ngrams_before += tally.before;
             stats.ngrams_after += tally.after;
@@ -275,8 +276,7 @@ fn current_generation(work: &WorkDir) -> Result<u32, ClusterError> {
 /// The segments of each bucket in generation `generation`.
 fn current_segments(work: &WorkDir, plan: &JobPlan, generation: u32) -> Result<Vec<Vec<String>>, ClusterError> {
     if generation == 0 {
-        let gen0 = generation_dir(0);
-        let gen0 = gen0.trim_start_matches("state/");
+        let gen0 = generation_name(0);
         return Ok((0..plan.buckets).map(|b| vec![format!("{gen0}/{}", bucket_file(b))]).collect());
     }
     let record: UpdateStats = read_record(&update_record(work, generation))?;
@@ -290,11 +290,9 @@ fn current_segments(work: &WorkDir, plan: &JobPlan, generation: u32) -> Result<V
 /// lexicon) that none of `segments` lies in any more.
 fn remove_unread_generations(work: &WorkDir, newest: u32, segments: &[Vec<String>]) {
     for generation in 0..newest {
-        let dir = generation_dir(generation);
-        let name = dir.trim_start_matches("state/");
-        let read = segments.iter().flatten().any(|s| s.starts_with(&format!("{name}/")));
-        if !read {
-            let _ = std::fs::remove_dir_all(work.path(&dir));
+        let prefix = format!("{}/", generation_name(generation));
+        if !segments.iter().flatten().any(|s| s.starts_with(&prefix)) {
+            let _ = std::fs::remove_dir_all(work.path(&generation_dir(generation)));
         }
     }
 }
@@ -398,7 +396,7 @@ struct Walk<'a> {
     /// Whether every duplicate is reported too, not only the new ones.
     all: bool,
     /// With a documents report: the bytes left for the day's n-grams older text has too.
-    shared_room: Option<std::sync::atomic::AtomicU64>,
+    shared_room: Option<SharedRoom>,
     control: &'a Control,
 }
 
@@ -464,6 +462,32 @@ impl Walk<'_> {
     }
 }
 
+/// The memory the walks of all buckets may fill with shared n-grams: a
+/// quarter of `--memory`.
+struct SharedRoom {
+    used: std::sync::atomic::AtomicU64,
+    budget: u64,
+}
+
+impl SharedRoom {
+    fn new(budget: u64) -> Self {
+        SharedRoom { used: std::sync::atomic::AtomicU64::new(0), budget }
+    }
+
+    fn take(&self, bytes: u64) -> Result<(), PipelineError> {
+        let used = self.used.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
+        if used > self.budget / 4 {
+            return Err(PipelineError::Memory {
+                budget: dupgram_pipeline::human_bytes(self.budget),
+                what: "the n-grams the new documents share with older text do not fit a quarter of it; \
+                       add fewer documents at a time, or leave out --documents"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// One bucket's walk: the stored counts arrive from the merge of its
 /// segments, the day's from its run.
 struct BucketWalk<'l> {
@@ -473,7 +497,7 @@ struct BucketWalk<'l> {
     lexicon: &'l Lexicon,
     /// With a documents report: the day's n-grams older text has too (their
     /// IDs, one after another), and the memory left for them.
-    shared: Option<(Vec<u32>, &'l std::sync::atomic::AtomicU64)>,
+    shared: Option<(Vec<u32>, &'l SharedRoom)>,
 }
 
 impl BucketWalk<'_> {
@@ -499,17 +523,7 @@ impl dupgram_merge::MergeSink for BucketWalk<'_> {
         }
         if self.day_live && self.day.ngram() == ids {
             if let Some((shared, room)) = self.shared.as_mut() {
-                let bytes = (ids.len() * 4) as u64;
-                let left = room.fetch_sub(
-                    bytes.min(room.load(std::sync::atomic::Ordering::Relaxed)),
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-                if left < bytes {
-                    return Err(PipelineError::Memory {
-                        budget: dupgram_pipeline::human_bytes(left),
-                        what: "the n-grams the new documents share with older text do not fit a quarter of it; add fewer documents at a time, or leave out --documents".into(),
-                    });
-                }
+                room.take((ids.len() * 4) as u64)?;
                 shared.extend_from_slice(ids);
             }
             self.next.keep(self.lexicon, ids, before, before + self.day.count())?;
@@ -642,4 +656,30 @@ fn report_documents(
     }
     out.finish()?;
     Ok(reported)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_ngrams_stay_within_a_quarter_of_the_budget() {
+        let room = SharedRoom::new(400);
+        room.take(60).unwrap();
+        room.take(40).unwrap();
+        let err = room.take(1).unwrap_err().to_string();
+        assert!(err.contains("--memory 400 B") && err.contains("--documents"), "{err}");
+    }
+
+    #[test]
+    fn shared_ngrams_are_found_by_their_ids() {
+        let ids = [1, 2, 1, 5, 3, 0, 7, 7];
+        let shared = SharedNgrams { ids: &ids, n: 2 };
+        for present in [[1, 2], [1, 5], [3, 0], [7, 7]] {
+            assert!(shared.contains(&present));
+        }
+        for absent in [[0, 0], [1, 3], [2, 9], [8, 0]] {
+            assert!(!shared.contains(&absent));
+        }
+    }
 }
