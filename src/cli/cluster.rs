@@ -287,7 +287,7 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
         work.path("slurm").display()
     );
     if let Job::Ngrams(a) = &job {
-        job_summary(a, &stage, plan_tasks(&plan), outputs.lexicon.as_deref())?;
+        job_summary(a, &stage, &plan, outputs.lexicon.as_deref())?;
     }
     Ok(())
 }
@@ -394,14 +394,16 @@ fn update_summary(s: &dupgram_cluster::UpdateStats, min_count: u64) -> String {
     out
 }
 
-fn plan_tasks(plan: &JobPlan) -> usize {
-    TaskId::all(plan).len()
-}
-
 /// The one-machine summary of a finished `ngrams` job, and what its tasks cost.
-fn job_summary(job: &NgramsArgs, stage: &Stage, tasks: usize, lexicon: Option<&std::path::Path>) -> anyhow::Result<()> {
+fn job_summary(
+    job: &NgramsArgs,
+    stage: &Stage,
+    plan: &JobPlan,
+    lexicon: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     ngrams::report(job, &stage.summary()?, lexicon)?;
     if !job.resources.quiet {
+        let tasks = TaskId::all(plan).len();
         eprintln!("  {:<24}{tasks}, {:.2} s of CPU in all", "tasks", stage.cpu_seconds()?);
     }
     Ok(())
@@ -448,7 +450,7 @@ fn run_tasks(
             TaskOutcome::AlreadyDone => eprintln!("  {:<14} already done", task.name()),
         }
         if let (TaskId::Finish, TaskOutcome::Ran, Job::Ngrams(a)) = (task, outcome, job) {
-            job_summary(a, &stage, plan_tasks(plan), outputs.lexicon.as_deref())?;
+            job_summary(a, &stage, plan, outputs.lexicon.as_deref())?;
         }
     }
     Ok(())
