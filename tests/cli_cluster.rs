@@ -255,14 +255,19 @@ fn staged_pairs_equal_one_machine_pairs() {
     args.extend(options);
     let (code, _, stderr) = run(&args);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("pairs          done"), "{stderr}");
+    for task in ["index-0002", "postings-0001", "candidates-0001", "score-0002", "finish"] {
+        assert!(stderr.contains(&format!("{task:<14} done")), "{task}: {stderr}");
+    }
     let pairs = std::fs::read_to_string(&one.0).unwrap();
     assert!(pairs.lines().count() > 10, "the corpus has similar documents: {pairs}");
     assert_eq!(std::fs::read_to_string(&staged.0).unwrap(), pairs);
     assert_eq!(std::fs::read(&staged.1).unwrap(), std::fs::read(&one.1).unwrap());
-    let (code, _, stderr) = run(&["stage", "pairs", "--workdir", s(&work)]);
+    let (code, _, stderr) = run(&["stage", "score", "--workdir", s(&work), "--index", "1"]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("already done"), "{stderr}");
+    assert!(stderr.contains("score-0001     already done"), "{stderr}");
+    let (code, _, stderr) = run(&["stage", "reduce", "--workdir", s(&work)]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("this job (pairs) has no task reduce-0000"), "{stderr}");
 }
 
 /// Sorted lines: an update numbers new words after old ones, so its lines

@@ -8,7 +8,7 @@ use dupgram_cluster::{JobPlan, Outputs, SlurmOptions, Stage, TaskId, TaskOutcome
 use dupgram_pipeline::{Control, NgramConfig};
 
 use super::ngrams::{self, NgramsArgs};
-use super::pairs::{self, PairsArgs};
+use super::pairs::PairsArgs;
 use super::progress::ProgressView;
 
 /// Run a job as tasks a scheduler can start on any node: write the Slurm
@@ -33,7 +33,9 @@ pub struct SlurmArgs {
 enum SlurmJob {
     /// `dupgram ngrams`, as tasks.
     Ngrams(SlurmNgramsArgs),
-    /// `dupgram pairs`, as tasks: the count as for `ngrams`, then the second pass as one task.
+    /// `dupgram pairs`, as tasks: lexicon and vocab as for `ngrams`, then the index pass per
+    /// shard, the index merge and the candidates per n-gram bucket, the scoring per shard's
+    /// documents, and finish.
     Pairs(SlurmPairsArgs),
 }
 
@@ -97,13 +99,26 @@ impl Job {
         }
     }
 
-    /// Where `finish` writes: the user's files, or (for `pairs`) the
-    /// duplicate list its second pass starts from.
-    fn outputs(&self, work: &WorkDir) -> anyhow::Result<Outputs> {
+    /// Where `finish` writes, and (for `pairs`) the pair options; `config`
+    /// is the configuration the tasks run with.
+    fn outputs(&self, config: &NgramConfig) -> anyhow::Result<Outputs> {
         Ok(match self {
-            Job::Ngrams(a) => Outputs { dups: a.output.clone(), lexicon: ngrams::config(a)?.1 },
-            Job::Pairs(_) => Outputs { dups: Some(work.path("dups.tsv")), lexicon: Some(work.path("dups.tsv.lex")) },
+            Job::Ngrams(a) => Outputs { dups: a.output.clone(), lexicon: ngrams::config(a)?.1, pairs: None },
+            Job::Pairs(a) => Outputs { dups: None, lexicon: None, pairs: Some(a.outputs(config.clone())) },
         })
+    }
+
+    /// After `finish`: the one-machine command's summary, and what the tasks cost.
+    fn report(&self, stage: &Stage, plan: &JobPlan, outputs: &Outputs) -> anyhow::Result<()> {
+        match self {
+            Job::Ngrams(a) => ngrams::report(a, &stage.summary()?, outputs.lexicon.as_deref())?,
+            Job::Pairs(a) => a.report(&stage.pairs_summary()?)?,
+        }
+        if !self.quiet() {
+            let tasks = TaskId::all(plan).len();
+            eprintln!("  {:<24}{tasks}, {:.2} s of CPU in all", "tasks", stage.cpu_seconds()?);
+        }
+        Ok(())
     }
 }
 
@@ -189,7 +204,8 @@ pub struct StageArgs {
     /// The job's work directory.
     #[arg(long, value_name = "DIR")]
     workdir: PathBuf,
-    /// The shard (lexicon, map) or bucket (reduce) [default: $SLURM_ARRAY_TASK_ID, else 0].
+    /// The shard (lexicon, map, index, score) or bucket (reduce, postings, candidates)
+    /// [default: $SLURM_ARRAY_TASK_ID, else 0].
     #[arg(long, value_name = "I")]
     index: Option<usize>,
 }
@@ -200,8 +216,11 @@ enum StageName {
     Vocab,
     Map,
     Reduce,
+    Index,
+    Postings,
+    Candidates,
+    Score,
     Finish,
-    Pairs,
     All,
 }
 
@@ -276,7 +295,7 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
         return Ok(());
     }
     dupgram_cluster::wait(&submitted, std::time::Duration::from_millis(500), &|| control.interrupted())?;
-    let outputs = job.outputs(&work)?;
+    let outputs = job.outputs(&config)?;
     let stage = Stage::new(&work, &plan, &config, control, &outputs);
     let unfinished: Vec<String> =
         TaskId::all(&plan).into_iter().filter(|t| !stage.finished(*t)).map(|t| t.name()).collect();
@@ -286,10 +305,7 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
         unfinished.join(", "),
         work.path("slurm").display()
     );
-    if let Job::Ngrams(a) = &job {
-        job_summary(a, &stage, &plan, outputs.lexicon.as_deref())?;
-    }
-    Ok(())
+    job.report(&stage, &plan, &outputs)
 }
 
 pub fn stage(args: StageArgs, control: &Control) -> anyhow::Result<()> {
@@ -319,13 +335,16 @@ pub fn stage(args: StageArgs, control: &Control) -> anyhow::Result<()> {
         StageName::Vocab => vec![TaskId::Vocab],
         StageName::Map => check(shards, "shards").map(|()| vec![TaskId::Map(index)])?,
         StageName::Reduce => check(buckets, "buckets").map(|()| vec![TaskId::Reduce(index)])?,
+        StageName::Index => check(shards, "shards").map(|()| vec![TaskId::Index(index)])?,
+        StageName::Postings => check(buckets, "buckets").map(|()| vec![TaskId::Postings(index)])?,
+        StageName::Candidates => check(buckets, "buckets").map(|()| vec![TaskId::Candidates(index)])?,
+        StageName::Score => check(shards, "shards").map(|()| vec![TaskId::Score(index)])?,
         StageName::Finish => vec![TaskId::Finish],
-        StageName::Pairs => {
-            anyhow::ensure!(plan.command == "pairs", "this job ({}) has no pairs stage", plan.command);
-            vec![TaskId::Pairs]
-        }
         StageName::All => TaskId::all(&plan),
     };
+    if let Some(task) = tasks.iter().find(|t| !TaskId::all(&plan).contains(t)) {
+        anyhow::bail!("this job ({}) has no task {}", plan.command, task.name());
+    }
     run_tasks(&work, &plan, &job, &config, control, &tasks)
 }
 
@@ -394,21 +413,6 @@ fn update_summary(s: &dupgram_cluster::UpdateStats, min_count: u64) -> String {
     out
 }
 
-/// The one-machine summary of a finished `ngrams` job, and what its tasks cost.
-fn job_summary(
-    job: &NgramsArgs,
-    stage: &Stage,
-    plan: &JobPlan,
-    lexicon: Option<&std::path::Path>,
-) -> anyhow::Result<()> {
-    ngrams::report(job, &stage.summary()?, lexicon)?;
-    if !job.resources.quiet {
-        let tasks = TaskId::all(plan).len();
-        eprintln!("  {:<24}{tasks}, {:.2} s of CPU in all", "tasks", stage.cpu_seconds()?);
-    }
-    Ok(())
-}
-
 /// The options the job was planned with, from its stored command line.
 fn planned_job(plan: &JobPlan) -> anyhow::Result<Job> {
     let cli = super::Cli::try_parse_from(&plan.argv)
@@ -429,28 +433,21 @@ fn run_tasks(
     control: &Control,
     tasks: &[TaskId],
 ) -> anyhow::Result<()> {
-    let outputs = job.outputs(work)?;
+    let outputs = job.outputs(config)?;
     let stage = Stage::new(work, plan, config, control, &outputs);
     for &task in tasks {
         let started = std::time::Instant::now();
-        let outcome = match (task, job) {
-            (TaskId::Pairs, Job::Pairs(a)) => stage.run_outside(task, || -> anyhow::Result<()> {
-                let (dups, lexicon) = (work.path("dups.tsv"), work.path("dups.tsv.lex"));
-                pairs::run_with_dups(a.clone(), dups, lexicon, control)
-            }),
-            _ => {
-                let _progress = ProgressView::start(control, job.quiet());
-                stage.run(task).map_err(anyhow::Error::from)
-            }
-        }
-        .with_context(|| format!("task {}", task.name()))?;
+        let outcome = {
+            let _progress = ProgressView::start(control, job.quiet());
+            stage.run(task).with_context(|| format!("task {}", task.name()))?
+        };
         // Even with --quiet: these lines are the scheduler's log of the job.
         match outcome {
             TaskOutcome::Ran => eprintln!("  {:<14} done in {:.2} s", task.name(), started.elapsed().as_secs_f64()),
             TaskOutcome::AlreadyDone => eprintln!("  {:<14} already done", task.name()),
         }
-        if let (TaskId::Finish, TaskOutcome::Ran, Job::Ngrams(a)) = (task, outcome, job) {
-            job_summary(a, &stage, plan, outputs.lexicon.as_deref())?;
+        if (task, outcome) == (TaskId::Finish, TaskOutcome::Ran) {
+            job.report(&stage, plan, &outputs)?;
         }
     }
     Ok(())

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use dupgram_cluster::PairsOutputs;
 use dupgram_pipeline::output::{OutputFile, PairFiles, PairFormat};
 use dupgram_pipeline::{Control, DupsInput, NgramConfig, PairsConfig, PairsStats, find_pairs, human_bytes};
 
@@ -98,52 +99,54 @@ impl PairsArgs {
     pub(super) fn has_dups(&self) -> bool {
         self.dups.is_some()
     }
-}
 
-/// The second pass alone, from a duplicate list counted elsewhere.
-pub(super) fn run_with_dups(
-    mut args: PairsArgs,
-    dups: PathBuf,
-    lexicon: PathBuf,
-    control: &Control,
-) -> anyhow::Result<()> {
-    args.dups = Some(dups);
-    args.lexicon = Some(lexicon);
-    run(args, control)
+    /// The job's options over the count configuration `base`.
+    pub(super) fn config(&self, base: NgramConfig) -> PairsConfig {
+        PairsConfig {
+            dups: self.dups.clone().zip(self.lexicon.clone()).map(|(dups, lexicon)| DupsInput { dups, lexicon }),
+            min_sscr: self.min_sscr,
+            min_ssr: self.min_ssr,
+            min_cover: self.min_cover,
+            max_df: self.max_df,
+            max_group_pairs: self.max_group_pairs,
+            ..PairsConfig::new(base)
+        }
+    }
+
+    /// Where the pairs and clusters go, and how the pairs are written.
+    pub(super) fn outputs(&self, base: NgramConfig) -> PairsOutputs {
+        let format = match self.output_format {
+            Some(PairFormatArg::Jsonl) => PairFormat::Jsonl,
+            Some(PairFormatArg::Tsv) => PairFormat::Tsv,
+            None if self.output.as_ref().is_some_and(|o| o.to_string_lossy().contains(".jsonl")) => PairFormat::Jsonl,
+            None => PairFormat::Tsv,
+        };
+        PairsOutputs { config: self.config(base), output: self.output.clone(), format, clusters: self.clusters.clone() }
+    }
+
+    /// The summary on standard error (unless --quiet) and in --stats-json.
+    pub(super) fn report(&self, stats: &PairsStats) -> anyhow::Result<()> {
+        if let Some(path) = &self.stats_json {
+            write_json(path, stats)?;
+        }
+        if !self.resources.quiet {
+            eprint!("{}", summary(stats));
+        }
+        Ok(())
+    }
 }
 
 pub fn run(args: PairsArgs, control: &Control) -> anyhow::Result<()> {
-    let base = args.count_config()?;
-    let config = PairsConfig {
-        dups: args.dups.clone().zip(args.lexicon.clone()).map(|(dups, lexicon)| DupsInput { dups, lexicon }),
-        min_sscr: args.min_sscr,
-        min_ssr: args.min_ssr,
-        min_cover: args.min_cover,
-        max_df: args.max_df,
-        max_group_pairs: args.max_group_pairs,
-        ..PairsConfig::new(base)
-    };
-    let format = match args.output_format {
-        Some(PairFormatArg::Jsonl) => PairFormat::Jsonl,
-        Some(PairFormatArg::Tsv) => PairFormat::Tsv,
-        None if args.output.as_ref().is_some_and(|o| o.to_string_lossy().contains(".jsonl")) => PairFormat::Jsonl,
-        None => PairFormat::Tsv,
-    };
+    let PairsOutputs { config, output, format, clusters } = args.outputs(args.count_config()?);
     // Open outputs before any work, so a bad path fails at once.
-    let clusters = args.clusters.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
-    let mut files = PairFiles::new(OutputFile::create(args.output.as_deref())?, format, clusters)?;
+    let clusters = clusters.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
+    let mut files = PairFiles::new(OutputFile::create(output.as_deref())?, format, clusters)?;
     let stats = {
         let _progress = ProgressView::start(control, args.resources.quiet);
         find_pairs(&config, control, &mut files)?
     };
     files.finish()?;
-    if let Some(path) = &args.stats_json {
-        write_json(path, &stats)?;
-    }
-    if !args.resources.quiet {
-        eprint!("{}", summary(&stats));
-    }
-    Ok(())
+    args.report(&stats)
 }
 
 fn summary(s: &PairsStats) -> String {

@@ -25,6 +25,25 @@
 //! are numbered by count, ties by bytes), and a merge sums counts whatever
 //! runs they come from.
 //!
+//! A `pairs` job shares lexicon and vocab, then runs the steps of
+//! `dupgram_pipeline::PairPasses` (the code `dupgram pairs` runs in one
+//! process) as tasks:
+//!
+//! 3. **index** (per shard) — the index pass over the shard, documents
+//!    numbered after the earlier shards' (the lexicon tasks counted them):
+//!    postings runs cut by bucket, and the shard's document table;
+//! 4. **postings** (per bucket) — merge the bucket's postings from every
+//!    shard into its part of the duplicate-only index, with per-document
+//!    totals and its part of the check of identical documents;
+//! 5. **candidates** (per bucket) — the pairs of documents sharing the
+//!    bucket's n-grams, cut by the range of documents that will score them;
+//! 6. **score** (per shard's range of documents) — merge the range's
+//!    candidates from every bucket (a pair found in several comes once),
+//!    score them against the index parts, in blocks that fit in memory;
+//! 7. **finish** — merge the ranges' kept pairs into `-o`, then the clusters.
+//!
+//! Pairs and clusters are byte-identical to `dupgram pairs`'.
+//!
 //! # The work directory
 //!
 //! ```text
@@ -36,11 +55,16 @@
 //! runs/shard-NNNN/         a shard's runs (the run format of dupgram-runs), removed by finish
 //! dups/bucket-NNNN.tsv     a bucket's duplicates, removed by finish
 //! state/gen-NNNN/          with --keep-state: segments of every n-gram's count, the lexicon (see `update`)
+//! pairs/                   pairs jobs: docs/ (each shard's document table), postings/ (runs by
+//!                          bucket), index/ (each bucket's index part and totals), candidates/,
+//!                          kept/ (runs); removed by finish
 //! slurm/                   the sbatch scripts and their logs
 //! ```
 //!
 //! `job.json` and the task records are JSON under a header line with a
-//! magic string, a format version and an XXH3 checksum ([`record`]).
+//! magic string, a format version and an XXH3 checksum ([`record`]); the
+//! document tables and index totals have the binary format of
+//! `dupgram_pipeline`'s `parts` module (magic, version, XXH3 checksum).
 //!
 //! # Nothing lost, nothing redone
 //!
@@ -54,6 +78,7 @@
 //! that keeps a file's size and modification time and touches neither end
 //! is not caught; nothing short of hashing every byte would catch it.
 
+mod pair_tasks;
 mod plan;
 pub mod record;
 mod slurm;
@@ -63,7 +88,7 @@ mod update;
 
 pub use plan::{InputFile, JobPlan, Piece};
 pub use slurm::{SlurmOptions, Submitted, submit, wait, write_scripts};
-pub use tasks::{Outputs, Stage, TaskId, TaskOutcome};
+pub use tasks::{Outputs, PairsOutputs, Stage, TaskId, TaskOutcome};
 pub use update::{MAX_SEGMENTS, UpdateOutputs, UpdateStats, update};
 
 use std::path::{Path, PathBuf};
@@ -122,7 +147,7 @@ impl WorkDir {
     pub fn new(root: &Path) -> Result<WorkDir, ClusterError> {
         std::fs::create_dir_all(root).map_err(|e| ClusterError::io(root, e))?;
         let root = std::path::absolute(root).map_err(|e| ClusterError::io(root, e))?;
-        for sub in ["tasks", "lexicon", "runs", "dups", "slurm", "tmp", "state/parts"] {
+        for sub in ["tasks", "lexicon", "runs", "dups", "slurm", "tmp", "state/parts", "pairs"] {
             let dir = root.join(sub);
             std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io(&dir, e))?;
         }

@@ -37,12 +37,14 @@ pub struct Submitted {
 
 /// Writes the job's scripts into `slurm/` of the work directory.
 pub fn write_scripts(work: &WorkDir, plan: &JobPlan, options: &SlurmOptions) -> Result<Vec<Script>, ClusterError> {
-    let shards = plan.shards.len();
-    let mut stages: Vec<(&'static str, usize)> =
-        vec![("lexicon", shards), ("vocab", 1), ("map", shards), ("reduce", plan.buckets), ("finish", 1)];
+    let (shards, buckets) = (plan.shards.len(), plan.buckets);
+    let mut stages: Vec<(&'static str, usize)> = vec![("lexicon", shards), ("vocab", 1)];
     if plan.command == "pairs" {
-        stages.push(("pairs", 1));
+        stages.extend([("index", shards), ("postings", buckets), ("candidates", buckets), ("score", shards)]);
+    } else {
+        stages.extend([("map", shards), ("reduce", buckets)]);
     }
+    stages.push(("finish", 1));
     let mut scripts = Vec::new();
     for (stage, tasks) in stages {
         let path = work.path(&format!("slurm/{stage}.sbatch"));

@@ -1,6 +1,6 @@
 //! The summary of a staged job: the tasks' summaries added up.
 
-use dupgram_pipeline::NgramStats;
+use dupgram_pipeline::{NgramStats, PairsStats};
 
 /// Adds a task's summary to the job's. Each task fills only the fields of
 /// its own pass (the lexicon tasks the reading, the map tasks the runs, …),
@@ -49,4 +49,43 @@ pub fn absorb(total: &mut NgramStats, part: &NgramStats) {
 pub fn settle(total: &mut NgramStats) {
     total.distinct_ngrams = total.ngrams - total.duplicate_occurrences.min(total.ngrams) + total.duplicate_types;
     total.bytes_spilled = total.run_bytes + total.merge_bytes;
+}
+
+/// Adds a task's part of a `pairs` job's summary to the job's (each task
+/// fills the fields of its own step; times add up as task time).
+pub fn absorb_pairs(total: &mut PairsStats, part: &PairsStats) {
+    let (t, p) = (&mut total.index, &part.index);
+    t.documents += p.documents;
+    t.tokens += p.tokens;
+    t.duplicate_ngrams += p.duplicate_ngrams;
+    t.duplicate_occurrences += p.duplicate_occurrences;
+    t.all_ngrams += p.all_ngrams;
+    t.bytes_spilled += p.bytes_spilled;
+    t.index_seconds += p.index_seconds;
+    t.merge_seconds += p.merge_seconds;
+    total.exact_groups += part.exact_groups;
+    total.grouped_documents += part.grouped_documents;
+    total.boilerplate_ngrams += part.boilerplate_ngrams;
+    total.candidate_pairs += part.candidate_pairs;
+    total.pruned_pairs += part.pruned_pairs;
+    total.scored_pairs += part.scored_pairs;
+    total.kept_pairs += part.kept_pairs;
+    total.group_pairs += part.group_pairs;
+    total.clusters += part.clusters;
+    total.clustered_documents += part.clustered_documents;
+    total.index_blocks += part.index_blocks;
+    total.peak_rss = total.peak_rss.max(part.peak_rss);
+    total.seconds.candidates += part.seconds.candidates;
+    total.seconds.scoring += part.seconds.scoring;
+    total.seconds.output += part.seconds.output;
+    total.warnings.extend(part.warnings.iter().cloned());
+}
+
+/// The fields derived from the others, once every task is in.
+pub fn settle_pairs(total: &mut PairsStats) {
+    let i = &mut total.index;
+    i.index_fraction = if i.all_ngrams == 0 { 0.0 } else { i.duplicate_occurrences as f64 / i.all_ngrams as f64 };
+    total.seconds.index = i.index_seconds + i.merge_seconds;
+    let s = &total.seconds;
+    total.seconds.total = s.index + s.candidates + s.scoring + s.output;
 }

@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Scope};
-use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
+use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFormat};
 use dupgram_pipeline::{
-    Control, NgramConfig, NgramStats, Passes, PipelineError, RunFile, Sieve, cpu_seconds, peak_rss,
+    Control, NgramConfig, NgramStats, PairsConfig, PairsStats, Passes, PipelineError, RunFile, ScoreLayout, Sieve,
+    cpu_seconds, peak_rss,
 };
 use dupgram_runs::{RunHeader, RunWriter};
 use serde::{Deserialize, Serialize};
@@ -21,10 +22,15 @@ pub enum TaskId {
     Vocab,
     Map(usize),
     Reduce(usize),
+    /// `pairs` jobs, after vocab: the index pass over a shard.
+    Index(usize),
+    /// The index merge of a bucket of n-grams.
+    Postings(usize),
+    /// The candidate pairs of a bucket's n-grams.
+    Candidates(usize),
+    /// The scoring of a range of documents (a shard's).
+    Score(usize),
     Finish,
-    /// `pairs` jobs: the second pass over the whole corpus, from the
-    /// duplicates `finish` wrote; run by the caller ([`Stage::run_outside`]).
-    Pairs,
 }
 
 impl TaskId {
@@ -35,22 +41,29 @@ impl TaskId {
             TaskId::Vocab => "vocab".into(),
             TaskId::Map(i) => format!("map-{i:04}"),
             TaskId::Reduce(i) => format!("reduce-{i:04}"),
+            TaskId::Index(i) => format!("index-{i:04}"),
+            TaskId::Postings(i) => format!("postings-{i:04}"),
+            TaskId::Candidates(i) => format!("candidates-{i:04}"),
+            TaskId::Score(i) => format!("score-{i:04}"),
             TaskId::Finish => "finish".into(),
-            TaskId::Pairs => "pairs".into(),
         }
     }
 
     /// Every task of a job, in an order that runs each after what it needs.
     pub fn all(plan: &JobPlan) -> Vec<TaskId> {
-        let shards = plan.shards.len();
-        (0..shards)
-            .map(TaskId::Lexicon)
-            .chain([TaskId::Vocab])
-            .chain((0..shards).map(TaskId::Map))
-            .chain((0..plan.buckets).map(TaskId::Reduce))
-            .chain([TaskId::Finish])
-            .chain((plan.command == "pairs").then_some(TaskId::Pairs))
-            .collect()
+        let (shards, buckets) = (plan.shards.len(), plan.buckets);
+        let mut tasks: Vec<TaskId> = (0..shards).map(TaskId::Lexicon).chain([TaskId::Vocab]).collect();
+        if plan.command == "pairs" {
+            tasks.extend((0..shards).map(TaskId::Index));
+            tasks.extend((0..buckets).map(TaskId::Postings));
+            tasks.extend((0..buckets).map(TaskId::Candidates));
+            tasks.extend((0..shards).map(TaskId::Score));
+        } else {
+            tasks.extend((0..shards).map(TaskId::Map));
+            tasks.extend((0..buckets).map(TaskId::Reduce));
+        }
+        tasks.push(TaskId::Finish);
+        tasks
     }
 }
 
@@ -62,45 +75,53 @@ pub enum TaskOutcome {
     AlreadyDone,
 }
 
-/// A run file of a map task's output.
+/// A run file of a task's output.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct RunEntry {
-    bucket: usize,
-    /// Name in the shard's run directory.
-    file: String,
-    bytes: u64,
+pub(crate) struct RunEntry {
+    /// The bucket of n-grams it holds (map, index), or the range of
+    /// documents whose pairs it holds (candidates).
+    pub bucket: usize,
+    /// Name in the task's run directory.
+    pub file: String,
+    pub bytes: u64,
 }
 
 /// The manifest entry of a finished task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct TaskRecord {
-    task: String,
+pub(crate) struct TaskRecord {
+    pub task: String,
     /// This task's part of the job's summary.
-    stats: NgramStats,
+    pub stats: NgramStats,
     /// Lexicon tasks: tokens and documents read, to check the map task's reading against.
-    tokens: u64,
-    documents: u64,
+    pub tokens: u64,
+    pub documents: u64,
     /// Lexicon and vocab tasks: whether they left a sieve.
-    sieve: bool,
+    pub sieve: bool,
     /// Vocab: the first word ID of every bucket after the first.
-    bounds: Vec<u32>,
-    /// Map: the runs written, and their entries in all.
-    runs: Vec<RunEntry>,
-    entries: u64,
+    pub bounds: Vec<u32>,
+    /// Map, index, candidates, score: the runs written; map: their entries in all.
+    pub runs: Vec<RunEntry>,
+    pub entries: u64,
     /// CPU seconds the task took, all threads.
     #[serde(default)]
-    cpu: f64,
+    pub cpu: f64,
+    /// Tasks of `pairs` jobs: this task's part of the pairs summary.
+    #[serde(default)]
+    pub pairs: Option<PairsStats>,
+    /// Candidates: how the documents are cut for scoring.
+    #[serde(default)]
+    pub layout: Option<ScoreLayout>,
 }
 
 /// Runs the tasks of one job.
 pub struct Stage<'a> {
-    work: &'a WorkDir,
-    plan: &'a JobPlan,
+    pub(crate) work: &'a WorkDir,
+    pub(crate) plan: &'a JobPlan,
     /// The job's options, rebuilt from its command line; its inputs are the
     /// whole corpus (sizes such as the sieve's are derived from them).
-    config: &'a NgramConfig,
-    control: &'a Control,
-    outputs: &'a Outputs,
+    pub(crate) config: &'a NgramConfig,
+    pub(crate) control: &'a Control,
+    pub(crate) outputs: &'a Outputs,
 }
 
 /// Where the finish task puts the job's results.
@@ -110,6 +131,19 @@ pub struct Outputs {
     pub dups: Option<PathBuf>,
     /// A copy of the job's lexicon.
     pub lexicon: Option<PathBuf>,
+    /// `pairs` jobs: what to keep and where it goes.
+    pub pairs: Option<PairsOutputs>,
+}
+
+/// What the finish task of a `pairs` job writes, and the job's pair options.
+#[derive(Debug, Clone)]
+pub struct PairsOutputs {
+    /// Thresholds and limits; its `base` is ignored (the stage's configuration counts).
+    pub config: PairsConfig,
+    /// The pairs; standard output when `None`.
+    pub output: Option<PathBuf>,
+    pub format: PairFormat,
+    pub clusters: Option<PathBuf>,
 }
 
 impl<'a> Stage<'a> {
@@ -135,8 +169,12 @@ impl<'a> Stage<'a> {
             TaskId::Vocab => self.vocab()?,
             TaskId::Map(shard) => self.map(shard)?,
             TaskId::Reduce(bucket) => self.reduce(bucket)?,
+            TaskId::Index(shard) => self.index(shard)?,
+            TaskId::Postings(bucket) => self.postings(bucket)?,
+            TaskId::Candidates(bucket) => self.candidates(bucket)?,
+            TaskId::Score(range) => self.score(range)?,
+            TaskId::Finish if self.plan.command == "pairs" => self.finish_pairs()?,
             TaskId::Finish => self.finish()?,
-            TaskId::Pairs => return Err(ClusterError::Plan("the pairs task is run with Stage::run_outside".into())),
         };
         record.task = task.name();
         record.cpu = cpu_seconds().unwrap_or(0.0) - cpu;
@@ -146,28 +184,6 @@ impl<'a> Stage<'a> {
         if task == TaskId::Finish {
             self.remove_spill()?;
         }
-        Ok(TaskOutcome::Ran)
-    }
-
-    /// Runs a task whose work is done by the caller (the `pairs` second
-    /// pass), with the same bookkeeping: skipped when recorded, recorded
-    /// when `work` succeeds.
-    pub fn run_outside<E: From<ClusterError>>(
-        &self,
-        task: TaskId,
-        work: impl FnOnce() -> Result<(), E>,
-    ) -> Result<TaskOutcome, E> {
-        if self.finished(task) {
-            return Ok(TaskOutcome::AlreadyDone);
-        }
-        self.record(TaskId::Finish, task)?;
-        let (started, cpu) = (Instant::now(), cpu_seconds().unwrap_or(0.0));
-        work()?;
-        let mut stats = NgramStats::default();
-        stats.seconds.total = started.elapsed().as_secs_f64();
-        stats.peak_rss = peak_rss().unwrap_or(0);
-        let cpu = cpu_seconds().unwrap_or(0.0) - cpu;
-        write_record(&self.record_path(task), &TaskRecord { task: task.name(), stats, cpu, ..Default::default() })?;
         Ok(TaskOutcome::Ran)
     }
 
@@ -194,19 +210,40 @@ impl<'a> Stage<'a> {
             threads: self.config.threads,
             ..NgramStats::default()
         };
-        for task in TaskId::all(self.plan).into_iter().filter(|t| !matches!(t, TaskId::Finish | TaskId::Pairs)) {
+        for task in TaskId::all(self.plan).into_iter().filter(|t| *t != TaskId::Finish) {
             stats::absorb(&mut total, &self.record(task, TaskId::Finish)?.stats);
         }
         stats::settle(&mut total);
         Ok(total)
     }
 
-    fn record_path(&self, task: TaskId) -> PathBuf {
+    /// The summary of a finished `pairs` job, from every task's record;
+    /// its times are the tasks' times added up.
+    pub fn pairs_summary(&self) -> Result<PairsStats, ClusterError> {
+        let mut total = PairsStats { n: self.config.n, memory_budget: self.config.memory, ..PairsStats::default() };
+        let mut first = NgramStats::default();
+        for task in TaskId::all(self.plan) {
+            let record = self.record(task, TaskId::Finish)?;
+            if matches!(task, TaskId::Lexicon(_) | TaskId::Vocab) {
+                stats::absorb(&mut first, &record.stats);
+            }
+            if let Some(part) = &record.pairs {
+                stats::absorb_pairs(&mut total, part);
+            }
+            total.peak_rss = total.peak_rss.max(record.stats.peak_rss);
+        }
+        stats::settle(&mut first);
+        total.index.first_pass = Some(first);
+        stats::settle_pairs(&mut total);
+        Ok(total)
+    }
+
+    pub(crate) fn record_path(&self, task: TaskId) -> PathBuf {
         self.work.path(&format!("tasks/{}.json", task.name()))
     }
 
     /// The record of `task`, which `needed_by` cannot run without.
-    fn record(&self, task: TaskId, needed_by: TaskId) -> Result<TaskRecord, ClusterError> {
+    pub(crate) fn record(&self, task: TaskId, needed_by: TaskId) -> Result<TaskRecord, ClusterError> {
         let path = self.record_path(task);
         if !path.exists() {
             return Err(ClusterError::NotReady { task: needed_by.name(), needs: task.name() });
@@ -222,7 +259,7 @@ impl<'a> Stage<'a> {
         self.work.path(&format!("lexicon/shard-{shard:04}.sieve"))
     }
 
-    fn vocab_lexicon(&self) -> PathBuf {
+    pub(crate) fn vocab_lexicon(&self) -> PathBuf {
         self.work.path("vocab.lex")
     }
 
@@ -240,7 +277,7 @@ impl<'a> Stage<'a> {
 
     /// A fresh temporary directory for `task` under `parent`, after removing
     /// what an earlier, killed run of it left there.
-    fn scratch(&self, parent: &Path, task: TaskId) -> Result<tempfile::TempDir, ClusterError> {
+    pub(crate) fn scratch(&self, parent: &Path, task: TaskId) -> Result<tempfile::TempDir, ClusterError> {
         let prefix = format!("{}.tmp", task.name());
         let stale = std::fs::read_dir(parent).map_err(|e| ClusterError::io(parent, e))?;
         for entry in stale.flatten() {
@@ -365,26 +402,12 @@ impl<'a> Stage<'a> {
             ))
             .into());
         }
-        let runs = counted
-            .runs
-            .iter()
-            .map(|(bucket, run)| RunEntry {
-                bucket: *bucket,
-                file: run.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                bytes: run.bytes,
-            })
-            .collect();
-        let target = self.shard_runs(shard);
-        if target.exists() {
-            // Renamed by a run killed before it could record itself.
-            std::fs::remove_dir_all(&target).map_err(|e| ClusterError::io(&target, e))?;
-        }
-        let kept = scratch.keep();
-        std::fs::rename(&kept, &target).map_err(|e| ClusterError::io(&target, e))?;
+        let runs = run_entries(&counted.runs);
+        keep_dir(scratch, &self.shard_runs(shard))?;
         Ok(TaskRecord { stats, runs, entries: counted.entries, ..Default::default() })
     }
 
-    fn load_sieve(&self) -> Result<Sieve, ClusterError> {
+    pub(crate) fn load_sieve(&self) -> Result<Sieve, ClusterError> {
         let path = self.vocab_sieve();
         let mut file =
             std::fs::File::open(&path).map(std::io::BufReader::new).map_err(|e| ClusterError::io(&path, e))?;
@@ -405,14 +428,7 @@ impl<'a> Stage<'a> {
         for shard in 0..self.plan.shards.len() {
             let map = self.record(TaskId::Map(shard), me)?;
             entries += map.entries;
-            for run in map.runs.iter().filter(|r| r.bucket == bucket) {
-                let from = self.shard_runs(shard).join(&run.file);
-                let to = scratch.path().join(format!("s{shard:04}-{}", run.file));
-                if std::fs::hard_link(&from, &to).is_err() {
-                    std::fs::copy(&from, &to).map_err(|e| ClusterError::io(&from, e))?;
-                }
-                runs.push(RunFile { path: to, bytes: run.bytes, depth: 0 });
-            }
+            runs.extend(link_runs(&map, bucket, &self.shard_runs(shard), scratch.path(), &format!("s{shard:04}"))?);
         }
         let passes = self.passes(scratch.path())?;
         let lexicon = Lexicon::load(&self.vocab_lexicon(), self.scope())?;
@@ -483,13 +499,57 @@ impl<'a> Stage<'a> {
 
     /// Runs removed once the output is written: they are as large as the data.
     fn remove_spill(&self) -> Result<(), ClusterError> {
-        for dir in ["runs", "dups", "tmp"] {
+        for dir in ["runs", "dups", "tmp", "pairs"] {
             let path = self.work.path(dir);
             std::fs::remove_dir_all(&path).map_err(|e| ClusterError::io(&path, e))?;
             std::fs::create_dir_all(&path).map_err(|e| ClusterError::io(&path, e))?;
         }
         Ok(())
     }
+}
+
+/// Links (or copies) the runs of part `part` that `record` wrote into
+/// `from` into the scratch directory `to`, names prefixed with `prefix`:
+/// merges delete the runs they have read, and the originals must stay for
+/// a rerun of the task if it is killed.
+pub(crate) fn link_runs(
+    record: &TaskRecord,
+    part: usize,
+    from: &Path,
+    to: &Path,
+    prefix: &str,
+) -> Result<Vec<RunFile>, ClusterError> {
+    let mut runs = Vec::new();
+    for run in record.runs.iter().filter(|r| r.bucket == part) {
+        let source = from.join(&run.file);
+        let target = to.join(format!("{prefix}-{}", run.file));
+        if std::fs::hard_link(&source, &target).is_err() {
+            std::fs::copy(&source, &target).map_err(|e| ClusterError::io(&source, e))?;
+        }
+        runs.push(RunFile { path: target, bytes: run.bytes, depth: 0 });
+    }
+    Ok(runs)
+}
+
+/// Entries naming `runs` (each with its part) by file name, for a task record.
+pub(crate) fn run_entries(runs: &[(usize, RunFile)]) -> Vec<RunEntry> {
+    runs.iter()
+        .map(|(part, run)| RunEntry {
+            bucket: *part,
+            file: run.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            bytes: run.bytes,
+        })
+        .collect()
+}
+
+/// Makes a task's scratch directory its output directory `target`.
+pub(crate) fn keep_dir(scratch: tempfile::TempDir, target: &Path) -> Result<(), ClusterError> {
+    if target.exists() {
+        // Renamed by a run killed before it could record itself.
+        std::fs::remove_dir_all(target).map_err(|e| ClusterError::io(target, e))?;
+    }
+    let kept = scratch.keep();
+    std::fs::rename(&kept, target).map_err(|e| ClusterError::io(target, e))
 }
 
 /// The first word ID of buckets 1.. so each holds about the same number of

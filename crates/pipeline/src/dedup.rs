@@ -25,7 +25,7 @@ use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::{RunHeader, RunWriter};
 use serde::Serialize;
 
-use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
+use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexPart, IndexStats, PER_DOC_BYTES};
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
 use crate::output::OutputFile;
@@ -270,10 +270,11 @@ impl DedupJob<'_> {
         let blocks = match &self.built.lists {
             // Gathered by the merge: one block, in memory already.
             Some(_) => std::iter::once(0..table.len() as u32).collect(),
-            None => self.index.plan_blocks(&totals.occurrences, table.len(), room)?,
+            None => self.index.plan_blocks(&totals.occurrences, 0..table.len() as u32, room),
         };
         stats.index_blocks = blocks.len() as u64;
-        let mut cache = BlockCache { path: &self.built.path, n, blocks: &blocks, loaded: Vec::new() };
+        let parts = [IndexPart { path: self.built.path.clone(), first_id: 0 }];
+        let mut cache = BlockCache { parts: &parts, n, blocks: &blocks, loaded: Vec::new() };
         let params = DedupParams {
             n,
             threshold: self.config.threshold,
@@ -327,7 +328,7 @@ impl DedupJob<'_> {
                             while blocks[block].end <= doc {
                                 block += 1;
                             }
-                            cache.ensure(block as u32, None, totals, table)?;
+                            cache.ensure(block as u32, None, &totals.occurrences, &table.tokens)?;
                             let occurrences = cache.block(block as u32).expect("the block is loaded").doc(doc);
                             sorted.clear();
                             sorted.extend(occurrences.iter().map(|o| NgramAt { pos: o.pos, id: o.ngram }));

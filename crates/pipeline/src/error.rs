@@ -24,6 +24,9 @@ pub enum PipelineError {
     Changed(String),
     #[error("{0}")]
     Usage(String),
+    /// A file of the work in progress that is damaged or of another kind.
+    #[error("{0}")]
+    Corrupt(String),
     #[error("interrupted")]
     Interrupted,
 }

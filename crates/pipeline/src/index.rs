@@ -27,7 +27,7 @@ use dupgram_lexicon::{Lexicon, Lookup, Scope, word_hash};
 use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::{RunHeader, RunReader, RunWriter};
 use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::feed::{BatchWorker, Source, feed};
@@ -46,7 +46,8 @@ pub struct DupsInput {
 }
 
 /// What building the index found.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IndexStats {
     /// Seconds of the index pass and of the index merge (the lexicon pass is in `first_pass`).
     pub index_seconds: f64,
@@ -91,7 +92,8 @@ pub(crate) struct IndexJob<'a> {
 }
 
 /// What the index pass learned about the documents, by document number.
-pub(crate) struct DocTable {
+#[derive(Debug, Default)]
+pub struct DocTable {
     pub tokens: Vec<u32>,
     pub hashes: Vec<u128>,
     pub ids: String,
@@ -110,10 +112,15 @@ impl DocTable {
     pub fn len(&self) -> usize {
         self.tokens.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
 }
 
 /// Per-document facts from the index merge.
-pub(crate) struct IndexTotals {
+#[derive(Debug)]
+pub struct IndexTotals {
     /// Duplicate occurrences per document.
     pub occurrences: Vec<u32>,
     /// Distinct duplicate n-grams per document.
@@ -137,15 +144,11 @@ impl<'a> IndexJob<'a> {
         self.plan.working()
     }
 
-    /// Lexicon pass, index pass and index merge.
-    pub fn build(&self, stats: &mut IndexStats) -> Result<BuiltIndex, PipelineError> {
-        self.build_inner(stats, None)
-    }
-
-    /// Like [`Self::build`], but when `fits(documents, candidates)` says that
-    /// lists of that many occurrences ([`DocLists::bytes_for`]) fit beside
-    /// what comes next, the merge gathers each document's occurrences in
-    /// memory instead of writing the index file.
+    /// Lexicon pass, index pass and index merge. When `fits(documents,
+    /// candidates)` says that lists of that many occurrences
+    /// ([`DocLists::bytes_for`]) fit beside what comes next, the merge
+    /// gathers each document's occurrences in memory instead of writing the
+    /// index file.
     pub fn build_with_lists(
         &self,
         stats: &mut IndexStats,
@@ -161,16 +164,17 @@ impl<'a> IndexJob<'a> {
     ) -> Result<BuiltIndex, PipelineError> {
         let (lexicon, sieve, inputs) = self.duplicates(stats)?;
         let n = self.base.n;
-        let layout = KeyLayout::new(n, lexicon.repeated_len().saturating_sub(1) as u32)?;
         let t = std::time::Instant::now();
-        let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), layout, fits.is_some(), stats)?;
+        let (runs, table) =
+            self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), ShardCut::WHOLE, stats)?;
+        let runs = runs.into_iter().map(|(_, run)| run).collect();
         drop(sieve);
         stats.index_seconds = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
         let path = self.work.join("index.dgr");
         let candidates: u64 = table.candidates.iter().map(|&c| u64::from(c)).sum();
         let gather = fits.is_some_and(|fits| !table.candidates.is_empty() && fits(table.len() as u64, candidates));
-        let (totals, lists) = self.merge_index(runs, &lexicon, &path, &table, gather, stats)?;
+        let MergedIndex { totals, lists, .. } = self.merge_index(runs, &lexicon, &path, &table, gather, None, stats)?;
         stats.merge_seconds = t.elapsed().as_secs_f64();
         stats.all_ngrams = table.tokens.iter().map(|&t| u64::from(t.saturating_sub(n as u32 - 1))).sum();
         stats.index_fraction =
@@ -206,7 +210,7 @@ impl<'a> IndexJob<'a> {
 
     /// The lexicon, a sieve every duplicate n-gram passes (none if it was
     /// switched off), and the inputs to read from now on.
-    fn duplicates(&self, stats: &mut IndexStats) -> Result<(Lexicon, Option<Sieve>, Vec<Input>), PipelineError> {
+    pub fn duplicates(&self, stats: &mut IndexStats) -> Result<(Lexicon, Option<Sieve>, Vec<Input>), PipelineError> {
         let Some(d) = self.dups else {
             let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
             let (prepared, inputs) = prepare(self.base, self.control, self.work, &mut first)?;
@@ -238,27 +242,32 @@ impl<'a> IndexJob<'a> {
         Ok((lexicon, Some(sieve), inputs))
     }
 
-    fn index_pass(
+    /// The index pass over `inputs`, whose first document is number
+    /// `shard.first_doc` of the corpus: postings runs, one set per bucket
+    /// of first word IDs (`shard.buckets`, as for a count), and the documents read.
+    pub fn index_pass(
         &self,
         inputs: &[Input],
         lexicon: &Lexicon,
         sieve: Option<&Sieve>,
-        layout: KeyLayout,
         count: bool,
+        shard: ShardCut,
         stats: &mut IndexStats,
-    ) -> Result<(Vec<RunFile>, DocTable), PipelineError> {
+    ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
+        let layout = KeyLayout::new(self.base.n, lexicon.repeated_len().saturating_sub(1) as u32)?;
         match layout.words() {
-            1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, count, stats),
-            2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, count, stats),
-            3 => self.index_pass_with::<3>(inputs, lexicon, sieve, layout, count, stats),
-            4 => self.index_pass_with::<4>(inputs, lexicon, sieve, layout, count, stats),
-            6 => self.index_pass_with::<6>(inputs, lexicon, sieve, layout, count, stats),
-            8 => self.index_pass_with::<8>(inputs, lexicon, sieve, layout, count, stats),
-            12 => self.index_pass_with::<12>(inputs, lexicon, sieve, layout, count, stats),
-            _ => self.index_pass_with::<16>(inputs, lexicon, sieve, layout, count, stats),
+            1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, count, shard, stats),
+            2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, count, shard, stats),
+            3 => self.index_pass_with::<3>(inputs, lexicon, sieve, layout, count, shard, stats),
+            4 => self.index_pass_with::<4>(inputs, lexicon, sieve, layout, count, shard, stats),
+            6 => self.index_pass_with::<6>(inputs, lexicon, sieve, layout, count, shard, stats),
+            8 => self.index_pass_with::<8>(inputs, lexicon, sieve, layout, count, shard, stats),
+            12 => self.index_pass_with::<12>(inputs, lexicon, sieve, layout, count, shard, stats),
+            _ => self.index_pass_with::<16>(inputs, lexicon, sieve, layout, count, shard, stats),
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn index_pass_with<const L: usize>(
         &self,
         inputs: &[Input],
@@ -266,8 +275,9 @@ impl<'a> IndexJob<'a> {
         sieve: Option<&Sieve>,
         layout: KeyLayout,
         count: bool,
+        shard: ShardCut,
         stats: &mut IndexStats,
-    ) -> Result<(Vec<RunFile>, DocTable), PipelineError> {
+    ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
         let base = self.base;
         let threads = base.threads as u64;
         let fixed = lexicon.heap_bytes() as u64 + sieve.map_or(0, |s| s.bytes() as u64) + threads * WRITER_BYTES;
@@ -292,6 +302,8 @@ impl<'a> IndexJob<'a> {
                     spilled: 0,
                     failure: None,
                     doc: 0,
+                    first_doc: shard.first_doc,
+                    buckets: shard.buckets,
                     hasher: Xxh3::new(),
                     counts: count.then(Vec::new),
                 },
@@ -313,10 +325,10 @@ impl<'a> IndexJob<'a> {
         };
         let (outputs, read) = feed(workers, &source, self.control)?;
         stats.documents = read.documents;
-        if read.documents >= u64::from(u32::MAX) {
+        if shard.first_doc + read.documents >= u64::from(u32::MAX) {
             return Err(PipelineError::Usage(format!(
                 "{} documents: dupgram pairs handles at most {}",
-                read.documents,
+                shard.first_doc + read.documents,
                 u32::MAX - 1
             )));
         }
@@ -342,7 +354,7 @@ impl<'a> IndexJob<'a> {
             stats.bytes_spilled += sink.spilled;
             runs.extend(sink.runs);
             for &(doc, c) in sink.counts.iter().flatten() {
-                table.candidates[doc as usize] += c;
+                table.candidates[(doc - shard.first_doc) as usize] += c;
             }
             let offset = table.ids.len() as u64;
             table.ids.push_str(&ids);
@@ -367,17 +379,24 @@ impl<'a> IndexJob<'a> {
     /// Merges the postings runs into the duplicate-only index — written to
     /// `path`, or with `gather` gathered into lists of each document's
     /// occurrences (on a thread of their own, beside the merge).
-    fn merge_index(
+    ///
+    /// With `groups` (each document's group of identical documents, by
+    /// hash: see [`GroupCheck`]) it also checks every group against the
+    /// index and returns the documents that differ from their group's first.
+    #[allow(clippy::too_many_arguments)]
+    pub fn merge_index(
         &self,
         runs: Vec<RunFile>,
         lexicon: &Lexicon,
         path: &Path,
         table: &DocTable,
         gather: bool,
+        groups: Option<&[u32]>,
         stats: &mut IndexStats,
-    ) -> Result<(IndexTotals, Option<DocLists>), PipelineError> {
+    ) -> Result<MergedIndex, PipelineError> {
         self.control.progress.start("merging", None);
         let docs = table.len();
+        let check = groups.map(GroupCheck::new);
         let header = RunHeader::postings(self.base.n as u8, lexicon.identity());
         let mut other = docs as u64 * 40;
         let mut lists = None;
@@ -406,14 +425,15 @@ impl<'a> IndexJob<'a> {
         let Some(builder) = lists else {
             // The index keeps each n-gram's rank, not its words: nothing after the merge needs them.
             let writer = RunWriter::create(path, RunHeader::postings(1, lexicon.identity()))?;
-            let mut sink = IndexMerge { out: IndexOut::File(writer), totals };
+            let mut sink = IndexMerge { out: IndexOut::File(writer), totals, check };
             let report = merge(&mut sink)?;
             let IndexOut::File(writer) = sink.out else { unreachable!("the sink writes a file") };
             let (_, summary) = writer.finish()?;
             stats.bytes_spilled += report.bytes_written + summary.bytes;
             stats.duplicate_ngrams = sink.totals.ngrams;
             stats.duplicate_occurrences = sink.totals.total_occurrences;
-            return Ok((sink.totals, None));
+            let differing = sink.check.map(GroupCheck::differing).unwrap_or_default();
+            return Ok(MergedIndex { totals: sink.totals, lists: None, differing });
         };
         let (full_tx, full_rx) = crossbeam_channel::bounded::<Vec<(u32, u64)>>(GATHER_BUFFERS);
         let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Vec<(u32, u64)>>(GATHER_BUFFERS);
@@ -434,6 +454,7 @@ impl<'a> IndexJob<'a> {
             let mut sink = IndexMerge {
                 out: IndexOut::Lists { batch: Vec::with_capacity(GATHER_BATCH), full: full_tx, empty: empty_rx },
                 totals,
+                check,
             };
             let report = merge(&mut sink).map_err(PipelineError::from).and_then(|report| {
                 sink.flush()?;
@@ -453,7 +474,8 @@ impl<'a> IndexJob<'a> {
         stats.bytes_spilled += report.bytes_written;
         stats.duplicate_ngrams = sink.totals.ngrams;
         stats.duplicate_occurrences = sink.totals.total_occurrences;
-        Ok((sink.totals, Some(lists)))
+        let differing = sink.check.map(GroupCheck::differing).unwrap_or_default();
+        Ok(MergedIndex { totals: sink.totals, lists: Some(lists), differing })
     }
 
     pub(crate) fn fan_in(&self, other: u64) -> usize {
@@ -461,19 +483,13 @@ impl<'a> IndexJob<'a> {
         self.base.limits.fan_in.unwrap_or_else(|| ((room / (96 * 1024)) as usize).clamp(2, open_file_allowance()))
     }
 
-    /// Cuts the documents into blocks whose index fits in a third of the working memory.
-    /// Cuts the documents into blocks whose index fits in `room` bytes each.
-    pub(crate) fn plan_blocks(
-        &self,
-        occurrences: &[u32],
-        docs: usize,
-        room: u64,
-    ) -> Result<Vec<Range<u32>>, PipelineError> {
+    /// Cuts documents `docs` into blocks whose index fits in `room` bytes each.
+    pub(crate) fn plan_blocks(&self, occurrences: &[u32], docs: Range<u32>, room: u64) -> Vec<Range<u32>> {
         let budget = self.base.limits.chunk_ngrams.map_or(room, |c| c as u64 * 8);
         let mut blocks = Vec::new();
-        let (mut start, mut occ) = (0u32, 0u64);
-        for (d, &c) in occurrences.iter().enumerate() {
-            let d = d as u32;
+        let (mut start, mut occ) = (docs.start, 0u64);
+        for (d, &c) in occurrences[docs.start as usize..docs.end as usize].iter().enumerate() {
+            let d = docs.start + d as u32;
             if d > start && DocBlock::bytes_for(occ + u64::from(c), u64::from(d - start + 1)) > budget {
                 blocks.push(start..d);
                 start = d;
@@ -481,9 +497,23 @@ impl<'a> IndexJob<'a> {
             }
             occ += u64::from(c);
         }
-        blocks.push(start..docs as u32);
-        Ok(blocks)
+        blocks.push(start..docs.end);
+        blocks
     }
+}
+
+/// Where a part of the corpus sits in the whole: the number of its first
+/// document, and the buckets its postings are cut into (the first word ID
+/// of every bucket after the first; none for one bucket).
+#[derive(Debug, Clone, Copy)]
+pub struct ShardCut<'a> {
+    pub first_doc: u64,
+    pub buckets: &'a [u32],
+}
+
+impl ShardCut<'_> {
+    /// The whole corpus, in one bucket.
+    pub const WHOLE: ShardCut<'static> = ShardCut { first_doc: 0, buckets: &[] };
 }
 
 /// Bytes kept per document across the job: tokens, index counts, group, cluster, ID range, hash.
@@ -585,10 +615,16 @@ struct IndexSink<'a, const L: usize> {
     worker: usize,
     next: u32,
     header: RunHeader,
-    runs: Vec<RunFile>,
+    /// Each run with its bucket.
+    runs: Vec<(usize, RunFile)>,
     spilled: u64,
     failure: Option<PipelineError>,
+    /// The current document's number in the corpus.
     doc: u64,
+    /// The number of this part's first document.
+    first_doc: u64,
+    /// First word ID of each bucket after the first.
+    buckets: &'a [u32],
     /// XXH3-128 of the current document's token sequence.
     hasher: Xxh3,
     /// (document, occurrences kept), when counted.
@@ -670,17 +706,36 @@ impl<const L: usize> IndexSink<'_, L> {
         Ok(())
     }
 
+    /// Sorts the chunk and writes it as one run per bucket it touches.
     fn write(&mut self) -> Result<(), PipelineError> {
         if self.chunk.is_empty() {
             return Ok(());
         }
-        let path = self.dir.join(format!("postings-w{}-{:06}.dgr", self.worker, self.next));
+        let chunk = self.next;
         self.next += 1;
-        let mut writer = RunWriter::create(&path, self.header)?;
-        self.chunk.drain_sorted(|ids, occ| writer.push_postings(ids, occ))?;
-        let (_, summary) = writer.finish()?;
-        self.spilled += summary.bytes;
-        self.runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
+        let (dir, worker, header, buckets) = (self.dir, self.worker, self.header, self.buckets);
+        let mut current: Option<(usize, RunWriter<BufWriter<std::fs::File>>, PathBuf)> = None;
+        let mut finished: Vec<(usize, RunFile)> = Vec::new();
+        let mut close = |open: Option<(usize, RunWriter<BufWriter<std::fs::File>>, PathBuf)>| {
+            if let Some((bucket, writer, path)) = open {
+                let (_, summary) = writer.finish()?;
+                finished.push((bucket, RunFile { path, bytes: summary.bytes, depth: 0 }));
+            }
+            Ok::<(), PipelineError>(())
+        };
+        self.chunk.drain_sorted(|ids, occ| -> Result<(), PipelineError> {
+            let bucket = buckets.partition_point(|&start| start <= ids[0]);
+            if current.as_ref().is_none_or(|(b, _, _)| *b != bucket) {
+                close(current.take())?;
+                let path = dir.join(format!("postings-b{bucket:04}-w{worker}-{chunk:06}.dgr"));
+                current = Some((bucket, RunWriter::create(&path, header)?, path));
+            }
+            let (_, writer, _) = current.as_mut().expect("a run is open");
+            Ok(writer.push_postings(ids, occ)?)
+        })?;
+        close(current.take())?;
+        self.spilled += finished.iter().map(|(_, r)| r.bytes).sum::<u64>();
+        self.runs.extend(finished);
         Ok(())
     }
 }
@@ -691,7 +746,7 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
     fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
         for piece in &batch.pieces {
             if let Some(id) = batch.piece_id(piece) {
-                self.sink.doc = piece.doc;
+                self.sink.doc = self.sink.first_doc + piece.doc;
                 self.sink.hasher.reset();
                 self.docs.push(DocRecord {
                     doc: piece.doc,
@@ -724,9 +779,67 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
 /// Writes the duplicate-only index from the merged postings — each duplicate
 /// n-gram as its rank (its ID), with its occurrences — or hands them to the
 /// thread gathering [`DocLists`]; and counts, per document, what it holds.
-struct IndexMerge {
+struct IndexMerge<'a> {
     out: IndexOut,
     totals: IndexTotals,
+    check: Option<GroupCheck<'a>>,
+}
+
+/// What the index merge made.
+pub(crate) struct MergedIndex {
+    pub totals: IndexTotals,
+    pub lists: Option<DocLists>,
+    /// Documents shown to differ from their group's first (see [`GroupCheck`]).
+    pub differing: Vec<u32>,
+}
+
+/// Checks groups of documents with equal hashes against the index as it is
+/// merged, so no hash collision can join two different documents: a
+/// document is identical to its group's first exactly when (1) they have
+/// as many tokens, (2) every n-gram position of it is a duplicate
+/// occurrence, and (3) it holds each of its n-grams at the same positions
+/// as the first. (Then the first has no other occurrences either: it has
+/// as many positions, and they are all taken.) This sees (3), one n-gram
+/// at a time; the caller, who adds up occurrences, sees (1) and (2).
+/// Each n-gram is checked on its own, so a merge per bucket of n-grams
+/// checks its part and the parts' findings add up.
+pub(crate) struct GroupCheck<'a> {
+    /// Each document's group's first document (itself when alone).
+    rep_of: &'a [u32],
+    differs: Vec<bool>,
+}
+
+impl<'a> GroupCheck<'a> {
+    pub fn new(rep_of: &'a [u32]) -> Self {
+        GroupCheck { rep_of, differs: vec![false; rep_of.len()] }
+    }
+
+    /// One n-gram's occurrences, in increasing order (so by document).
+    fn ngram(&mut self, occurrences: &[u64]) {
+        let doc_of = |o: u64| (o >> 32) as u32;
+        let mut start = 0;
+        while start < occurrences.len() {
+            let doc = doc_of(occurrences[start]);
+            let end = start + occurrences[start..].partition_point(|&o| doc_of(o) == doc);
+            let rep = self.rep_of[doc as usize];
+            if rep != doc && !self.differs[doc as usize] {
+                // A group's first is its lowest-numbered document: its occurrences come earlier.
+                let earlier = &occurrences[..start];
+                let from = earlier.partition_point(|&o| doc_of(o) < rep);
+                let to = earlier.partition_point(|&o| doc_of(o) <= rep);
+                let same = to - from == end - start
+                    && earlier[from..to].iter().zip(&occurrences[start..end]).all(|(&a, &b)| a as u32 == b as u32);
+                if !same {
+                    self.differs[doc as usize] = true;
+                }
+            }
+            start = end;
+        }
+    }
+
+    fn differing(self) -> Vec<u32> {
+        self.differs.iter().enumerate().filter(|(_, d)| **d).map(|(doc, _)| doc as u32).collect()
+    }
 }
 
 enum IndexOut {
@@ -744,7 +857,7 @@ enum IndexOut {
 const GATHER_BUFFERS: usize = 4;
 const GATHER_BATCH: usize = 1 << 16;
 
-impl IndexMerge {
+impl IndexMerge<'_> {
     /// Sends what is batched to the gathering thread.
     fn flush(&mut self) -> Result<(), PipelineError> {
         if let IndexOut::Lists { batch, full, empty } = &mut self.out
@@ -758,7 +871,7 @@ impl IndexMerge {
     }
 }
 
-impl MergeSink for IndexMerge {
+impl MergeSink for IndexMerge<'_> {
     type Error = PipelineError;
 
     fn accept(&mut self, ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), PipelineError> {
@@ -781,6 +894,9 @@ impl MergeSink for IndexMerge {
         };
         if full {
             self.flush()?;
+        }
+        if let Some(check) = &mut self.check {
+            check.ngram(occurrences);
         }
         self.totals.ngrams += 1;
         self.totals.total_occurrences += count;
@@ -898,9 +1014,19 @@ impl DocListsBuilder {
     }
 }
 
+/// A file of the duplicate-only index: the whole index, or one bucket's
+/// part of it (its n-grams' IDs are their ranks in the part; `first_id` is
+/// the number of n-grams in the parts before it).
+#[derive(Debug, Clone)]
+pub struct IndexPart {
+    pub path: PathBuf,
+    pub first_id: u32,
+}
+
 /// The document-major index of one or two blocks of documents.
 pub(crate) struct BlockCache<'a> {
-    pub path: &'a Path,
+    /// The index, in parts of increasing n-gram IDs.
+    pub parts: &'a [IndexPart],
     pub n: u32,
     pub blocks: &'a [Range<u32>],
     /// (block number, block), at most two.
@@ -913,18 +1039,12 @@ impl BlockCache<'_> {
     }
 
     /// Makes blocks `a` and `b` resident (dropping others first, so at most two ever are).
-    pub fn ensure(
-        &mut self,
-        a: u32,
-        b: Option<u32>,
-        totals: &IndexTotals,
-        table: &DocTable,
-    ) -> Result<(), PipelineError> {
+    pub fn ensure(&mut self, a: u32, b: Option<u32>, occurrences: &[u32], tokens: &[u32]) -> Result<(), PipelineError> {
         let wanted = [Some(a), b];
         self.loaded.retain(|(number, _)| wanted.contains(&Some(*number)));
         for number in wanted.into_iter().flatten() {
             if self.block(number).is_none() {
-                let block = self.load(number, totals, table)?;
+                let block = self.load(number, occurrences, tokens)?;
                 self.loaded.push((number, block));
             }
         }
@@ -932,21 +1052,50 @@ impl BlockCache<'_> {
     }
 
     /// Builds a block by reading the whole index once.
-    fn load(&self, number: u32, totals: &IndexTotals, table: &DocTable) -> Result<DocBlock, PipelineError> {
+    fn load(&self, number: u32, occurrences: &[u32], tokens: &[u32]) -> Result<DocBlock, PipelineError> {
         let range = self.blocks[number as usize].clone();
         let (lo, hi) = (range.start as usize, range.end as usize);
-        let mut builder = DocBlock::builder(range.start, &totals.occurrences[lo..hi], self.n);
-        let mut reader = RunReader::open(self.path)?;
-        let mut id = 0u32;
-        while reader.advance()? {
-            for &o in reader.occurrences() {
-                let doc = (o >> 32) as u32;
-                if builder.wants(doc) {
-                    builder.push(doc, id, o as u32);
+        let mut builder = DocBlock::builder(range.start, &occurrences[lo..hi], self.n);
+        for part in self.parts {
+            let mut reader = RunReader::open(&part.path)?;
+            let mut id = part.first_id;
+            while reader.advance()? {
+                for &o in reader.occurrences() {
+                    let doc = (o >> 32) as u32;
+                    if builder.wants(doc) {
+                        builder.push(doc, id, o as u32);
+                    }
                 }
+                id += 1;
             }
-            id += 1;
         }
-        Ok(builder.finish(&table.tokens[lo..hi]))
+        Ok(builder.finish(&tokens[lo..hi]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GroupCheck;
+
+    fn at(doc: u64, pos: u64) -> u64 {
+        (doc << 32) | pos
+    }
+
+    #[test]
+    fn group_check_finds_members_that_differ_from_their_first() {
+        // Documents 0, 1, 2 and 4 hash alike (as if by collision); 3 is alone.
+        let rep_of = [0, 0, 0, 3, 0];
+        let mut check = GroupCheck::new(&rep_of);
+        // N-gram A: documents 0 and 1 at the same positions; 2 at another; 3 anywhere.
+        check.ngram(&[at(0, 1), at(0, 5), at(1, 1), at(1, 5), at(2, 1), at(2, 6), at(3, 0)]);
+        // N-gram B: document 4 holds it, its first does not.
+        check.ngram(&[at(3, 2), at(4, 0)]);
+        // N-gram C: 1 holds it once where 0 holds it twice.
+        check.ngram(&[at(0, 7), at(0, 9), at(1, 7), at(3, 3)]);
+        assert_eq!(check.differing(), [1, 2, 4]);
+        // Alike everywhere: nobody differs.
+        let mut check = GroupCheck::new(&rep_of);
+        check.ngram(&[at(0, 3), at(1, 3), at(2, 3), at(4, 3)]);
+        assert!(check.differing().is_empty());
     }
 }

@@ -28,6 +28,7 @@ pub mod memory;
 mod ngrams;
 pub mod output;
 mod pairs;
+mod parts;
 mod scan;
 
 pub use dedup::{DedupConfig, DedupStats, dedup};
@@ -36,10 +37,11 @@ pub use dupgram_index::PairScores;
 pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
 pub use error::PipelineError;
-pub use index::{DupsInput, IndexStats};
+pub use index::{DocTable, DupsInput, IndexPart, IndexStats, IndexTotals, ShardCut};
 pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
-pub use pairs::{PairsConfig, PairsSink, PairsStats, find_pairs};
+pub use pairs::{PairPasses, PairsConfig, PairsSink, PairsStats, ScoreLayout, find_pairs, index_fraction};
+pub use parts::BucketTotals;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

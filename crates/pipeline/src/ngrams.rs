@@ -233,7 +233,7 @@ impl<'a> Passes<'a> {
     }
 
     /// The count pass over `inputs`: runs per bucket in the work directory
-    /// (see [`Job::count_pass`] for `buckets`).
+    /// (bucket `b` holds the n-grams whose first word ID is in `[buckets[b-1], buckets[b])`).
     pub fn count_ngrams(
         &self,
         inputs: &[Input],

@@ -2,9 +2,11 @@
 //!
 //! 1. **The duplicate-only index** (see [`crate::index`]): lexicon pass,
 //!    index pass, index merge.
-//! 2. **Exact duplicates.** Documents whose token sequences are identical
-//!    (equal 128-bit hashes, then checked against their index entries) form
-//!    groups; only the group's first document takes part in the pairing.
+//! 2. **Exact duplicates.** Documents whose token sequences hash alike
+//!    (XXH3-128, and as many tokens) form groups, which the index merge
+//!    checks against the index itself (`GroupCheck`), so a hash collision
+//!    cannot join different documents; only a group's first document takes
+//!    part in the pairing.
 //! 3. **Candidates.** Every pair of documents (group representatives) that
 //!    share an n-gram held by at most `max_df` of them, sorted and made unique
 //!    out of core.
@@ -13,22 +15,39 @@
 //!    in blocks of documents that fit in memory. Pairs that pass go to a last
 //!    sort, so they come out in document order whatever the block layout.
 //! 5. **Output.** Pairs, then the connected components (clusters).
+//!
+//! [`PairPasses`] runs these steps one at a time over parts of the work —
+//! the index pass over a shard of the corpus, the merge and the candidates
+//! over a bucket of n-grams, the scoring over a range of documents — which
+//! is how `dupgram-cluster` spreads a job over tasks; [`find_pairs`] runs
+//! the same steps over one shard, one bucket and one range. Every step's
+//! result is independent of the cut: an n-gram's occurrences are merged
+//! whole in its bucket, a pair found in several buckets is made unique when
+//! the scoring merges them, and the kept pairs are sorted at the end.
+//!
+//! [`DocBlock`]: dupgram_index::DocBlock
 
 use std::ops::Range;
 use std::path::Path;
 use std::time::Instant;
 
 use dupgram_chunker::{Chunk, KeyLayout};
-use dupgram_index::{DocBlock, DocStats, PairCounts, PairScores, ScoreScratch, UnionFind, score};
+use dupgram_index::{DocStats, PairCounts, PairScores, ScoreScratch, UnionFind, score};
 use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::{RunHeader, RunReader, RunWriter};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use dupgram_corpus::Input;
+use dupgram_lexicon::Lexicon;
+use dupgram_sieve::Sieve;
 
 use crate::index::{
-    BlockCache, BuiltIndex, DocTable, DupsInput, IndexJob, IndexStats, IndexTotals, PER_DOC_BYTES, WRITER_BYTES,
+    BlockCache, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, PER_DOC_BYTES, ShardCut,
+    WRITER_BYTES,
 };
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
+use crate::parts::BucketTotals;
 use crate::{Control, PipelineError};
 
 /// What to pair, and which pairs to keep.
@@ -84,7 +103,8 @@ pub trait PairsSink: Send {
 }
 
 /// Seconds per step.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PairsSeconds {
     pub index: f64,
     pub candidates: f64,
@@ -94,7 +114,8 @@ pub struct PairsSeconds {
 }
 
 /// The summary of a pairing job.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PairsStats {
     pub n: usize,
     #[serde(flatten)]
@@ -127,19 +148,15 @@ pub fn find_pairs(
     control: &Control,
     sink: &mut dyn PairsSink,
 ) -> Result<PairsStats, PipelineError> {
-    config.check()?;
     let started = Instant::now();
     let base = &config.base;
-    let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
-        .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
     let work = tempfile::Builder::new()
         .prefix("dupgram-pairs-")
         .tempdir_in(&base.tmp_dir)
         .map_err(|e| PipelineError::io(&base.tmp_dir, e))?;
     let mut stats = PairsStats { n: base.n, memory_budget: base.memory, ..PairsStats::default() };
-    let index = IndexJob::new(base, config.dups.as_ref(), control, plan, work.path());
-    let job = PairsJob { config, control, index, work: work.path() };
-    let result = job.run(&mut stats, sink, started);
+    let passes = PairPasses::new(config, control, work.path())?;
+    let result = passes.run(&mut stats, sink, started);
     drop(work);
     result?;
     stats.seconds.total = started.elapsed().as_secs_f64();
@@ -147,87 +164,190 @@ pub fn find_pairs(
     Ok(stats)
 }
 
-struct PairsJob<'a> {
+/// The steps of [`find_pairs`], one at a time, for running them as
+/// separate tasks, each over a part of the work (see `dupgram-cluster`):
+/// the index pass over a shard of the corpus (documents numbered from the
+/// shard's first), the index merge and the candidates over a bucket of
+/// n-grams (the index in parts), the scoring over a range of documents, and
+/// the output. [`find_pairs`] runs the same steps over one shard, one
+/// bucket and one range.
+pub struct PairPasses<'a> {
     config: &'a PairsConfig,
     control: &'a Control,
     index: IndexJob<'a>,
     work: &'a Path,
 }
 
+/// How the documents are cut for scoring: ranges (one per scoring task),
+/// each cut into blocks whose index fits in memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScoreLayout {
+    pub blocks: Vec<Range<u32>>,
+    /// The first block of each range.
+    pub range_starts: Vec<u32>,
+}
+
+impl ScoreLayout {
+    /// The range a block belongs to.
+    fn range_of(&self, block: u32) -> usize {
+        self.range_starts.partition_point(|&s| s <= block).saturating_sub(1)
+    }
+
+    /// The documents of range `range`.
+    pub fn range_docs(&self, range: usize) -> Range<u32> {
+        let first = self.range_starts[range] as usize;
+        let end = self.range_starts.get(range + 1).map_or(self.blocks.len(), |&b| b as usize);
+        match (self.blocks.get(first), self.blocks.get(end.saturating_sub(1))) {
+            (Some(a), Some(b)) if end > first => a.start..b.end,
+            _ => 0..0,
+        }
+    }
+}
+
 /// Run tags for the pair runs (they carry no lexicon).
 const CANDIDATE_RUNS: u64 = 0xCA4D_1DA7;
 const KEPT_RUNS: u64 = 0x4B45_5054;
 
-impl PairsJob<'_> {
+impl<'a> PairPasses<'a> {
+    pub fn new(config: &'a PairsConfig, control: &'a Control, work: &'a Path) -> Result<Self, PipelineError> {
+        config.check()?;
+        let base = &config.base;
+        let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
+            .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
+        let index = IndexJob::new(base, config.dups.as_ref(), control, plan, work);
+        Ok(PairPasses { config, control, index, work })
+    }
+
     fn base(&self) -> &NgramConfig {
         &self.config.base
+    }
+
+    fn n(&self) -> u32 {
+        self.base().n as u32
     }
 
     fn working(&self) -> u64 {
         self.index.working()
     }
 
+    /// The whole job in this process.
     fn run(&self, stats: &mut PairsStats, sink: &mut dyn PairsSink, started: Instant) -> Result<(), PipelineError> {
-        let n = self.base().n;
-        let BuiltIndex { path: index_path, table, totals, .. } = self.index.build(&mut stats.index)?;
+        let (lexicon, sieve, inputs) = self.index.duplicates(&mut stats.index)?;
+        let (runs, table) = self.index_shard(&inputs, &lexicon, sieve.as_ref(), ShardCut::WHOLE, &mut stats.index)?;
+        drop(sieve);
+        let path = self.work.join("index.dgr");
+        let runs = runs.into_iter().map(|(_, run)| run).collect();
+        let merged = self.merge_postings(runs, &lexicon, &table, &path, &mut stats.index)?;
+        drop(lexicon);
+        index_fraction(&mut stats.index, &table, self.n());
         stats.seconds.index = started.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let distinct: Vec<u32> = (0..table.len())
-            .map(|d| {
-                let positions = table.tokens[d].saturating_sub(n as u32 - 1);
-                positions - (totals.occurrences[d] - totals.types[d])
-            })
-            .collect();
-        // Two blocks may be resident at once, beside the per-document arrays.
-        let room = self.working().saturating_sub(table.len() as u64 * PER_DOC_BYTES) / 3;
-        let blocks = self.index.plan_blocks(&totals.occurrences, table.len(), room)?;
-        stats.index_blocks = blocks.len() as u64;
-        let mut rep_of = exact_groups(&table, n as u32);
-        let mut cache = BlockCache { path: &index_path, n: n as u32, blocks: &blocks, loaded: Vec::new() };
-        if blocks.len() == 1 {
-            // Everything fits: check every group against the index itself.
-            cache.ensure(0, None, &totals, &table)?;
-            verify_groups(&mut rep_of, cache.block(0).expect("block 0 is loaded"), &table, n as u32);
-        } else {
-            stats.warnings.push(format!(
-                "the index was split into {} blocks to fit in memory; groups of identical documents rest on 128-bit hashes of their token sequences",
-                blocks.len()
-            ));
-        }
-        let groups = group_members(&rep_of);
-        stats.exact_groups = groups.len() as u64;
-        stats.grouped_documents = groups.iter().map(|g| g.len() as u64).sum();
-        let candidates = self.candidates(&index_path, &rep_of, &blocks, stats)?;
+        let rep_of = self.groups(&table, &merged.totals, &merged.differing);
+        let whole = 0..table.len() as u32;
+        let layout = self.layout(&table, &merged.totals, std::slice::from_ref(&whole));
+        let candidates = self.candidates(&path, &rep_of, &layout, stats)?;
         stats.seconds.candidates = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let kept = self.score(candidates, &mut cache, &totals, &table, &distinct, &groups, stats)?;
-        drop(cache);
+        let candidates = candidates.into_iter().map(|(_, run)| run).collect();
+        let parts = [IndexPart { path, first_id: 0 }];
+        let kept = self.score(0, candidates, &parts, &table, &merged.totals, &rep_of, &layout, stats)?;
         stats.seconds.scoring = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        self.output(kept, &table, &distinct, &groups, sink, stats)?;
+        self.output(kept, &table, &merged.totals, &rep_of, sink, stats)?;
         stats.seconds.output = t.elapsed().as_secs_f64();
         Ok(())
     }
 
-    /// Every pair of representatives sharing an n-gram of at most `max_df` of them, unique, as runs.
-    fn candidates(
+    /// The index pass over a part of the corpus: postings runs by bucket, and its documents.
+    pub fn index_shard(
+        &self,
+        inputs: &[Input],
+        lexicon: &Lexicon,
+        sieve: Option<&Sieve>,
+        cut: ShardCut,
+        stats: &mut IndexStats,
+    ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
+        let t = Instant::now();
+        let done = self.index.index_pass(inputs, lexicon, sieve, false, cut, stats);
+        stats.index_seconds += t.elapsed().as_secs_f64();
+        done
+    }
+
+    /// Merges postings runs (of one bucket of n-grams, or all) into the
+    /// index, written to `out`; checks the groups of identical documents of
+    /// `table` (every document of the corpus) as it goes.
+    pub fn merge_postings(
+        &self,
+        runs: Vec<RunFile>,
+        lexicon: &Lexicon,
+        table: &DocTable,
+        out: &Path,
+        stats: &mut IndexStats,
+    ) -> Result<BucketTotals, PipelineError> {
+        let t = Instant::now();
+        let rep_of = exact_groups(table, self.n());
+        let merged = self.index.merge_index(runs, lexicon, out, table, false, Some(&rep_of), stats)?;
+        stats.merge_seconds += t.elapsed().as_secs_f64();
+        Ok(BucketTotals { totals: merged.totals, differing: merged.differing })
+    }
+
+    /// Each document's group of identical documents, as its first member:
+    /// equal hashes and lengths, proven identical by the index (documents
+    /// any bucket showed to differ, `differing`, stay alone).
+    pub fn groups(&self, table: &DocTable, totals: &IndexTotals, differing: &[u32]) -> Vec<u32> {
+        let n = self.n();
+        let mut rep_of = exact_groups(table, n);
+        for &d in differing {
+            rep_of[d as usize] = d;
+        }
+        for (d, rep) in rep_of.iter_mut().enumerate() {
+            // Identical to the first only if every position is a duplicate occurrence.
+            if *rep != d as u32 && totals.occurrences[d] != table.tokens[d].saturating_sub(n - 1) {
+                *rep = d as u32;
+            }
+        }
+        rep_of
+    }
+
+    /// Cuts `ranges` of documents (each scored by its own task; together
+    /// every document, in order) into blocks whose index fits in memory.
+    pub fn layout(&self, table: &DocTable, totals: &IndexTotals, ranges: &[Range<u32>]) -> ScoreLayout {
+        // Two blocks may be resident at once, beside the per-document arrays.
+        let room = self.working().saturating_sub(table.len() as u64 * PER_DOC_BYTES) / 3;
+        let mut layout = ScoreLayout { blocks: Vec::new(), range_starts: Vec::new() };
+        for range in ranges {
+            layout.range_starts.push(layout.blocks.len() as u32);
+            layout.blocks.extend(self.index.plan_blocks(&totals.occurrences, range.clone(), room));
+        }
+        layout
+    }
+
+    /// Every pair of group representatives sharing an n-gram of the index
+    /// file `index` that at most `max_df` of them hold, as runs cut by the
+    /// scoring range of the pair's first document.
+    pub fn candidates(
         &self,
         index: &Path,
         rep_of: &[u32],
-        blocks: &[Range<u32>],
+        layout: &ScoreLayout,
         stats: &mut PairsStats,
-    ) -> Result<Vec<RunFile>, PipelineError> {
+    ) -> Result<Vec<(usize, RunFile)>, PipelineError> {
         self.control.progress.start("candidates", None);
+        let blocks = &layout.blocks;
         let block_of = |doc: u32| blocks.partition_point(|b| b.end <= doc) as u32;
-        let layout = KeyLayout::new(4, u32::MAX)?;
-        let resident = if blocks.len() == 1 { blocks_bytes(blocks) } else { 0 };
-        let room = self.working().saturating_sub(rep_of.len() as u64 * PER_DOC_BYTES + resident + WRITER_BYTES);
+        let key = KeyLayout::new(4, u32::MAX)?;
+        let room = self.working().saturating_sub(rep_of.len() as u64 * PER_DOC_BYTES + WRITER_BYTES);
         let capacity = self.base().limits.chunk_ngrams.unwrap_or((room / 16).max(4096) as usize);
-        let mut spill =
-            PairSpill::new(Chunk::<2>::new(layout, capacity), self.work, "cand", RunHeader::counts(4, CANDIDATE_RUNS));
+        let mut spill = PairSpill::new(
+            Chunk::<2>::new(key, capacity),
+            self.work,
+            "cand",
+            RunHeader::counts(4, CANDIDATE_RUNS),
+            Some(layout),
+        );
         let mut reader = RunReader::open(index)?;
         let mut reps: Vec<u32> = Vec::new();
         let mut scanned = 0u64;
@@ -255,37 +375,49 @@ impl PairsJob<'_> {
         Ok(spill.runs)
     }
 
+    /// Scores the candidates of range `range` (runs from any number of
+    /// buckets: a pair found in several comes once) against the index
+    /// `parts`; the kept pairs, and those of the groups whose first
+    /// document is in the range, as runs.
     #[allow(clippy::too_many_arguments)]
-    fn score(
+    pub fn score(
         &self,
+        range: usize,
         candidates: Vec<RunFile>,
-        cache: &mut BlockCache,
-        totals: &IndexTotals,
+        parts: &[IndexPart],
         table: &DocTable,
-        distinct: &[u32],
-        groups: &[Vec<u32>],
+        totals: &IndexTotals,
+        rep_of: &[u32],
+        layout: &ScoreLayout,
         stats: &mut PairsStats,
     ) -> Result<Vec<RunFile>, PipelineError> {
         self.control.progress.start("scoring", None);
-        let layout = KeyLayout::new(5, u32::MAX)?;
+        let key = KeyLayout::new(5, u32::MAX)?;
         let capacity = self.base().limits.chunk_ngrams.unwrap_or((self.working() / 16 / 24).max(4096) as usize);
+        let mut cache = BlockCache { parts, n: self.n(), blocks: &layout.blocks, loaded: Vec::new() };
         let mut scorer = Scorer {
             config: self.config,
-            n: self.base().n as u32,
-            cache,
+            n: self.n(),
+            cache: &mut cache,
             totals,
             table,
-            kept: PairSpill::new(Chunk::<3>::new(layout, capacity), self.work, "kept", RunHeader::counts(5, KEPT_RUNS)),
+            kept: PairSpill::new(
+                Chunk::<3>::new(key, capacity),
+                self.work,
+                "kept",
+                RunHeader::counts(5, KEPT_RUNS),
+                None,
+            ),
             scratch: ScoreScratch::default(),
             candidates: 0,
             pruned: 0,
             scored: 0,
             kept_pairs: 0,
         };
-        let fan_in = self.index.fan_in(
-            table.len() as u64 * PER_DOC_BYTES
-                + blocks_bytes(scorer.cache.blocks) * 2 / scorer.cache.blocks.len().max(1) as u64,
-        );
+        let blocks = &layout.blocks;
+        let fan_in = self
+            .index
+            .fan_in(table.len() as u64 * PER_DOC_BYTES + blocks_bytes(blocks) * 2 / blocks.len().max(1) as u64);
         let mut next = 0u64;
         let work = self.work;
         let report = merge_all(
@@ -301,7 +433,9 @@ impl PairsJob<'_> {
         )?;
         stats.index.bytes_spilled += report.bytes_written;
         // Identical documents: their pairs score 1 on every measure.
-        for group in groups {
+        let docs = layout.range_docs(range);
+        let distinct = distinct_ngrams(table, totals, self.n());
+        for group in group_members(rep_of).iter().filter(|g| docs.contains(&g[0])) {
             let rep = group[0];
             for &member in group.iter().skip(1).take(self.config.max_group_pairs as usize) {
                 let whole = distinct[rep as usize];
@@ -311,26 +445,34 @@ impl PairsJob<'_> {
             }
         }
         scorer.kept.write()?;
-        stats.candidate_pairs = scorer.candidates;
-        stats.pruned_pairs = scorer.pruned;
-        stats.scored_pairs = scorer.scored;
-        stats.kept_pairs = scorer.kept_pairs;
+        stats.index_blocks += (layout.range_starts.get(range + 1).map_or(blocks.len() as u32, |&b| b)
+            - layout.range_starts[range]) as u64;
+        stats.candidate_pairs += scorer.candidates;
+        stats.pruned_pairs += scorer.pruned;
+        stats.scored_pairs += scorer.scored;
+        stats.kept_pairs += scorer.kept_pairs;
         stats.index.bytes_spilled += scorer.kept.bytes;
-        Ok(scorer.kept.runs)
+        Ok(scorer.kept.runs.into_iter().map(|(_, run)| run).collect())
     }
 
-    fn output(
+    /// Hands the kept pairs (runs from any number of ranges) to `sink` in
+    /// document order, then the clusters.
+    pub fn output(
         &self,
         kept: Vec<RunFile>,
         table: &DocTable,
-        distinct: &[u32],
-        groups: &[Vec<u32>],
+        totals: &IndexTotals,
+        rep_of: &[u32],
         sink: &mut dyn PairsSink,
         stats: &mut PairsStats,
     ) -> Result<(), PipelineError> {
         self.control.progress.start("writing", None);
+        let groups = group_members(rep_of);
+        stats.exact_groups = groups.len() as u64;
+        stats.grouped_documents = groups.iter().map(|g| g.len() as u64).sum();
+        let distinct = distinct_ngrams(table, totals, self.n());
         let mut clusters = UnionFind::new(table.len());
-        let mut out = PairOutput { table, distinct, sink, clusters: &mut clusters };
+        let mut out = PairOutput { table, distinct: &distinct, sink, clusters: &mut clusters };
         let mut next = 0u64;
         let work = self.work;
         merge_all(
@@ -344,7 +486,7 @@ impl PairsJob<'_> {
             &mut out,
             self.control,
         )?;
-        for group in groups {
+        for group in &groups {
             for &member in &group[1..] {
                 clusters.union(group[0], member);
             }
@@ -357,6 +499,23 @@ impl PairsJob<'_> {
         }
         Ok(())
     }
+}
+
+/// How much smaller the duplicate-only index is than a full one.
+pub fn index_fraction(stats: &mut IndexStats, table: &DocTable, n: u32) {
+    stats.all_ngrams = table.tokens.iter().map(|&t| u64::from(t.saturating_sub(n - 1))).sum();
+    stats.index_fraction =
+        if stats.all_ngrams == 0 { 0.0 } else { stats.duplicate_occurrences as f64 / stats.all_ngrams as f64 };
+}
+
+/// `|S_X|` of every document: its n-gram positions less its repeats.
+fn distinct_ngrams(table: &DocTable, totals: &IndexTotals, n: u32) -> Vec<u32> {
+    (0..table.len())
+        .map(|d| {
+            let positions = table.tokens[d].saturating_sub(n - 1);
+            positions - (totals.occurrences[d] - totals.types[d])
+        })
+        .collect()
 }
 
 fn blocks_bytes(blocks: &[Range<u32>]) -> u64 {
@@ -381,22 +540,6 @@ fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
     rep_of
 }
 
-/// Keeps in a group only documents whose index entries prove them identical
-/// to the group's first: the same duplicate n-gram at every position.
-fn verify_groups(rep_of: &mut [u32], block: &DocBlock, table: &DocTable, n: u32) {
-    for d in 0..rep_of.len() as u32 {
-        let rep = rep_of[d as usize];
-        if rep == d {
-            continue;
-        }
-        let positions = table.tokens[d as usize].saturating_sub(n - 1) as usize;
-        let same = block.doc(d) == block.doc(rep) && block.doc(d).len() == positions;
-        if !same {
-            rep_of[d as usize] = d;
-        }
-    }
-}
-
 /// Members of each group of identical documents, the representative first.
 fn group_members(rep_of: &[u32]) -> Vec<Vec<u32>> {
     let mut groups: std::collections::BTreeMap<u32, Vec<u32>> = std::collections::BTreeMap::new();
@@ -408,22 +551,33 @@ fn group_members(rep_of: &[u32]) -> Vec<Vec<u32>> {
     groups.into_values().collect()
 }
 
-/// Sorted pair keys spilled as runs.
+/// Sorted pair keys spilled as runs; with a scoring layout, cut by the
+/// range of the key's first field (a block number).
 struct PairSpill<'a, const L: usize> {
     chunk: Chunk<L>,
     layout: KeyLayout,
     dir: &'a Path,
     prefix: &'static str,
     header: RunHeader,
+    ranges: Option<&'a ScoreLayout>,
     next: u32,
-    runs: Vec<RunFile>,
+    /// Each run with its range.
+    runs: Vec<(usize, RunFile)>,
     bytes: u64,
 }
 
+type OpenRun = (usize, RunWriter<std::io::BufWriter<std::fs::File>>, std::path::PathBuf);
+
 impl<'a, const L: usize> PairSpill<'a, L> {
-    fn new(chunk: Chunk<L>, dir: &'a Path, prefix: &'static str, header: RunHeader) -> Self {
+    fn new(
+        chunk: Chunk<L>,
+        dir: &'a Path,
+        prefix: &'static str,
+        header: RunHeader,
+        ranges: Option<&'a ScoreLayout>,
+    ) -> Self {
         let layout = KeyLayout::new(usize::from(header.n), u32::MAX).expect("pair keys fit");
-        PairSpill { chunk, layout, dir, prefix, header, next: 0, runs: Vec::new(), bytes: 0 }
+        PairSpill { chunk, layout, dir, prefix, header, ranges, next: 0, runs: Vec::new(), bytes: 0 }
     }
 
     fn keep(&mut self, fields: impl AsRef<[u32]>) -> Result<(), PipelineError> {
@@ -435,13 +589,31 @@ impl<'a, const L: usize> PairSpill<'a, L> {
         if self.chunk.is_empty() {
             return Ok(());
         }
-        let path = self.dir.join(format!("{}-{:06}.dgr", self.prefix, self.next));
+        let chunk = self.next;
         self.next += 1;
-        let mut writer = RunWriter::create(&path, self.header)?;
-        self.chunk.drain_sorted(|fields, count| writer.push(fields, count))?;
-        let (_, summary) = writer.finish()?;
-        self.bytes += summary.bytes;
-        self.runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
+        let (dir, prefix, header, ranges) = (self.dir, self.prefix, self.header, self.ranges);
+        let mut current: Option<OpenRun> = None;
+        let mut finished: Vec<(usize, RunFile)> = Vec::new();
+        let mut close = |open: Option<OpenRun>| {
+            if let Some((range, writer, path)) = open {
+                let (_, summary) = writer.finish()?;
+                finished.push((range, RunFile { path, bytes: summary.bytes, depth: 0 }));
+            }
+            Ok::<(), PipelineError>(())
+        };
+        self.chunk.drain_sorted(|fields, count| -> Result<(), PipelineError> {
+            let range = ranges.map_or(0, |r| r.range_of(fields[0]));
+            if current.as_ref().is_none_or(|(r, _, _)| *r != range) {
+                close(current.take())?;
+                let path = dir.join(format!("{prefix}-r{range:04}-{chunk:06}.dgr"));
+                current = Some((range, RunWriter::create(&path, header)?, path));
+            }
+            let (_, writer, _) = current.as_mut().expect("a run is open");
+            Ok(writer.push(fields, count)?)
+        })?;
+        close(current.take())?;
+        self.bytes += finished.iter().map(|(_, r)| r.bytes).sum::<u64>();
+        self.runs.extend(finished);
         Ok(())
     }
 }
@@ -483,7 +655,8 @@ impl MergeSink for Scorer<'_, '_> {
     fn accept(&mut self, key: &[u32], _count: u64, _: &[u64]) -> Result<(), PipelineError> {
         let (block_a, block_b, a, b) = (key[0], key[1], key[2], key[3]);
         self.candidates += 1;
-        self.cache.ensure(block_a, (block_b != block_a).then_some(block_b), self.totals, self.table)?;
+        let (occurrences, tokens) = (&self.totals.occurrences, &self.table.tokens);
+        self.cache.ensure(block_a, (block_b != block_a).then_some(block_b), occurrences, tokens)?;
         let ba = self.cache.block(block_a).expect("block a is loaded");
         let bb = self.cache.block(block_b).expect("block b is loaded");
         let (sa, sb) = (ba.stats(a), bb.stats(b));

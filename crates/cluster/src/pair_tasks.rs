@@ -1,0 +1,268 @@
+//! The tasks of a staged `pairs` job, after lexicon and vocab: the steps of
+//! `dupgram_pipeline::PairPasses`, each over its part of the work.
+//!
+//! * **index** (per shard) — the index pass over the shard, its documents
+//!   numbered after the earlier shards' (the lexicon tasks counted them):
+//!   postings runs cut by bucket of n-grams, and the shard's document table;
+//! * **postings** (per bucket) — merge the bucket's postings from every
+//!   shard into its part of the duplicate-only index, with the per-document
+//!   totals and the check of groups of identical documents over its n-grams;
+//! * **candidates** (per bucket) — the pairs of documents sharing the
+//!   bucket's n-grams, cut by the range of documents that scores them;
+//! * **score** (per range of documents: a shard's) — merge the range's
+//!   candidates from every bucket, score them against the index parts;
+//! * **finish** — merge the ranges' kept pairs into `-o`, then the clusters.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use dupgram_lexicon::{Lexicon, Scope};
+use dupgram_pipeline::output::{OutputFile, PairFiles};
+use dupgram_pipeline::{
+    BucketTotals, DocTable, IndexPart, IndexTotals, PairPasses, PairsConfig, PairsStats, PipelineError, ScoreLayout,
+    ShardCut,
+};
+
+use crate::record::write_file;
+use crate::tasks::{TaskRecord, keep_dir, link_runs, run_entries};
+use crate::{ClusterError, PairsOutputs, Stage, TaskId};
+
+/// What every task after the index merge knows of the whole corpus.
+struct Corpus {
+    table: DocTable,
+    totals: IndexTotals,
+    /// Each document's group's first document.
+    rep_of: Vec<u32>,
+    /// The documents of each shard: the scoring ranges.
+    ranges: Vec<std::ops::Range<u32>>,
+}
+
+impl Stage<'_> {
+    fn pairs_outputs(&self) -> Result<&PairsOutputs, ClusterError> {
+        self.outputs.pairs.as_ref().ok_or_else(|| ClusterError::Plan("a pairs task needs the pairs options".into()))
+    }
+
+    /// The job's pair options over the stage's configuration.
+    fn pairs_config(&self) -> Result<PairsConfig, ClusterError> {
+        Ok(PairsConfig { base: self.config.clone(), ..self.pairs_outputs()?.config.clone() })
+    }
+
+    fn pairs_dir(&self, name: &str) -> Result<PathBuf, ClusterError> {
+        let dir = self.work.path(&format!("pairs/{name}"));
+        std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io(&dir, e))?;
+        Ok(dir)
+    }
+
+    fn shard_postings(&self, shard: usize) -> Result<PathBuf, ClusterError> {
+        Ok(self.pairs_dir("postings")?.join(format!("shard-{shard:04}")))
+    }
+
+    fn shard_docs(&self, shard: usize) -> Result<PathBuf, ClusterError> {
+        Ok(self.pairs_dir("docs")?.join(format!("shard-{shard:04}.docs")))
+    }
+
+    fn bucket_index(&self, bucket: usize) -> Result<PathBuf, ClusterError> {
+        Ok(self.pairs_dir("index")?.join(format!("bucket-{bucket:04}.dgr")))
+    }
+
+    fn bucket_totals(&self, bucket: usize) -> Result<PathBuf, ClusterError> {
+        Ok(self.pairs_dir("index")?.join(format!("bucket-{bucket:04}.totals")))
+    }
+
+    fn bucket_candidates(&self, bucket: usize) -> Result<PathBuf, ClusterError> {
+        Ok(self.pairs_dir("candidates")?.join(format!("bucket-{bucket:04}")))
+    }
+
+    fn range_kept(&self, range: usize) -> Result<PathBuf, ClusterError> {
+        Ok(self.pairs_dir("kept")?.join(format!("range-{range:04}")))
+    }
+
+    fn record_of_pairs(stats: PairsStats) -> TaskRecord {
+        TaskRecord { pairs: Some(stats), ..Default::default() }
+    }
+
+    /// The index pass over a shard.
+    pub(crate) fn index(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
+        let me = TaskId::Index(shard);
+        let vocab = self.record(TaskId::Vocab, me)?;
+        let mut first_doc = 0;
+        for earlier in 0..shard {
+            first_doc += self.record(TaskId::Lexicon(earlier), me)?.documents;
+        }
+        let read = self.record(TaskId::Lexicon(shard), me)?;
+        self.plan.check_shard(shard)?;
+        let target = self.shard_postings(shard)?;
+        let scratch = self.scratch(target.parent().expect("under pairs/"), me)?;
+        let config = self.pairs_config()?;
+        let passes = PairPasses::new(&config, self.control, scratch.path())?;
+        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        let sieve = if vocab.sieve { Some(self.load_sieve()?) } else { None };
+        let mut stats = PairsStats::default();
+        let cut = ShardCut { first_doc, buckets: &vocab.bounds };
+        let (runs, table) =
+            passes.index_shard(&self.plan.shard_inputs(shard), &lexicon, sieve.as_ref(), cut, &mut stats.index)?;
+        if stats.index.tokens != read.tokens || stats.index.documents != read.documents {
+            return Err(PipelineError::Changed(format!(
+                "shard {shard}: the lexicon task read {} documents and {} tokens, the index task {} and {}",
+                read.documents, read.tokens, stats.index.documents, stats.index.tokens
+            ))
+            .into());
+        }
+        write_file(&self.shard_docs(shard)?, |out| table.write_to(first_doc, out))?;
+        let entries = run_entries(&runs);
+        keep_dir(scratch, &target)?;
+        Ok(TaskRecord { runs: entries, ..Self::record_of_pairs(stats) })
+    }
+
+    /// Every shard's document table, in order: the corpus's.
+    fn corpus_table(&self, me: TaskId) -> Result<(DocTable, Vec<std::ops::Range<u32>>), ClusterError> {
+        let mut table = DocTable::default();
+        let mut ranges = Vec::new();
+        for shard in 0..self.plan.shards.len() {
+            self.record(TaskId::Index(shard), me)?;
+            let path = self.shard_docs(shard)?;
+            let (first, part) = DocTable::read_from(&path)?;
+            if first != table.len() as u64 {
+                return Err(ClusterError::corrupt(&path, format!("starts at document {first}, not {}", table.len())));
+            }
+            let start = table.len() as u32;
+            table.append(part);
+            ranges.push(start..table.len() as u32);
+        }
+        Ok((table, ranges))
+    }
+
+    /// Merges a bucket's postings from every shard into its part of the index.
+    pub(crate) fn postings(&self, bucket: usize) -> Result<TaskRecord, ClusterError> {
+        let me = TaskId::Postings(bucket);
+        let scratch = self.scratch(&self.work.path("tmp"), me)?;
+        let mut runs = Vec::new();
+        for shard in 0..self.plan.shards.len() {
+            let index = self.record(TaskId::Index(shard), me)?;
+            let from = self.shard_postings(shard)?;
+            runs.extend(link_runs(&index, bucket, &from, scratch.path(), &format!("s{shard:04}"))?);
+        }
+        let (table, _) = self.corpus_table(me)?;
+        let config = self.pairs_config()?;
+        let passes = PairPasses::new(&config, self.control, scratch.path())?;
+        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        let mut stats = PairsStats::default();
+        let written = scratch.path().join("index.dgr");
+        let part = passes.merge_postings(runs, &lexicon, &table, &written, &mut stats.index)?;
+        write_file(&self.bucket_totals(bucket)?, |out| part.write_to(out))?;
+        let target = self.bucket_index(bucket)?;
+        std::fs::rename(&written, &target).map_err(|e| ClusterError::io(&target, e))?;
+        Ok(Self::record_of_pairs(stats))
+    }
+
+    /// The corpus's documents, index totals and groups, from every index and postings task.
+    fn corpus(&self, me: TaskId, passes: &PairPasses) -> Result<Corpus, ClusterError> {
+        let (table, ranges) = self.corpus_table(me)?;
+        let mut totals = IndexTotals::empty(table.len());
+        let mut differing = Vec::new();
+        for bucket in 0..self.plan.buckets {
+            self.record(TaskId::Postings(bucket), me)?;
+            let part = BucketTotals::read_from(&self.bucket_totals(bucket)?)?;
+            totals.absorb(&part.totals)?;
+            differing.extend(part.differing);
+        }
+        let rep_of = passes.groups(&table, &totals, &differing);
+        Ok(Corpus { table, totals, rep_of, ranges })
+    }
+
+    /// The candidate pairs of a bucket's n-grams, cut by scoring range.
+    pub(crate) fn candidates(&self, bucket: usize) -> Result<TaskRecord, ClusterError> {
+        let me = TaskId::Candidates(bucket);
+        let target = self.bucket_candidates(bucket)?;
+        let scratch = self.scratch(target.parent().expect("under pairs/"), me)?;
+        let config = self.pairs_config()?;
+        let passes = PairPasses::new(&config, self.control, scratch.path())?;
+        let corpus = self.corpus(me, &passes)?;
+        let layout = passes.layout(&corpus.table, &corpus.totals, &corpus.ranges);
+        let mut stats = PairsStats::default();
+        let started = Instant::now();
+        let runs = passes.candidates(&self.bucket_index(bucket)?, &corpus.rep_of, &layout, &mut stats)?;
+        stats.seconds.candidates = started.elapsed().as_secs_f64();
+        let entries = run_entries(&runs);
+        keep_dir(scratch, &target)?;
+        Ok(TaskRecord { runs: entries, layout: Some(layout), ..Self::record_of_pairs(stats) })
+    }
+
+    /// The layout every candidates task cut by; they must agree, since
+    /// their keys name blocks of it.
+    fn score_layout(&self, me: TaskId) -> Result<(ScoreLayout, Vec<TaskRecord>), ClusterError> {
+        let mut records = Vec::new();
+        for bucket in 0..self.plan.buckets {
+            records.push(self.record(TaskId::Candidates(bucket), me)?);
+        }
+        let layouts: Vec<&ScoreLayout> = records.iter().filter_map(|r| r.layout.as_ref()).collect();
+        match layouts.first() {
+            Some(first) if layouts.len() == records.len() && layouts.iter().all(|l| l == first) => {
+                Ok(((*first).clone(), records))
+            }
+            _ => Err(ClusterError::Plan(
+                "the candidates tasks cut the documents differently (did they run with different --memory?); \
+                 remove tasks/candidates-* and run them again"
+                    .into(),
+            )),
+        }
+    }
+
+    /// Scores the candidates of a range of documents.
+    pub(crate) fn score(&self, range: usize) -> Result<TaskRecord, ClusterError> {
+        let me = TaskId::Score(range);
+        let (layout, candidates) = self.score_layout(me)?;
+        let target = self.range_kept(range)?;
+        let scratch = self.scratch(target.parent().expect("under pairs/"), me)?;
+        let mut runs = Vec::new();
+        for (bucket, record) in candidates.iter().enumerate() {
+            let from = self.bucket_candidates(bucket)?;
+            runs.extend(link_runs(record, range, &from, scratch.path(), &format!("b{bucket:04}"))?);
+        }
+        let mut parts = Vec::new();
+        let mut first_id = 0u64;
+        for bucket in 0..self.plan.buckets {
+            let postings = self.record(TaskId::Postings(bucket), me)?;
+            let first = u32::try_from(first_id)
+                .map_err(|_| PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()))?;
+            parts.push(IndexPart { path: self.bucket_index(bucket)?, first_id: first });
+            first_id += postings.pairs.map_or(0, |p| p.index.duplicate_ngrams);
+        }
+        let config = self.pairs_config()?;
+        let passes = PairPasses::new(&config, self.control, scratch.path())?;
+        let corpus = self.corpus(me, &passes)?;
+        let mut stats = PairsStats::default();
+        let started = Instant::now();
+        let kept =
+            passes.score(range, runs, &parts, &corpus.table, &corpus.totals, &corpus.rep_of, &layout, &mut stats)?;
+        stats.seconds.scoring = started.elapsed().as_secs_f64();
+        let entries = run_entries(&kept.into_iter().map(|run| (range, run)).collect::<Vec<_>>());
+        keep_dir(scratch, &target)?;
+        Ok(TaskRecord { runs: entries, ..Self::record_of_pairs(stats) })
+    }
+
+    /// Writes the kept pairs of every range in document order, then the clusters.
+    pub(crate) fn finish_pairs(&self) -> Result<TaskRecord, ClusterError> {
+        let me = TaskId::Finish;
+        let outputs = self.pairs_outputs()?;
+        // Open outputs before any work, so a bad path fails at once.
+        let clusters = outputs.clusters.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
+        let mut files = PairFiles::new(OutputFile::create(outputs.output.as_deref())?, outputs.format, clusters)?;
+        let scratch = self.scratch(&self.work.path("tmp"), me)?;
+        let mut kept = Vec::new();
+        for range in 0..self.plan.shards.len() {
+            let score = self.record(TaskId::Score(range), me)?;
+            kept.extend(link_runs(&score, range, &self.range_kept(range)?, scratch.path(), &format!("r{range:04}"))?);
+        }
+        let config = self.pairs_config()?;
+        let passes = PairPasses::new(&config, self.control, scratch.path())?;
+        let corpus = self.corpus(me, &passes)?;
+        let mut stats = PairsStats::default();
+        let started = Instant::now();
+        passes.output(kept, &corpus.table, &corpus.totals, &corpus.rep_of, &mut files, &mut stats)?;
+        files.finish()?;
+        stats.seconds.output = started.elapsed().as_secs_f64();
+        dupgram_pipeline::index_fraction(&mut stats.index, &corpus.table, config.base.n as u32);
+        Ok(Self::record_of_pairs(stats))
+    }
+}

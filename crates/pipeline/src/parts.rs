@@ -1,0 +1,346 @@
+//! The files the pairs passes hand each other when they run as separate
+//! tasks (see `dupgram-cluster`): a part of the corpus's document table
+//! (from an index pass over a shard) and a bucket's per-document totals
+//! (from the merge of that bucket's postings).
+//!
+//! # Format
+//!
+//! ```text
+//! magic     8 bytes    "DGDOCS\0\0" or "DGTOTAL\0"
+//! version   u32 LE     1
+//! body      ...        little-endian integers, described below
+//! checksum  u64 LE     XXH3-64 of magic, version and body
+//! ```
+//!
+//! Document table body: `first_doc u64`, `docs u64`, then per document
+//! `tokens u32`, `hash u128`, `id_len u32`, then `id_bytes u64` and the IDs
+//! concatenated (UTF-8).
+//!
+//! Totals body: `docs u64`, `ngrams u64`, `occurrences u64`, per document
+//! `occurrences u32` and `types u32`, then `differing u64` and that many
+//! document numbers (u32): documents the bucket showed to differ from their
+//! group's first (see [`crate::index`]'s `GroupCheck`).
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::PipelineError;
+use crate::index::{DocTable, IndexTotals};
+
+const DOCS_MAGIC: &[u8; 8] = b"DGDOCS\0\0";
+const TOTALS_MAGIC: &[u8; 8] = b"DGTOTAL\0";
+const VERSION: u32 = 1;
+
+/// A bucket's part of the index totals, and the documents it showed to
+/// differ from their group's first.
+#[derive(Debug)]
+pub struct BucketTotals {
+    pub totals: IndexTotals,
+    pub differing: Vec<u32>,
+}
+
+impl DocTable {
+    /// Writes this table (of documents `first_doc..`) in the format above.
+    pub fn write_to(&self, first_doc: u64, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut w = Checked::new(out, DOCS_MAGIC)?;
+        w.u64(first_doc)?;
+        w.u64(self.len() as u64)?;
+        for d in 0..self.len() {
+            w.u32(self.tokens[d])?;
+            w.bytes(&self.hashes[d].to_le_bytes())?;
+            w.u32(self.id_ranges[d].1)?;
+        }
+        w.u64(self.ids.len() as u64)?;
+        for d in 0..self.len() as u32 {
+            w.bytes(self.id(d).as_bytes())?;
+        }
+        w.finish()
+    }
+
+    /// Reads a table written by [`Self::write_to`]; returns it with its first document's number.
+    pub fn read_from(path: &Path) -> Result<(u64, DocTable), PipelineError> {
+        let mut r = Checked::read(path, DOCS_MAGIC)?;
+        let first_doc = r.u64()?;
+        let docs = r.count(4 + 16 + 4)?;
+        let mut table = DocTable::default();
+        let mut lens = Vec::with_capacity(docs);
+        for _ in 0..docs {
+            table.tokens.push(r.u32()?);
+            table.hashes.push(u128::from_le_bytes(r.array()?));
+            lens.push(r.u32()?);
+        }
+        let id_bytes = r.count(1)?;
+        let ids = r.take(id_bytes)?;
+        table.ids = String::from_utf8(ids.to_vec()).map_err(|_| r.corrupt("document IDs are not UTF-8"))?;
+        let mut start = 0u64;
+        for len in lens {
+            table.id_ranges.push((start, len));
+            start += u64::from(len);
+        }
+        if start != id_bytes as u64 || !table.id_ranges.iter().all(|&(s, _)| table.ids.is_char_boundary(s as usize)) {
+            return Err(r.corrupt("document ID lengths do not add up"));
+        }
+        r.end()?;
+        Ok((first_doc, table))
+    }
+
+    /// Adds the documents of `next`, which follow this table's.
+    pub fn append(&mut self, next: DocTable) {
+        let offset = self.ids.len() as u64;
+        self.tokens.extend(next.tokens);
+        self.hashes.extend(next.hashes);
+        self.ids.push_str(&next.ids);
+        self.id_ranges.extend(next.id_ranges.into_iter().map(|(s, l)| (offset + s, l)));
+        self.candidates.extend(next.candidates);
+    }
+}
+
+impl BucketTotals {
+    pub fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let t = &self.totals;
+        let mut w = Checked::new(out, TOTALS_MAGIC)?;
+        w.u64(t.occurrences.len() as u64)?;
+        w.u64(t.ngrams)?;
+        w.u64(t.total_occurrences)?;
+        for (&o, &ty) in t.occurrences.iter().zip(&t.types) {
+            w.u32(o)?;
+            w.u32(ty)?;
+        }
+        w.u64(self.differing.len() as u64)?;
+        for &d in &self.differing {
+            w.u32(d)?;
+        }
+        w.finish()
+    }
+
+    pub fn read_from(path: &Path) -> Result<BucketTotals, PipelineError> {
+        let mut r = Checked::read(path, TOTALS_MAGIC)?;
+        let docs = r.u64()?;
+        let (ngrams, total_occurrences) = (r.u64()?, r.u64()?);
+        let docs = usize::try_from(docs).map_err(|_| r.corrupt("too many documents"))?;
+        if docs > r.left() / 8 {
+            return Err(r.corrupt("shorter than its document count says"));
+        }
+        let mut totals = IndexTotals {
+            occurrences: Vec::with_capacity(docs),
+            types: Vec::with_capacity(docs),
+            ngrams,
+            total_occurrences,
+        };
+        for _ in 0..docs {
+            totals.occurrences.push(r.u32()?);
+            totals.types.push(r.u32()?);
+        }
+        let differing = r.count(4)?;
+        let differing = (0..differing).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+        if differing.iter().any(|&d| d as usize >= docs) {
+            return Err(r.corrupt("a document number out of range"));
+        }
+        r.end()?;
+        Ok(BucketTotals { totals, differing })
+    }
+}
+
+impl IndexTotals {
+    /// Totals of no n-grams over `docs` documents.
+    pub fn empty(docs: usize) -> IndexTotals {
+        IndexTotals { occurrences: vec![0; docs], types: vec![0; docs], ngrams: 0, total_occurrences: 0 }
+    }
+
+    /// Adds the totals of another bucket of n-grams (over the same documents).
+    pub fn absorb(&mut self, other: &IndexTotals) -> Result<(), PipelineError> {
+        if other.occurrences.len() != self.occurrences.len() {
+            return Err(PipelineError::Changed(format!(
+                "index parts over {} and {} documents",
+                self.occurrences.len(),
+                other.occurrences.len()
+            )));
+        }
+        for (a, b) in self.occurrences.iter_mut().zip(&other.occurrences) {
+            *a += b;
+        }
+        for (a, b) in self.types.iter_mut().zip(&other.types) {
+            *a += b;
+        }
+        self.ngrams += other.ngrams;
+        self.total_occurrences += other.total_occurrences;
+        Ok(())
+    }
+}
+
+/// Writes the magic and version, then hashes everything it writes.
+struct Checked<'a> {
+    out: &'a mut dyn Write,
+    hash: Xxh3,
+}
+
+impl<'a> Checked<'a> {
+    fn new(out: &'a mut dyn Write, magic: &[u8; 8]) -> std::io::Result<Self> {
+        let mut w = Checked { out, hash: Xxh3::new() };
+        w.bytes(magic)?;
+        w.u32(VERSION)?;
+        Ok(w)
+    }
+
+    fn bytes(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.hash.update(b);
+        self.out.write_all(b)
+    }
+
+    fn u32(&mut self, v: u32) -> std::io::Result<()> {
+        self.bytes(&v.to_le_bytes())
+    }
+
+    fn u64(&mut self, v: u64) -> std::io::Result<()> {
+        self.bytes(&v.to_le_bytes())
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        let sum = self.hash.digest();
+        self.out.write_all(&sum.to_le_bytes())
+    }
+}
+
+/// A whole file, its magic, version and checksum verified, read from the front.
+struct CheckedRead<'p> {
+    path: &'p Path,
+    bytes: Vec<u8>,
+    at: usize,
+}
+
+impl Checked<'_> {
+    fn read<'p>(path: &'p Path, magic: &[u8; 8]) -> Result<CheckedRead<'p>, PipelineError> {
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map_err(|e| PipelineError::io(path, e))?;
+        let r = CheckedRead { path, bytes, at: 0 };
+        if r.bytes.len() < 20 || &r.bytes[..8] != magic {
+            return Err(r.corrupt("not a file of this kind (bad magic)"));
+        }
+        let version = u32::from_le_bytes(r.bytes[8..12].try_into().expect("4 bytes"));
+        if version != VERSION {
+            return Err(r.corrupt(&format!("format version {version}; this dupgram reads {VERSION}")));
+        }
+        let (body, sum) = r.bytes.split_at(r.bytes.len() - 8);
+        if xxhash_rust::xxh3::xxh3_64(body).to_le_bytes() != sum {
+            return Err(r.corrupt("checksum mismatch (torn or damaged)"));
+        }
+        Ok(CheckedRead { at: 12, ..r })
+    }
+}
+
+impl CheckedRead<'_> {
+    fn corrupt(&self, what: &str) -> PipelineError {
+        PipelineError::Corrupt(format!("{}: {what}", self.path.display()))
+    }
+
+    /// Bytes of body left (before the checksum).
+    fn left(&self) -> usize {
+        self.bytes.len() - 8 - self.at
+    }
+
+    fn take(&mut self, len: usize) -> Result<&[u8], PipelineError> {
+        if len > self.left() {
+            return Err(self.corrupt("truncated"));
+        }
+        self.at += len;
+        Ok(&self.bytes[self.at - len..self.at])
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], PipelineError> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+
+    fn u32(&mut self) -> Result<u32, PipelineError> {
+        self.array().map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Result<u64, PipelineError> {
+        self.array().map(u64::from_le_bytes)
+    }
+
+    /// A count of items of `item_bytes` each, checked against what is left.
+    fn count(&mut self, item_bytes: usize) -> Result<usize, PipelineError> {
+        let count = self.u64()?;
+        match usize::try_from(count) {
+            Ok(c) if c <= self.left() / item_bytes => Ok(c),
+            _ => Err(self.corrupt("shorter than a count it holds says")),
+        }
+    }
+
+    fn end(&self) -> Result<(), PipelineError> {
+        if self.left() != 0 { Err(self.corrupt("trailing bytes")) } else { Ok(()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> DocTable {
+        let mut t = DocTable::default();
+        for (i, id) in ["a", "βeta", ""].iter().enumerate() {
+            t.tokens.push(i as u32 * 10);
+            t.hashes.push(u128::MAX / (i as u128 + 1));
+            t.id_ranges.push((t.ids.len() as u64, id.len() as u32));
+            t.ids.push_str(id);
+        }
+        t
+    }
+
+    #[test]
+    fn tables_round_trip_append_and_refuse_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docs");
+        let mut bytes = Vec::new();
+        table().write_to(7, &mut bytes).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let (first, read) = DocTable::read_from(&path).unwrap();
+        assert_eq!(first, 7);
+        assert_eq!((read.tokens.clone(), read.hashes.clone()), (table().tokens, table().hashes));
+        assert_eq!([read.id(0), read.id(1), read.id(2)], ["a", "βeta", ""]);
+        let mut both = table();
+        both.append(read);
+        assert_eq!(both.len(), 6);
+        assert_eq!(both.id(4), "βeta");
+        for at in [3, 10, 20, bytes.len() - 2] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 1;
+            std::fs::write(&path, &bad).unwrap();
+            assert!(DocTable::read_from(&path).is_err(), "flipped byte {at} accepted");
+        }
+        std::fs::write(&path, &bytes[..bytes.len() - 9]).unwrap();
+        assert!(DocTable::read_from(&path).is_err());
+    }
+
+    #[test]
+    fn totals_round_trip_and_add_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("totals");
+        let part = BucketTotals {
+            totals: IndexTotals { occurrences: vec![3, 0, 2], types: vec![2, 0, 1], ngrams: 2, total_occurrences: 5 },
+            differing: vec![2],
+        };
+        let mut bytes = Vec::new();
+        part.write_to(&mut bytes).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let read = BucketTotals::read_from(&path).unwrap();
+        assert_eq!(read.differing, [2]);
+        let mut sum = IndexTotals::empty(3);
+        sum.absorb(&read.totals).unwrap();
+        sum.absorb(&part.totals).unwrap();
+        assert_eq!(
+            (sum.occurrences, sum.types, sum.ngrams, sum.total_occurrences),
+            (vec![6, 0, 4], vec![4, 0, 2], 4, 10)
+        );
+        assert!(IndexTotals::empty(2).absorb(&part.totals).is_err());
+        // A table is not a totals file.
+        let mut docs = Vec::new();
+        table().write_to(0, &mut docs).unwrap();
+        std::fs::write(&path, &docs).unwrap();
+        assert!(BucketTotals::read_from(&path).unwrap_err().to_string().contains("magic"));
+    }
+}
