@@ -443,3 +443,62 @@ fn updates_list_the_new_documents_that_share_older_text() {
         "id\ttokens\tcovered\tcover\nfrom-a\t10\t6\t0.600000\ncopy\\tof-b\t6\t6\t1.000000\n"
     );
 }
+
+#[test]
+fn a_pairs_index_task_killed_midway_is_redone_and_the_pairs_are_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 600_000, 12, 3000);
+    let options = ["-n", "6", "--min-sscr", "0.3", "--memory", "16M", "--threads", "1", "-q"];
+    let one = dir.path().join("one.tsv");
+    let mut args = vec!["pairs", s(&corpus), "-o", s(&one)];
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let work = dir.path().join("job.work");
+    let out = dir.path().join("job.tsv");
+    let mut plan = vec!["slurm", "pairs", s(&corpus), "-o", s(&out), "--workdir", s(&work), "--dry-run"];
+    plan.extend(["--shards", "2", "--buckets", "2"]);
+    plan.extend(options);
+    let (code, _, stderr) = run(&plan);
+    assert_eq!(code, 0, "{stderr}");
+    for stage in ["lexicon", "candidates", "score"] {
+        assert!(work.join(format!("slurm/{stage}.sbatch")).is_file(), "{stage}");
+    }
+    for stage in [["lexicon", "0"], ["lexicon", "1"], ["vocab", "0"]] {
+        let (code, _, stderr) = run(&["stage", stage[0], "--workdir", s(&work), "--index", stage[1]]);
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let (code, _, stderr) = run(&["stage", "score", "--workdir", s(&work), "--index", "1"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("needs candidates-0000, which has not finished"), "{stderr}");
+
+    let mut child = dupgram()
+        .args(["stage", "index", "--workdir", s(&work), "--index", "0"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once it has written its first postings run, well before the end.
+    let postings = work.join("pairs/postings");
+    let started = std::time::Instant::now();
+    loop {
+        let written = leftovers(&postings)
+            .iter()
+            .any(|d| leftovers(d).iter().any(|f| f.extension().is_some_and(|e| e == "dgr")));
+        if written || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!work.join("tasks/index-0000.json").exists(), "the task was killed before it finished");
+    assert!(!leftovers(&postings).is_empty(), "it left its temporary runs behind");
+    let (code, _, stderr) = run(&["stage", "all", "--workdir", s(&work)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("index-0000     done") && stderr.contains("vocab          already done"), "{stderr}");
+    let pairs = std::fs::read_to_string(&one).unwrap();
+    assert!(pairs.lines().count() > 10, "{pairs}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), pairs);
+    assert!(leftovers(&work.join("pairs")).is_empty(), "finish removes the pairs spill");
+}
