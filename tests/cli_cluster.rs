@@ -482,9 +482,8 @@ fn a_pairs_index_task_killed_midway_is_redone_and_the_pairs_are_the_same() {
     let postings = work.join("pairs/postings");
     let started = std::time::Instant::now();
     loop {
-        let written = leftovers(&postings)
-            .iter()
-            .any(|d| leftovers(d).iter().any(|f| f.extension().is_some_and(|e| e == "dgr")));
+        let written =
+            leftovers(&postings).iter().any(|d| leftovers(d).iter().any(|f| f.extension().is_some_and(|e| e == "dgr")));
         if written || started.elapsed() > Duration::from_secs(60) {
             break;
         }
@@ -501,4 +500,127 @@ fn a_pairs_index_task_killed_midway_is_redone_and_the_pairs_are_the_same() {
     assert!(pairs.lines().count() > 10, "{pairs}");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), pairs);
     assert!(leftovers(&work.join("pairs")).is_empty(), "finish removes the pairs spill");
+}
+
+/// Lines `a<TAB>b<TAB>...` of a pairs file (header left out) whose `a` is in `older` and `b` in `newer`.
+fn cross_pairs(path: &Path, older: &[String], newer: &[String]) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .skip(1)
+        .filter(|l| {
+            let mut f = l.split('\t');
+            let (a, b) = (f.next().unwrap().to_owned(), f.next().unwrap().to_owned());
+            older.contains(&a) && newer.contains(&b)
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn updates_with_postings_score_the_pairs_with_older_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    // No exact copies: `dupgram pairs` pairs a group of identical documents through its first only.
+    let spec = dupgram_testkit::CorpusSpec {
+        seed: 21,
+        tokens: 50_000,
+        vocabulary: 600,
+        mean_doc_len: 70,
+        exact_copies: 0.0,
+        ..Default::default()
+    };
+    let generator = dupgram_testkit::Corpus::new(spec.clone());
+    let docs: Vec<(String, String)> =
+        dupgram_testkit::Corpus::new(spec).enumerate().map(|(i, d)| (format!("d{i}"), generator.text(&d))).collect();
+    let (a, b) = (docs.len() * 7 / 10, docs.len() * 85 / 100);
+    let parts = [("base.jsonl", 0..a), ("day1.jsonl", a..b), ("day2.jsonl", b..docs.len())];
+    for (name, range) in &parts {
+        let lines: String = docs[range.clone()]
+            .iter()
+            .map(|(id, text)| format!("{}\n", serde_json::json!({ "id": id, "text": text })))
+            .collect();
+        std::fs::write(path(name), lines).unwrap();
+    }
+    let ids = |range: std::ops::Range<usize>| docs[range].iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+    let work = path("w");
+    let (code, _, stderr) = run(&[
+        "slurm",
+        "ngrams",
+        s(&path("base.jsonl")),
+        "-n",
+        "5",
+        "-q",
+        "-o",
+        s(&path("base.tsv")),
+        "--workdir",
+        s(&work),
+        "--shards",
+        "2",
+        "--buckets",
+        "3",
+        "--keep-state",
+        "--keep-postings",
+        "--local",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run(&["ngrams", s(&path("base.jsonl")), "-n", "5", "-q", "-o", s(&path("one.tsv"))]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read(path("base.tsv")).unwrap(), std::fs::read(path("one.tsv")).unwrap());
+    let options = ["--min-sscr", "0.05", "--max-df", "50"];
+    for (day, older, max_segments) in [("day1", 0..a, "1"), ("day2", 0..b, "8")] {
+        let mut args = vec!["update", "--workdir", s(&work), "-q", "--max-segments", max_segments];
+        let (input, pairs, all) = (path(&format!("{day}.jsonl")), path(&format!("{day}.pairs")), path("all.tsv"));
+        args.extend([s(&input), "-o", "/dev/null", "--all", s(&all), "--pairs", s(&pairs)]);
+        args.extend(options);
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        // The whole corpus so far, on one machine.
+        let so_far: Vec<PathBuf> = parts.iter().take(if day == "day1" { 2 } else { 3 }).map(|p| path(p.0)).collect();
+        let mut args: Vec<&str> = vec!["pairs"];
+        args.extend(so_far.iter().map(|p| s(p)));
+        let full = path("full.pairs");
+        args.extend(["-n", "5", "-q", "-o", s(&full)]);
+        args.extend(options);
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let new = ids(older.end..if day == "day1" { b } else { docs.len() });
+        let expected = cross_pairs(&full, &ids(older), &new);
+        assert!(expected.len() > 10, "{day}: too few pairs to tell anything");
+        let got: Vec<String> = std::fs::read_to_string(&pairs).unwrap().lines().skip(1).map(str::to_owned).collect();
+        assert_eq!(got, expected, "{day}");
+        let mut args: Vec<&str> = vec!["ngrams"];
+        args.extend(so_far.iter().map(|p| s(p)));
+        let count = path("full.tsv");
+        args.extend(["-n", "5", "-q", "-o", s(&count)]);
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(sorted_lines(&all), sorted_lines(&count), "{day}");
+    }
+    // Every generation holds the table of the whole corpus.
+    for g in 0..3 {
+        assert!(work.join(format!("state/gen-0002/docs-{g:04}.table")).is_file());
+    }
+}
+
+#[test]
+fn pairs_need_a_postings_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    generated(&corpus, 5_000, 3, 300);
+    let work = dir.path().join("w");
+    let out = dir.path().join("o.tsv");
+    let (code, _, stderr) =
+        run(&["slurm", "ngrams", s(&corpus), "-q", "-o", s(&out), "--workdir", s(&work), "--keep-state", "--local"]);
+    assert_eq!(code, 0, "{stderr}");
+    let day = dir.path().join("day.jsonl");
+    generated(&day, 2_000, 4, 300);
+    let pairs = dir.path().join("p.tsv");
+    let (code, _, stderr) = run(&["update", "--workdir", s(&work), s(&day), "-q", "--pairs", s(&pairs)]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("plan it with --keep-postings"), "{stderr}");
+    let (code, _, stderr) =
+        run(&["slurm", "ngrams", s(&corpus), "-o", s(&out), "--workdir", s(&work), "--keep-postings"]);
+    assert_eq!(code, 2, "--keep-postings needs --keep-state: {stderr}");
+    let (code, _, stderr) = run(&["update", "--workdir", s(&work), s(&day), "--min-sscr", "0.5"]);
+    assert_eq!(code, 2, "--min-sscr needs --pairs: {stderr}");
 }

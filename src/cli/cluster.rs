@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use dupgram_cluster::{JobPlan, Outputs, SlurmOptions, Stage, TaskId, TaskOutcome, WorkDir};
+use dupgram_pipeline::output::PairFormat;
 use dupgram_pipeline::{Control, NgramConfig};
 
 use super::ngrams::{self, NgramsArgs};
@@ -153,6 +154,10 @@ struct ClusterArgs {
     /// Also keep the count of every n-gram, unique ones too, so `dupgram update` can add documents later.
     #[arg(long)]
     keep_state: bool,
+    /// With --keep-state: also keep where every n-gram occurs (document, position), so
+    /// `dupgram update --pairs` can name and score the older documents new ones share text with.
+    #[arg(long, requires = "keep_state")]
+    keep_postings: bool,
 }
 
 /// Add new documents to a job planned with --keep-state: report the n-grams
@@ -183,6 +188,23 @@ pub struct UpdateArgs {
     /// n-grams cover, the share covered (TSV, a header line first).
     #[arg(long, value_name = "FILE")]
     documents: Option<PathBuf>,
+    /// Jobs planned with --keep-postings: also write each pair of a new and an older document
+    /// that share an n-gram, scored as `dupgram pairs` scores it (TSV, or JSON Lines when the
+    /// name ends in .jsonl; older document first).
+    #[arg(long, value_name = "FILE")]
+    pairs: Option<PathBuf>,
+    /// With --pairs: keep pairs with at least this SSCR.
+    #[arg(long, default_value_t = 0.0, value_name = "X", requires = "pairs")]
+    min_sscr: f64,
+    /// With --pairs: keep pairs with at least this SSR (Jaccard).
+    #[arg(long, default_value_t = 0.0, value_name = "X", requires = "pairs")]
+    min_ssr: f64,
+    /// With --pairs: keep pairs where either document is at least this covered by shared n-grams.
+    #[arg(long, default_value_t = 0.0, value_name = "X", requires = "pairs")]
+    min_cover: f64,
+    /// With --pairs: n-grams in more documents than this make no candidates (they still count in scores).
+    #[arg(long, default_value_t = 1000, value_name = "N", requires = "pairs")]
+    max_df: u64,
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
@@ -264,6 +286,7 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
             false => dupgram_pipeline::Passes::new(&config, control, &config.tmp_dir)?.sieve_size().unwrap_or(0),
         },
         keep_state: cluster.keep_state,
+        keep_postings: cluster.keep_postings,
     };
     work.save_plan(&plan)?;
     let plan = work.load_plan()?;
@@ -358,6 +381,7 @@ pub fn update(args: UpdateArgs, control: &Control) -> anyhow::Result<()> {
         all_duplicated: args.all.as_ref().map(std::path::absolute).transpose()?,
         max_segments: args.max_segments,
         documents: args.documents.as_ref().map(std::path::absolute).transpose()?,
+        pairs: None,
     };
     let stats_json = args.stats_json.as_ref().map(std::path::absolute).transpose()?;
     std::env::set_current_dir(&plan.cwd).with_context(|| format!("{}: the job's directory", plan.cwd.display()))?;
@@ -365,6 +389,23 @@ pub fn update(args: UpdateArgs, control: &Control) -> anyhow::Result<()> {
         anyhow::bail!("only `dupgram slurm ngrams` jobs can be updated");
     };
     let (config, _) = ngrams::config(&job)?;
+    let mut outputs = outputs;
+    if let Some(path) = &args.pairs {
+        let pairs = dupgram_pipeline::PairsConfig {
+            min_sscr: args.min_sscr,
+            min_ssr: args.min_ssr,
+            min_cover: args.min_cover,
+            max_df: args.max_df,
+            ..dupgram_pipeline::PairsConfig::new(config.clone())
+        };
+        pairs.check()?;
+        let jsonl = path.to_string_lossy().contains(".jsonl");
+        outputs.pairs = Some(dupgram_cluster::UpdatePairs {
+            output: std::path::absolute(path)?,
+            format: if jsonl { PairFormat::Jsonl } else { PairFormat::Tsv },
+            config: pairs,
+        });
+    }
     let stats = {
         let _progress = ProgressView::start(control, args.quiet);
         dupgram_cluster::update(&work, &plan, &config, control, &inputs, &outputs)?
@@ -387,6 +428,9 @@ fn update_summary(s: &dupgram_cluster::UpdateStats, min_count: u64) -> String {
     line("new documents", format!("{} ({} tokens, {} new words)", g(c.documents), g(c.tokens), g(s.new_words)));
     line("distinct n-grams", format!("{} before, {} after", g(s.ngrams_before), g(s.ngrams_after)));
     line(&format!("with count ≥ {min_count}"), format!("{} ({} newly)", g(s.duplicated), g(s.newly_duplicated)));
+    if s.candidate_pairs > 0 {
+        line("pairs with older text", format!("{} kept of {} candidates", g(s.kept_pairs), g(s.candidate_pairs)));
+    }
     if s.shared_ngrams > 0 || s.documents_sharing > 0 {
         line(
             "shared with older text",

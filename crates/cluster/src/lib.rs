@@ -80,16 +80,18 @@
 
 mod pair_tasks;
 mod plan;
+mod postings;
 pub mod record;
 mod slurm;
 mod stats;
 mod tasks;
 mod update;
+mod update_pairs;
 
 pub use plan::{InputFile, JobPlan, Piece};
 pub use slurm::{SlurmOptions, Submitted, submit, wait, write_scripts};
 pub use tasks::{Outputs, PairsOutputs, Stage, TaskId, TaskOutcome};
-pub use update::{MAX_SEGMENTS, UpdateOutputs, UpdateStats, update};
+pub use update::{MAX_SEGMENTS, UpdateOutputs, UpdatePairs, UpdateStats, update};
 
 use std::path::{Path, PathBuf};
 

@@ -98,6 +98,10 @@ pub struct JobPlan {
     /// Keep the count of every n-gram (`state/`), for `dupgram update`.
     #[serde(default)]
     pub keep_state: bool,
+    /// Keep where every n-gram occurs too (a postings state, with the
+    /// documents' table), for `dupgram update --pairs`; implies `keep_state`.
+    #[serde(default)]
+    pub keep_postings: bool,
 }
 
 impl JobPlan {
@@ -229,6 +233,7 @@ mod tests {
                     buckets: 1,
                     sieve_bytes: 0,
                     keep_state: false,
+                    keep_postings: false,
                 };
                 assert_eq!(plan.shards.len(), shards);
                 let parts: Vec<String> = (0..shards).flat_map(|s| read_all(plan.shard_inputs(s))).collect();

@@ -294,7 +294,7 @@ impl<'a> Stage<'a> {
         if self.plan.keep_state { Scope::All } else { Scope::Repeated }
     }
 
-    fn passes(&self, scratch: &'a Path) -> Result<Passes<'a>, ClusterError> {
+    pub(crate) fn passes(&self, scratch: &'a Path) -> Result<Passes<'a>, ClusterError> {
         Ok(Passes::new(self.config, self.control, scratch)?)
     }
 
@@ -383,6 +383,9 @@ impl<'a> Stage<'a> {
 
     /// The count pass over a shard: runs cut by bucket.
     fn map(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
+        if self.plan.keep_postings {
+            return self.map_postings(shard);
+        }
         let vocab = self.record(TaskId::Vocab, TaskId::Map(shard))?;
         let read = self.record(TaskId::Lexicon(shard), TaskId::Map(shard))?;
         self.plan.check_shard(shard)?;
@@ -435,7 +438,9 @@ impl<'a> Stage<'a> {
         let mut writer = DupTsvWriter::new(OutputFile::create(Some(&self.bucket_dups(bucket)))?);
         let mut stats = NgramStats::default();
         let started = Instant::now();
-        if self.plan.keep_state {
+        if self.plan.keep_postings {
+            self.reduce_postings(bucket, runs, scratch.path(), &mut writer, &mut stats)?;
+        } else if self.plan.keep_state {
             // Every n-gram goes to the state; those counted often enough to the output too.
             let part = self.work.path(&format!("state/parts/bucket-{bucket:04}.dgr"));
             let tmp = scratch.path().join("state.dgr");
@@ -487,6 +492,9 @@ impl<'a> Stage<'a> {
         if self.plan.keep_state {
             // The state's first generation: the runs of every n-gram and the lexicon of their IDs.
             let parts = self.work.path("state/parts");
+            if self.plan.keep_postings {
+                self.finish_postings_state(&parts)?;
+            }
             let from = self.vocab_lexicon();
             write_file(&parts.join("lexicon.lex"), |out| {
                 std::io::copy(&mut std::fs::File::open(&from)?, out).map(drop)

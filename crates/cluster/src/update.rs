@@ -30,12 +30,17 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, Scope};
-use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
-use dupgram_pipeline::{Control, NgramConfig, NgramStats, Passes, PipelineError, RunFile, peak_rss};
-use dupgram_runs::{RunHeader, RunReader, RunWriter};
+use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFiles, PairFormat};
+use dupgram_pipeline::{
+    BucketTotals, Control, DocTable, IndexStats, IndexTotals, NgramConfig, NgramStats, PairPasses, PairsConfig, Passes,
+    PipelineError, RunFile, ShardCut, peak_rss,
+};
+use dupgram_runs::{RunHeader, RunKind, RunReader, RunWriter};
 use serde::{Deserialize, Serialize};
 
-use crate::record::{read_record, write_record};
+use crate::postings;
+use crate::record::{read_record, write_file, write_record};
+use crate::update_pairs::{self, ScoredCorpus};
 use crate::{ClusterError, InputFile, JobPlan, WorkDir};
 
 /// The directory of state generation `generation`, in the work directory.
@@ -63,11 +68,29 @@ pub struct UpdateOutputs {
     /// Each new document that shares n-grams with older text, with the share
     /// of its tokens those n-grams cover.
     pub documents: Option<PathBuf>,
+    /// Jobs with a postings state: the pairs of a new and an older document
+    /// that share n-grams, scored, and the thresholds they must pass.
+    pub pairs: Option<UpdatePairs>,
+}
+
+/// Where `update --pairs` writes, and what it keeps.
+#[derive(Debug, Clone)]
+pub struct UpdatePairs {
+    pub output: PathBuf,
+    pub format: PairFormat,
+    /// Thresholds and `max_df` (its `base` is not used).
+    pub config: PairsConfig,
 }
 
 impl Default for UpdateOutputs {
     fn default() -> Self {
-        UpdateOutputs { newly_duplicated: None, all_duplicated: None, max_segments: MAX_SEGMENTS, documents: None }
+        UpdateOutputs {
+            newly_duplicated: None,
+            all_duplicated: None,
+            max_segments: MAX_SEGMENTS,
+            documents: None,
+            pairs: None,
+        }
     }
 }
 
@@ -92,6 +115,12 @@ pub struct UpdateStats {
     /// and the new documents holding one.
     pub shared_ngrams: u64,
     pub documents_sharing: u64,
+    /// With a pairs report: pairs of a new and an older document sharing an
+    /// n-gram held by at most `--max-df` documents, and those kept.
+    #[serde(default)]
+    pub candidate_pairs: u64,
+    #[serde(default)]
+    pub kept_pairs: u64,
     /// Bytes of all the state's segments now, and of those this update wrote.
     pub state_bytes: u64,
     pub written_bytes: u64,
@@ -114,6 +143,11 @@ pub fn update(
             "this job keeps no state to update: plan it with --keep-state (the count of every n-gram)".into(),
         ));
     }
+    if outputs.pairs.is_some() && !plan.keep_postings {
+        return Err(ClusterError::Plan(
+            "--pairs needs a job that keeps where every n-gram occurs: plan it with --keep-postings".into(),
+        ));
+    }
     let current = current_generation(work)?;
     let state = work.path(&generation_dir(current));
     if !state.is_dir() {
@@ -126,6 +160,10 @@ pub fn update(
     let mut newly = OutputFile::create(outputs.newly_duplicated.as_deref())?;
     let mut all = outputs.all_duplicated.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
     let documents = outputs.documents.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
+    let pair_files = match &outputs.pairs {
+        Some(p) => Some(PairFiles::new(OutputFile::create(Some(&p.output))?, p.format, None)?),
+        None => None,
+    };
 
     let next = current + 1;
     let scratch = fresh_generation(work, next)?;
@@ -145,7 +183,8 @@ pub fn update(
     stats.count.seconds.lexicon = t.elapsed().as_secs_f64();
     let lexicon = old.updated(&words).ok_or_else(|| ClusterError::corrupt(&state, "lexicon not fully loaded"))?;
     stats.new_words = (lexicon.len() - old.len()) as u64;
-    let old_header = RunHeader::counts(config.n as u8, old.identity());
+    let kind = if plan.keep_postings { RunKind::Postings } else { RunKind::Counts };
+    let old_header = RunHeader { kind, ..RunHeader::counts(config.n as u8, old.identity()) };
     drop(old);
     let (day_tokens, day_documents) = (words.tokens(), stats.count.documents);
     drop(words);
@@ -153,28 +192,25 @@ pub fn update(
 
     let t = Instant::now();
     let bounds = bucket_bounds(work)?;
-    let counted = passes.count_ngrams(&day_config.inputs, &lexicon, None, &bounds, &mut stats.count)?;
+    let new_header = RunHeader { kind, ..RunHeader::counts(config.n as u8, lexicon.identity()) };
+    let day = DayPass { passes: &passes, config: &day_config, lexicon: &lexicon, bounds: &bounds, header: new_header };
+    let (read, docs) = if plan.keep_postings {
+        let (table, totals) = postings::load_corpus_docs(&state, current)?;
+        let (read, day_docs) = day.index(table.len() as u64, control, scratch.path(), &mut stats.count)?;
+        (read, Some(CorpusDocs { first_new: table.len() as u64, table, totals, day: day_docs }))
+    } else {
+        (day.count(scratch.path(), &mut stats.count)?, None)
+    };
     stats.count.seconds.count = t.elapsed().as_secs_f64();
-    if counted.tokens != day_tokens || counted.documents != day_documents {
+    if read != (day_documents, day_tokens) {
         return Err(PipelineError::Changed(format!(
             "the new documents were read twice with different results ({day_documents} documents and {day_tokens} tokens, then {} and {})",
-            counted.documents, counted.tokens
+            read.0, read.1
         ))
         .into());
     }
 
     let t = Instant::now();
-    let new_header = RunHeader::counts(config.n as u8, lexicon.identity());
-    // First the day's runs of each bucket become one run, within the memory plan ...
-    for bucket in 0..plan.buckets {
-        let runs: Vec<RunFile> =
-            counted.runs.iter().filter(|(b, _)| *b == bucket).map(|(_, run)| run.clone()).collect();
-        let mut day = RunWriter::create(&scratch.path().join(format!("day-{bucket:04}.dgr")), new_header)?;
-        passes.merge_every(runs, counted.entries, &lexicon, &mut stats.count, &mut |_, ids, count| {
-            Ok(day.push(ids, count)?)
-        })?;
-        day.finish()?;
-    }
     // ... then the buckets' states are walked beside them, a bucket per thread
     // at a time: each walk holds two readers and three writers, nothing more.
     let walk = Walk {
@@ -187,7 +223,8 @@ pub fn update(
         lexicon: &lexicon,
         min_count: config.min_count,
         all: all.is_some(),
-        shared_room: documents.is_some().then(|| SharedRoom::new(config.memory)),
+        shared_room: documents.is_some().then(|| SharedRoom::new(config.memory, "--documents")),
+        shared_runs: pair_files.is_some(),
         control,
     };
     let threads = config.threads.clamp(1, plan.buckets.max(1));
@@ -236,6 +273,27 @@ pub fn update(
             dupgram_corpus::ReadOptions { max_record_bytes: (config.memory / 16) as usize, ..config.read.clone() };
         let shared = SharedNgrams { ids: &shared, n: config.n };
         stats.documents_sharing = report_documents(&day_config.inputs, read, &lexicon, &shared, out, control)?;
+    }
+    if let Some(docs) = docs {
+        let CorpusDocs { first_new, mut table, mut totals, day } = docs;
+        let generation = scratch.path();
+        write_file(&generation.join(postings::docs_table(next)), |out| day.table.write_to(first_new, out))?;
+        let day_totals = BucketTotals { totals: day.totals, differing: Vec::new() };
+        write_file(&generation.join(postings::docs_totals(next)), |out| day_totals.write_to(out))?;
+        link_docs(&state, generation, current)?;
+        if let (Some(mut files), Some(p)) = (pair_files, &outputs.pairs) {
+            table.append(day.table);
+            totals.occurrences.extend(&day_totals.totals.occurrences);
+            totals.types.extend(&day_totals.totals.types);
+            let shared: Vec<PathBuf> = (0..plan.buckets).map(|b| walk.shared_run(b)).collect();
+            let corpus =
+                ScoredCorpus { table: &table, totals: &totals, first_new: first_new as u32, n: config.n as u32 };
+            let room = SharedRoom::new(config.memory, "--pairs");
+            let (candidates, kept) =
+                update_pairs::score_pairs(&shared, &corpus, &p.config, &room, &mut files, control)?;
+            (stats.candidate_pairs, stats.kept_pairs) = (candidates, kept);
+            files.finish()?;
+        }
     }
     // Reports first: if the state cannot be committed, running again rewrites them the same.
     newly.finish()?;
@@ -335,7 +393,7 @@ fn commit(work: &WorkDir, scratch: tempfile::TempDir, current: u32, next: u32) -
     // The state is the buckets' runs and the lexicon; the day's runs and reports are not part of it.
     for entry in std::fs::read_dir(scratch.path()).map_err(|e| ClusterError::io(scratch.path(), e))?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("bucket-") || name == "lexicon.lex") {
+        if !(name.starts_with("bucket-") || name.starts_with("docs-") || name == "lexicon.lex") {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -351,6 +409,116 @@ fn bucket_bounds(work: &WorkDir) -> Result<Vec<u32>, ClusterError> {
     }
     let record: Bounds = read_record(&work.path("tasks/vocab.json"))?;
     Ok(record.bounds)
+}
+
+/// The run tag of the shared n-grams' runs (their "words" are numbers, not lexicon IDs).
+const SHARED_RUNS: u64 = 0x5348_4152;
+
+/// The day's reading: its n-grams, into one run per bucket (`day-NNNN.dgr`).
+struct DayPass<'a> {
+    passes: &'a Passes<'a>,
+    config: &'a NgramConfig,
+    lexicon: &'a Lexicon,
+    bounds: &'a [u32],
+    /// The runs' header: counts, or postings for a postings state.
+    header: RunHeader,
+}
+
+/// The new documents of a postings state: their table and totals.
+struct DayDocs {
+    table: DocTable,
+    totals: IndexTotals,
+}
+
+/// The whole corpus's documents, for a postings state: the older ones
+/// (numbered before `first_new`) and the day's.
+struct CorpusDocs {
+    first_new: u64,
+    table: DocTable,
+    totals: IndexTotals,
+    day: DayDocs,
+}
+
+impl DayPass<'_> {
+    fn buckets(&self) -> usize {
+        self.bounds.len() + 1
+    }
+
+    /// Counts the day's n-grams; returns the documents and tokens read.
+    fn count(&self, dir: &Path, stats: &mut NgramStats) -> Result<(u64, u64), ClusterError> {
+        let counted = self.passes.count_ngrams(&self.config.inputs, self.lexicon, None, self.bounds, stats)?;
+        // The day's runs of each bucket become one run, within the memory plan.
+        for bucket in 0..self.buckets() {
+            let runs: Vec<RunFile> =
+                counted.runs.iter().filter(|(b, _)| *b == bucket).map(|(_, run)| run.clone()).collect();
+            let mut day = RunWriter::create(&dir.join(format!("day-{bucket:04}.dgr")), self.header)?;
+            self.passes.merge_every(runs, counted.entries, self.lexicon, stats, &mut |_, ids, count| {
+                Ok(day.push(ids, count)?)
+            })?;
+            day.finish()?;
+        }
+        Ok((counted.documents, counted.tokens))
+    }
+
+    /// Indexes the day's documents, numbered from `first_doc`; returns the
+    /// documents and tokens read, and the documents' table and totals.
+    fn index(
+        &self,
+        first_doc: u64,
+        control: &Control,
+        dir: &Path,
+        stats: &mut NgramStats,
+    ) -> Result<((u64, u64), DayDocs), ClusterError> {
+        let config = PairsConfig::new(self.config.clone());
+        let passes = PairPasses::new(&config, control, dir)?;
+        let mut index = IndexStats::default();
+        let cut = ShardCut { first_doc, buckets: self.bounds };
+        let (runs, table) = passes.index_shard(&self.config.inputs, self.lexicon, None, cut, &mut index)?;
+        stats.run_bytes += runs.iter().map(|(_, r)| r.bytes).sum::<u64>();
+        let mut totals = IndexTotals::empty(table.len());
+        for bucket in 0..self.buckets() {
+            let runs: Vec<RunFile> = runs.iter().filter(|(b, _)| *b == bucket).map(|(_, run)| run.clone()).collect();
+            let run = RunWriter::create(&dir.join(format!("day-{bucket:04}.dgr")), self.header)?;
+            let mut sink = DaySink { run, totals: &mut totals, first_doc };
+            stats.merge_bytes += self.passes.merge_runs(runs, self.header, self.lexicon, &mut sink)?;
+            sink.run.finish()?;
+        }
+        Ok(((index.documents, index.tokens), DayDocs { table, totals }))
+    }
+}
+
+/// Writes the day's merged postings of a bucket, and counts each new document's occurrences.
+struct DaySink<'a> {
+    run: RunWriter<std::io::BufWriter<std::fs::File>>,
+    totals: &'a mut IndexTotals,
+    first_doc: u64,
+}
+
+impl dupgram_merge::MergeSink for DaySink<'_> {
+    type Error = PipelineError;
+
+    fn accept(&mut self, ids: &[u32], _count: u64, occurrences: &[u64]) -> Result<(), PipelineError> {
+        self.run.push_postings(ids, occurrences)?;
+        self.totals.add_ngram(occurrences, self.first_doc);
+        Ok(())
+    }
+}
+
+/// Links the document tables and totals of `from` (generation `current`)
+/// into the next generation's directory `to`.
+fn link_docs(from: &Path, to: &Path, current: u32) -> Result<(), ClusterError> {
+    for generation in 0..=current {
+        for name in [postings::docs_table(generation), postings::docs_totals(generation)] {
+            let (source, target) = (from.join(&name), to.join(&name));
+            if !source.exists() {
+                continue;
+            }
+            if std::fs::hard_link(&source, &target).is_err() {
+                std::fs::copy(&source, &target).map_err(|e| ClusterError::io(&source, e))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Distinct n-grams of one bucket, before and after, and those counted often enough.
@@ -397,12 +565,21 @@ struct Walk<'a> {
     all: bool,
     /// With a documents report: the bytes left for the day's n-grams older text has too.
     shared_room: Option<SharedRoom>,
+    /// With a pairs report: write the occurrences of the n-grams older and
+    /// new text share, each bucket's to a run of its own ([`Self::shared_run`]).
+    shared_runs: bool,
     control: &'a Control,
 }
 
 impl Walk<'_> {
     fn report(&self, bucket: usize, which: &str) -> PathBuf {
         self.new.join(format!("{which}-{bucket:04}.tsv"))
+    }
+
+    /// A bucket's n-grams that older and new text share, numbered in
+    /// order, with their occurrences (a postings run with one "word": the number).
+    fn shared_run(&self, bucket: usize) -> PathBuf {
+        self.new.join(format!("shared-{bucket:04}.dgr"))
     }
 
     /// Opens a stored segment. Older segments carry the identity of the
@@ -428,11 +605,18 @@ impl Walk<'_> {
         day.expect_header(self.new_header)?;
         let day_live = day.advance()?;
         let merged = segments.len() + 1 > self.max_segments;
+        let shared_run = match self.shared_runs {
+            true => Some((RunWriter::create(&self.shared_run(bucket), RunHeader::postings(1, SHARED_RUNS))?, 0)),
+            false => None,
+        };
         let mut walk = BucketWalk {
             day,
             day_live,
+            shared_run,
             next: NextState {
                 run: RunWriter::create(&self.new.join(bucket_file(bucket)), self.new_header)?,
+                postings: self.new_header.kind == RunKind::Postings,
+                both: Vec::new(),
                 merged,
                 newly: DupTsvWriter::new(OutputFile::create(Some(&self.report(bucket, "newly")))?),
                 all: if self.all {
@@ -448,7 +632,10 @@ impl Walk<'_> {
         };
         dupgram_merge::merge_into(old, &mut walk, self.control).map_err(PipelineError::from)?;
         walk.rest()?;
-        let BucketWalk { day, next, shared, .. } = walk;
+        let BucketWalk { day, next, shared, shared_run, .. } = walk;
+        if let Some((run, _)) = shared_run {
+            run.finish()?;
+        }
         let NextState { run, newly, all, mut tally, .. } = next;
         tally.shared = shared.map(|(ids, _)| ids).unwrap_or_default();
         tally.state_bytes = run.finish()?.1.bytes;
@@ -462,26 +649,30 @@ impl Walk<'_> {
     }
 }
 
-/// The memory the walks of all buckets may fill with shared n-grams: a
+/// The memory a report on what new and older text share may fill: a
 /// quarter of `--memory`.
-struct SharedRoom {
+pub(crate) struct SharedRoom {
     used: std::sync::atomic::AtomicU64,
     budget: u64,
+    /// The option whose report needs the room.
+    option: &'static str,
 }
 
 impl SharedRoom {
-    fn new(budget: u64) -> Self {
-        SharedRoom { used: std::sync::atomic::AtomicU64::new(0), budget }
+    pub(crate) fn new(budget: u64, option: &'static str) -> Self {
+        SharedRoom { used: std::sync::atomic::AtomicU64::new(0), budget, option }
     }
 
-    fn take(&self, bytes: u64) -> Result<(), PipelineError> {
+    pub(crate) fn take(&self, bytes: u64) -> Result<(), PipelineError> {
         let used = self.used.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
         if used > self.budget / 4 {
             return Err(PipelineError::Memory {
                 budget: dupgram_pipeline::human_bytes(self.budget),
-                what: "the n-grams the new documents share with older text do not fit a quarter of it; \
-                       add fewer documents at a time, or leave out --documents"
-                    .into(),
+                what: format!(
+                    "what the new documents share with older text does not fit a quarter of it; \
+                     add fewer documents at a time, or leave out {}",
+                    self.option
+                ),
             });
         }
         Ok(())
@@ -493,6 +684,8 @@ impl SharedRoom {
 struct BucketWalk<'l> {
     day: RunReader<std::fs::File>,
     day_live: bool,
+    /// With a pairs report: the shared n-grams' run, and the next number.
+    shared_run: Option<(RunWriter<std::io::BufWriter<std::fs::File>>, u32)>,
     next: NextState,
     lexicon: &'l Lexicon,
     /// With a documents report: the day's n-grams older text has too (their
@@ -504,7 +697,7 @@ impl BucketWalk<'_> {
     /// The day's n-grams after the last stored one.
     fn rest(&mut self) -> Result<(), PipelineError> {
         while self.day_live {
-            self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count())?;
+            self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count(), &[], self.day.occurrences())?;
             self.day_live = self.day.advance()?;
         }
         Ok(())
@@ -516,9 +709,9 @@ impl dupgram_merge::MergeSink for BucketWalk<'_> {
 
     /// A stored n-gram (in increasing order) with its count over all
     /// segments: the day's n-grams before it come first.
-    fn accept(&mut self, ids: &[u32], before: u64, _: &[u64]) -> Result<(), PipelineError> {
+    fn accept(&mut self, ids: &[u32], before: u64, old: &[u64]) -> Result<(), PipelineError> {
         while self.day_live && self.day.ngram() < ids {
-            self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count())?;
+            self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count(), &[], self.day.occurrences())?;
             self.day_live = self.day.advance()?;
         }
         if self.day_live && self.day.ngram() == ids {
@@ -526,10 +719,17 @@ impl dupgram_merge::MergeSink for BucketWalk<'_> {
                 room.take((ids.len() * 4) as u64)?;
                 shared.extend_from_slice(ids);
             }
-            self.next.keep(self.lexicon, ids, before, before + self.day.count())?;
+            let (after, day) = (before + self.day.count(), self.day.occurrences());
+            if let Some((run, number)) = self.shared_run.as_mut() {
+                // New documents are numbered after the old ones: old then new is in order.
+                let both: Vec<u64> = old.iter().chain(day).copied().collect();
+                run.push_postings(&[*number], &both)?;
+                *number += 1;
+            }
+            self.next.keep(self.lexicon, ids, before, after, old, day)?;
             self.day_live = self.day.advance()?;
         } else {
-            self.next.keep(self.lexicon, ids, before, before)?;
+            self.next.keep(self.lexicon, ids, before, before, old, &[])?;
         }
         Ok(())
     }
@@ -538,6 +738,10 @@ impl dupgram_merge::MergeSink for BucketWalk<'_> {
 /// Where a walk writes: the next state and the bucket's reports.
 struct NextState {
     run: RunWriter<std::io::BufWriter<std::fs::File>>,
+    /// A postings state: n-grams are written with their occurrences.
+    postings: bool,
+    /// Room for an n-gram's old and new occurrences together.
+    both: Vec<u64>,
     /// Write every n-gram with its whole count (the bucket's segments merged
     /// into one), rather than the day's n-grams with the day's counts.
     merged: bool,
@@ -549,11 +753,27 @@ struct NextState {
 
 impl NextState {
     /// An n-gram of the grown corpus, counted `before` times before today and `after` times now.
-    fn keep(&mut self, lexicon: &Lexicon, ids: &[u32], before: u64, after: u64) -> Result<(), PipelineError> {
-        if self.merged {
-            self.run.push(ids, after)?;
-        } else if after > before {
-            self.run.push(ids, after - before)?;
+    /// With a postings state, `old` and `day` are its occurrences before and today.
+    fn keep(
+        &mut self,
+        lexicon: &Lexicon,
+        ids: &[u32],
+        before: u64,
+        after: u64,
+        old: &[u64],
+        day: &[u64],
+    ) -> Result<(), PipelineError> {
+        match (self.postings, self.merged) {
+            (false, true) => self.run.push(ids, after)?,
+            (false, false) if after > before => self.run.push(ids, after - before)?,
+            (true, true) => {
+                self.both.clear();
+                self.both.extend_from_slice(old);
+                self.both.extend_from_slice(day);
+                self.run.push_postings(ids, &self.both)?;
+            }
+            (true, false) if !day.is_empty() => self.run.push_postings(ids, day)?,
+            _ => {}
         }
         self.tally.before += u64::from(before > 0);
         self.tally.after += 1;
@@ -664,7 +884,7 @@ mod tests {
 
     #[test]
     fn shared_ngrams_stay_within_a_quarter_of_the_budget() {
-        let room = SharedRoom::new(400);
+        let room = SharedRoom::new(400, "--documents");
         room.take(60).unwrap();
         room.take(40).unwrap();
         let err = room.take(1).unwrap_err().to_string();

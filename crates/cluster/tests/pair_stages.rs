@@ -55,6 +55,7 @@ fn staged(config: &PairsConfig, work: &Path, shards: usize, buckets: usize, out:
         buckets,
         sieve_bytes,
         keep_state: false,
+        keep_postings: false,
     };
     let work = WorkDir::new(work).unwrap();
     let outputs = Outputs {

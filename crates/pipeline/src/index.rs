@@ -254,7 +254,8 @@ impl<'a> IndexJob<'a> {
         shard: ShardCut,
         stats: &mut IndexStats,
     ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
-        let layout = KeyLayout::new(self.base.n, lexicon.repeated_len().saturating_sub(1) as u32)?;
+        // IDs are those of the loaded words: the repeated ones, or all of them for a kept state.
+        let layout = KeyLayout::new(self.base.n, lexicon.len().saturating_sub(1) as u32)?;
         match layout.words() {
             1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, count, shard, stats),
             2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, count, shard, stats),
@@ -874,11 +875,10 @@ impl IndexMerge<'_> {
 impl MergeSink for IndexMerge<'_> {
     type Error = PipelineError;
 
-    fn accept(&mut self, ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), PipelineError> {
+    fn accept(&mut self, _ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), PipelineError> {
         if count < 2 {
             return Ok(());
         }
-        let _ = ngram;
         let id = u32::try_from(self.totals.ngrams)
             .map_err(|_| PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()))?;
         let full = match &mut self.out {
@@ -898,17 +898,7 @@ impl MergeSink for IndexMerge<'_> {
         if let Some(check) = &mut self.check {
             check.ngram(occurrences);
         }
-        self.totals.ngrams += 1;
-        self.totals.total_occurrences += count;
-        let mut last = u64::MAX;
-        for &o in occurrences {
-            let doc = o >> 32;
-            self.totals.occurrences[doc as usize] += 1;
-            if doc != last {
-                self.totals.types[doc as usize] += 1;
-                last = doc;
-            }
-        }
+        self.totals.add_ngram(occurrences, 0);
         Ok(())
     }
 }

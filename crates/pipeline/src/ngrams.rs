@@ -257,6 +257,42 @@ impl<'a> Passes<'a> {
         self.job.merge_pass(runs, entries, lexicon, self.job.config.min_count, stats, emit)
     }
 
+    /// Merges runs of any kind (`header`'s) into `sink`, which gets each
+    /// n-gram once with its count and, from postings runs, its occurrences;
+    /// within the memory plan (a fan-in it allows, intermediate merges in
+    /// the work directory). Returns the bytes the intermediate merges wrote.
+    pub fn merge_runs<S: MergeSink<Error = PipelineError>>(
+        &self,
+        runs: Vec<RunFile>,
+        header: RunHeader,
+        lexicon: &Lexicon,
+        sink: &mut S,
+    ) -> Result<u64, PipelineError> {
+        let per_run = 72 * 1024 + 4 * self.job.config.n as u64;
+        let room = self.job.plan.working().saturating_sub(lexicon.heap_bytes() as u64 + OUTPUT_BYTES + WRITER_BYTES);
+        let fan_in = self
+            .job
+            .config
+            .limits
+            .fan_in
+            .unwrap_or_else(|| ((room / per_run) as usize).clamp(2, open_file_allowance()));
+        self.job.control.progress.start("merging", None);
+        let work = self.job.work;
+        let mut next = 0u64;
+        let report = merge_all(
+            runs,
+            header,
+            fan_in,
+            || {
+                next += 1;
+                work.join(format!("merge-runs-{next:06}.dgr"))
+            },
+            sink,
+            self.job.control,
+        )?;
+        Ok(report.bytes_written)
+    }
+
     /// [`merge`](Self::merge), handing every n-gram to `emit`, unique ones
     /// too: for keeping the count of every n-gram of a corpus.
     pub fn merge_every(

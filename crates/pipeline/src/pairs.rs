@@ -79,7 +79,8 @@ impl PairsConfig {
         }
     }
 
-    fn check(&self) -> Result<(), PipelineError> {
+    /// Refuses thresholds out of range.
+    pub fn check(&self) -> Result<(), PipelineError> {
         for (name, v) in [("--min-sscr", self.min_sscr), ("--min-ssr", self.min_ssr), ("--min-cover", self.min_cover)] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(PipelineError::Usage(format!("{name} must be between 0 and 1, not {v}")));
@@ -91,7 +92,8 @@ impl PairsConfig {
         Ok(())
     }
 
-    fn keeps(&self, s: &PairScores) -> bool {
+    /// Whether a pair with these scores passes the thresholds.
+    pub fn keeps(&self, s: &PairScores) -> bool {
         s.sscr >= self.min_sscr && s.ssr >= self.min_ssr && s.cover_a.max(s.cover_b) >= self.min_cover
     }
 }
@@ -510,12 +512,7 @@ pub fn index_fraction(stats: &mut IndexStats, table: &DocTable, n: u32) {
 
 /// `|S_X|` of every document: its n-gram positions less its repeats.
 fn distinct_ngrams(table: &DocTable, totals: &IndexTotals, n: u32) -> Vec<u32> {
-    (0..table.len())
-        .map(|d| {
-            let positions = table.tokens[d].saturating_sub(n - 1);
-            positions - (totals.occurrences[d] - totals.types[d])
-        })
-        .collect()
+    (0..table.len()).map(|d| totals.distinct(d, table.tokens[d], n)).collect()
 }
 
 fn blocks_bytes(blocks: &[Range<u32>]) -> u64 {

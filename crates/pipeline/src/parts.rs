@@ -149,6 +149,28 @@ impl IndexTotals {
         IndexTotals { occurrences: vec![0; docs], types: vec![0; docs], ngrams: 0, total_occurrences: 0 }
     }
 
+    /// Adds an n-gram with these occurrences (in increasing order), of
+    /// documents numbered from `first_doc` (the totals' first document).
+    pub fn add_ngram(&mut self, occurrences: &[u64], first_doc: u64) {
+        self.ngrams += 1;
+        self.total_occurrences += occurrences.len() as u64;
+        let mut last = u64::MAX;
+        for &o in occurrences {
+            let doc = ((o >> 32) - first_doc) as usize;
+            self.occurrences[doc] += 1;
+            if doc as u64 != last {
+                self.types[doc] += 1;
+                last = doc as u64;
+            }
+        }
+    }
+
+    /// `|S_X|` of document `doc`: its n-gram positions less its repeats
+    /// (when these totals hold every n-gram of it, or every repeated one).
+    pub fn distinct(&self, doc: usize, tokens: u32, n: u32) -> u32 {
+        tokens.saturating_sub(n - 1) - (self.occurrences[doc] - self.types[doc])
+    }
+
     /// Adds the totals of another bucket of n-grams (over the same documents).
     pub fn absorb(&mut self, other: &IndexTotals) -> Result<(), PipelineError> {
         if other.occurrences.len() != self.occurrences.len() {
