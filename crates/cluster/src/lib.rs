@@ -54,7 +54,9 @@
 //! vocab.lex, vocab.sieve   the job's lexicon and combined sieve
 //! runs/shard-NNNN/         a shard's runs (the run format of dupgram-runs), removed by finish
 //! dups/bucket-NNNN.tsv     a bucket's duplicates, removed by finish
-//! state/gen-NNNN/          with --keep-state: segments of every n-gram's count, the lexicon (see `update`)
+//! state/gen-NNNN/          with --keep-state: segments of every n-gram's count, the lexicon (see
+//!                          `update`); with --keep-postings, segments of every n-gram's occurrences
+//!                          and docs-GGGG.table/.totals, the documents' table (see `postings`)
 //! pairs/                   pairs jobs: docs/ (each shard's document table), postings/ (runs by
 //!                          bucket), index/ (each bucket's index part and totals), candidates/,
 //!                          kept/ (runs); removed by finish

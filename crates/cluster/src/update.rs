@@ -25,6 +25,14 @@
 //! segments it consists of; until then the previous one stands, so an update
 //! killed midway leaves the state as it was and can simply be run again.
 //! Generations no segment is read from any more are removed.
+//!
+//! A job planned with `--keep-postings` keeps where every n-gram occurs
+//! (see [`crate::postings`]): its segments are postings runs, and an update
+//! indexes the day's documents (numbered after the older ones) rather than
+//! counting them, so the walk sees each n-gram's old and new occurrences.
+//! With `--pairs` it writes those of the n-grams both have to a run per
+//! bucket, from which [`crate::update_pairs`] scores each pair of a new and
+//! an older document.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
