@@ -84,13 +84,7 @@ impl Stage<'_> {
     /// The index pass over a shard.
     pub(crate) fn index(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
         let me = TaskId::Index(shard);
-        let vocab = self.record(TaskId::Vocab, me)?;
-        let mut first_doc = 0;
-        for earlier in 0..shard {
-            first_doc += self.record(TaskId::Lexicon(earlier), me)?.documents;
-        }
-        let read = self.record(TaskId::Lexicon(shard), me)?;
-        self.plan.check_shard(shard)?;
+        let (vocab, read, first_doc) = self.shard_start(shard, me)?;
         let target = self.shard_postings(shard)?;
         let scratch = self.scratch(target.parent().expect("under pairs/"), me)?;
         let config = self.pairs_config()?;

@@ -53,13 +53,7 @@ impl Stage<'_> {
     /// The index pass over a shard, every n-gram kept.
     pub(crate) fn map_postings(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
         let me = TaskId::Map(shard);
-        let vocab = self.record(TaskId::Vocab, me)?;
-        let mut first_doc = 0;
-        for earlier in 0..shard {
-            first_doc += self.record(TaskId::Lexicon(earlier), me)?.documents;
-        }
-        let read = self.record(TaskId::Lexicon(shard), me)?;
-        self.plan.check_shard(shard)?;
+        let (vocab, read, first_doc) = self.shard_start(shard, me)?;
         let scratch = self.scratch(&self.work.path("runs"), me)?;
         let config = PairsConfig::new(self.config.clone());
         let passes = PairPasses::new(&config, self.control, scratch.path())?;
@@ -89,6 +83,20 @@ impl Stage<'_> {
         let entries = run_entries(&runs);
         keep_dir(scratch, &self.work.path(&format!("runs/shard-{shard:04}")))?;
         Ok(TaskRecord { stats, runs: entries, ..Default::default() })
+    }
+
+    /// What an index pass over a shard starts from: the vocab task's record
+    /// (buckets, sieve), the shard's lexicon record (what it read), and the
+    /// number of its first document (the earlier shards' documents).
+    pub(crate) fn shard_start(&self, shard: usize, me: TaskId) -> Result<(TaskRecord, TaskRecord, u64), ClusterError> {
+        let vocab = self.record(TaskId::Vocab, me)?;
+        let mut first_doc = 0;
+        for earlier in 0..shard {
+            first_doc += self.record(TaskId::Lexicon(earlier), me)?.documents;
+        }
+        let read = self.record(TaskId::Lexicon(shard), me)?;
+        self.plan.check_shard(shard)?;
+        Ok((vocab, read, first_doc))
     }
 
     /// Merges a bucket's postings runs into its state segment and its duplicates.

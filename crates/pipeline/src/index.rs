@@ -33,6 +33,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::feed::{BatchWorker, Source, feed};
 use crate::memory::{MemoryPlan, open_file_allowance};
 use crate::ngrams::{NgramConfig, NgramStats, prepare};
+use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
 use crate::{Control, PipelineError};
 
@@ -714,27 +715,14 @@ impl<const L: usize> IndexSink<'_, L> {
         }
         let chunk = self.next;
         self.next += 1;
-        let (dir, worker, header, buckets) = (self.dir, self.worker, self.header, self.buckets);
-        let mut current: Option<(usize, RunWriter<BufWriter<std::fs::File>>, PathBuf)> = None;
-        let mut finished: Vec<(usize, RunFile)> = Vec::new();
-        let mut close = |open: Option<(usize, RunWriter<BufWriter<std::fs::File>>, PathBuf)>| {
-            if let Some((bucket, writer, path)) = open {
-                let (_, summary) = writer.finish()?;
-                finished.push((bucket, RunFile { path, bytes: summary.bytes, depth: 0 }));
-            }
-            Ok::<(), PipelineError>(())
-        };
+        let (dir, worker, buckets) = (self.dir, self.worker, self.buckets);
+        let mut runs = PartedRuns::new(self.header);
         self.chunk.drain_sorted(|ids, occ| -> Result<(), PipelineError> {
             let bucket = buckets.partition_point(|&start| start <= ids[0]);
-            if current.as_ref().is_none_or(|(b, _, _)| *b != bucket) {
-                close(current.take())?;
-                let path = dir.join(format!("postings-b{bucket:04}-w{worker}-{chunk:06}.dgr"));
-                current = Some((bucket, RunWriter::create(&path, header)?, path));
-            }
-            let (_, writer, _) = current.as_mut().expect("a run is open");
-            Ok(writer.push_postings(ids, occ)?)
+            let path = |b: usize| dir.join(format!("postings-b{b:04}-w{worker}-{chunk:06}.dgr"));
+            Ok(runs.writer(bucket, path)?.push_postings(ids, occ)?)
         })?;
-        close(current.take())?;
+        let finished = runs.finish()?;
         self.spilled += finished.iter().map(|(_, r)| r.bytes).sum::<u64>();
         self.runs.extend(finished);
         Ok(())

@@ -28,6 +28,7 @@ pub mod memory;
 mod ngrams;
 pub mod output;
 mod pairs;
+mod parted;
 mod parts;
 mod scan;
 

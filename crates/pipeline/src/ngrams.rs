@@ -11,12 +11,13 @@ use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Scope, Tokenizer, word_hash};
 use dupgram_merge::{MergeSink, RunFile, merge_all};
-use dupgram_runs::{RunHeader, RunWriter};
+use dupgram_runs::RunHeader;
 use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 
 use crate::feed::{BatchWorker, Source, feed};
 use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
+use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
 use crate::{Control, PipelineError};
 
@@ -268,14 +269,7 @@ impl<'a> Passes<'a> {
         lexicon: &Lexicon,
         sink: &mut S,
     ) -> Result<u64, PipelineError> {
-        let per_run = 72 * 1024 + 4 * self.job.config.n as u64;
-        let room = self.job.plan.working().saturating_sub(lexicon.heap_bytes() as u64 + OUTPUT_BYTES + WRITER_BYTES);
-        let fan_in = self
-            .job
-            .config
-            .limits
-            .fan_in
-            .unwrap_or_else(|| ((room / per_run) as usize).clamp(2, open_file_allowance()));
+        let fan_in = self.job.merge_fan_in(lexicon);
         self.job.control.progress.start("merging", None);
         let work = self.job.work;
         let mut next = 0u64;
@@ -693,6 +687,14 @@ impl Job<'_> {
 
     /// Merges all runs; the n-grams found go to `emit` on a thread of
     /// their own, so formatting and writing the output overlap decoding.
+    /// Runs a merge may read at once: a block buffer each, in what the
+    /// lexicon and the output leave of the working memory.
+    fn merge_fan_in(&self, lexicon: &Lexicon) -> usize {
+        let per_run = 72 * 1024 + 4 * self.config.n as u64;
+        let room = self.plan.working().saturating_sub(lexicon.heap_bytes() as u64 + OUTPUT_BYTES + WRITER_BYTES);
+        self.config.limits.fan_in.unwrap_or_else(|| ((room / per_run) as usize).clamp(2, open_file_allowance()))
+    }
+
     fn merge_pass(
         &self,
         runs: Vec<RunFile>,
@@ -702,10 +704,7 @@ impl Job<'_> {
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        let per_run = 72 * 1024 + 4 * self.config.n as u64;
-        let room = self.plan.working().saturating_sub(lexicon.heap_bytes() as u64 + OUTPUT_BYTES + WRITER_BYTES);
-        let fan_in =
-            self.config.limits.fan_in.unwrap_or_else(|| ((room / per_run) as usize).clamp(2, open_file_allowance()));
+        let fan_in = self.merge_fan_in(lexicon);
         stats.fan_in = fan_in;
         self.control.progress.start("merging", Some(entries));
         let header = RunHeader::counts(self.config.n as u8, lexicon.identity());
@@ -1026,27 +1025,14 @@ impl<const L: usize> ChunkSpill<'_, L> {
         }
         let chunk = self.next;
         self.next += 1;
-        let (dir, worker, header, buckets) = (self.dir, self.worker, self.header, self.buckets);
-        let mut current: Option<(usize, RunWriter<std::io::BufWriter<std::fs::File>>, std::path::PathBuf)> = None;
-        let mut finished: Vec<(usize, RunFile)> = Vec::new();
-        let mut close = |open: Option<(usize, RunWriter<_>, std::path::PathBuf)>| -> Result<(), PipelineError> {
-            if let Some((bucket, writer, path)) = open {
-                let (_, summary) = writer.finish()?;
-                finished.push((bucket, RunFile { path, bytes: summary.bytes, depth: 0 }));
-            }
-            Ok(())
-        };
+        let (dir, worker, buckets) = (self.dir, self.worker, self.buckets);
+        let mut runs = PartedRuns::new(self.header);
         let counts = self.chunk.drain_sorted(|ids, count| -> Result<(), PipelineError> {
             let bucket = buckets.partition_point(|&start| start <= ids[0]);
-            if current.as_ref().is_none_or(|(b, _, _)| *b != bucket) {
-                close(current.take())?;
-                let path = dir.join(format!("run-b{bucket:04}-w{worker}-{chunk:06}.dgr"));
-                current = Some((bucket, RunWriter::create(&path, header)?, path));
-            }
-            let (_, writer, _) = current.as_mut().expect("a run is open");
-            Ok(writer.push(ids, count)?)
+            let path = |b: usize| dir.join(format!("run-b{b:04}-w{worker}-{chunk:06}.dgr"));
+            Ok(runs.writer(bucket, path)?.push(ids, count)?)
         })?;
-        close(current.take())?;
+        let finished = runs.finish()?;
         self.distinct += counts.distinct;
         self.bytes += finished.iter().map(|(_, r)| r.bytes).sum::<u64>();
         self.runs.extend(finished);

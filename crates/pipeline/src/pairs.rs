@@ -34,7 +34,7 @@ use std::time::Instant;
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_index::{DocStats, PairCounts, PairScores, ScoreScratch, UnionFind, score};
 use dupgram_merge::{MergeSink, RunFile, merge_all};
-use dupgram_runs::{RunHeader, RunReader, RunWriter};
+use dupgram_runs::{RunHeader, RunReader};
 use serde::{Deserialize, Serialize};
 
 use dupgram_corpus::Input;
@@ -47,6 +47,7 @@ use crate::index::{
 };
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
+use crate::parted::PartedRuns;
 use crate::parts::BucketTotals;
 use crate::{Control, PipelineError};
 
@@ -563,8 +564,6 @@ struct PairSpill<'a, const L: usize> {
     bytes: u64,
 }
 
-type OpenRun = (usize, RunWriter<std::io::BufWriter<std::fs::File>>, std::path::PathBuf);
-
 impl<'a, const L: usize> PairSpill<'a, L> {
     fn new(
         chunk: Chunk<L>,
@@ -588,27 +587,14 @@ impl<'a, const L: usize> PairSpill<'a, L> {
         }
         let chunk = self.next;
         self.next += 1;
-        let (dir, prefix, header, ranges) = (self.dir, self.prefix, self.header, self.ranges);
-        let mut current: Option<OpenRun> = None;
-        let mut finished: Vec<(usize, RunFile)> = Vec::new();
-        let mut close = |open: Option<OpenRun>| {
-            if let Some((range, writer, path)) = open {
-                let (_, summary) = writer.finish()?;
-                finished.push((range, RunFile { path, bytes: summary.bytes, depth: 0 }));
-            }
-            Ok::<(), PipelineError>(())
-        };
+        let (dir, prefix, ranges) = (self.dir, self.prefix, self.ranges);
+        let mut runs = PartedRuns::new(self.header);
         self.chunk.drain_sorted(|fields, count| -> Result<(), PipelineError> {
             let range = ranges.map_or(0, |r| r.range_of(fields[0]));
-            if current.as_ref().is_none_or(|(r, _, _)| *r != range) {
-                close(current.take())?;
-                let path = dir.join(format!("{prefix}-r{range:04}-{chunk:06}.dgr"));
-                current = Some((range, RunWriter::create(&path, header)?, path));
-            }
-            let (_, writer, _) = current.as_mut().expect("a run is open");
-            Ok(writer.push(fields, count)?)
+            let path = |r: usize| dir.join(format!("{prefix}-r{r:04}-{chunk:06}.dgr"));
+            Ok(runs.writer(range, path)?.push(fields, count)?)
         })?;
-        close(current.take())?;
+        let finished = runs.finish()?;
         self.bytes += finished.iter().map(|(_, r)| r.bytes).sum::<u64>();
         self.runs.extend(finished);
         Ok(())
