@@ -17,8 +17,10 @@ use super::progress::ProgressView;
 ///
 /// The stages: lexicon (per shard) → vocab → map (per shard) → reduce (per
 /// n-gram bucket) → finish, which writes -o exactly as the one-machine
-/// command would. Tasks that finished are skipped when the job is submitted
-/// again; inputs that changed since the job was planned are refused.
+/// command would; for pairs, after vocab: index (per shard) → postings and
+/// candidates (per bucket) → score (per shard's documents) → finish. Tasks
+/// that finished are skipped when the job is submitted again; inputs that
+/// changed since the job was planned are refused.
 ///
 /// Examples:
 ///   dupgram slurm ngrams corpus/*.jsonl.zst -n 10 --memory 4G -o dups.tsv --workdir /shared/job --shards 32 --buckets 16
