@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# dupgram on one machine against the same job through Slurm, and a nightly
-# update against a full recount, side by side in one run. Prints Markdown
-# tables (and saves them under $DUPGRAM_BENCH_DIR/cluster.md).
+# dupgram ngrams and dupgram pairs on one machine against the same jobs through
+# Slurm, and a nightly update against a full recount, side by side in one run.
+# Prints Markdown tables (and saves them under $DUPGRAM_BENCH_DIR/cluster.md).
 #
-#   scripts/bench-cluster.sh                 # 100M generated tokens, n = 10, --memory 1G
+#   scripts/bench-cluster.sh                 # 100M generated tokens, ngrams n = 10 (pairs: n = 5), --memory 1G
 #   scripts/bench-cluster.sh --size 10M      # smaller
+#   scripts/bench-cluster.sh --only pairs    # one of ngrams, pairs, update
 #
 # Brings up a throw-away single-node Slurm cluster (scripts/lib/slurm.sh;
 # needs root), so "through Slurm" here measures the stages' overhead (more
@@ -15,11 +16,15 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 size=100M
 n=10
 memory=1G
+only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --size) size=$2; shift 2 ;;
     -n) n=$2; shift 2 ;;
     --memory) memory=$2; shift 2 ;;
+    --only)
+      case "$2" in ngrams|pairs|update) only=$2 ;; *) echo "--only takes ngrams, pairs or update" >&2; exit 2 ;; esac
+      shift 2 ;;
     -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -45,7 +50,11 @@ cleanup() {
   exit "$status"
 }
 trap cleanup EXIT INT TERM
-slurm_up "$run"
+# The update runs its base job with --local: it alone needs no Slurm.
+[ "$only" = update ] || slurm_up "$run"
+
+# want SECTION: whether this run measures it (--only).
+want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
 # timed COMMAND...: runs it; sets wall and cpu (seconds, user + system of it and its children).
 timed() {
@@ -55,57 +64,102 @@ timed() {
   cpu=$(python3 -c "print(round($user + $sys, 2))")
 }
 
+# tasks_cpu: the CPU time of a staged job's tasks. They run under slurmd, not
+# as children of this shell, so it comes from their own records: the last line
+# of the --wait summary ("tasks N, X s of CPU in all").
+tasks_cpu() {
+  local secs
+  secs=$(sed -n 's/.*tasks *[0-9]*, \([0-9.]*\) s of CPU in all.*/\1/p' "$run/stderr.log")
+  [ -n "$secs" ] || { echo "no task CPU line in the summary:" >&2; cat "$run/stderr.log" >&2; exit 1; }
+  echo "$secs"
+}
+
+# same ONE STAGED WHAT: fails loudly unless the staged output is byte-identical
+# to the one-process one; both are kept under $work/differs for a look.
+same() {
+  cmp "$1" "$2" >&2 && return 0
+  mkdir -p "$work/differs"
+  cp "$1" "$2" "$work/differs/"
+  echo "FAILED: $3 differs from the one-process output (both kept in $work/differs)" >&2
+  exit 1
+}
+
+ratio() { python3 -c "print(f'{$1 / $2:.2f}×')"; }
+
 table=$work/cluster.md
-tokens=$(wc -c < "$corpus")
-{
-  echo "| job | shards × buckets | wall | CPU | wall vs one process | output |"
-  echo "|---|---:|---:|---:|---:|---|"
-} > "$table"
+: > "$table"
+# header LINE...: starts another table in $table, after a blank line.
+header() {
+  if [ -s "$table" ]; then echo >> "$table"; fi
+  printf '%s\n' "$@" >> "$table"
+}
+tokens=
 
-timed "$bin/dupgram" ngrams "$corpus" -n "$n" --memory "$memory" -o "$run/one.tsv" --stats-json "$run/one.json"
-one_wall=$wall
-tokens=$(python3 -c "import json; print(json.load(open('$run/one.json'))['tokens'])")
-echo "| dupgram ngrams, one process | — | $wall s | $cpu s | 1.00× | $(wc -l < "$run/one.tsv") duplicate $n-grams |" >> "$table"
+# --- n-grams: one process against the stages ---------------------------------
+if want ngrams; then
+  header "| job | shards × buckets | wall | CPU | wall vs one process | output |" "|---|---:|---:|---:|---:|---|"
+  timed "$bin/dupgram" ngrams "$corpus" -n "$n" --memory "$memory" -o "$run/one.tsv" --stats-json "$run/one.json"
+  one_wall=$wall
+  tokens=$(python3 -c "import json; print(json.load(open('$run/one.json'))['tokens'])")
+  echo "| dupgram ngrams, one process | — | $wall s | $cpu s | 1.00× | $(wc -l < "$run/one.tsv") duplicate $n-grams |" >> "$table"
 
-for shards in 2 4; do
-  # The tasks run under slurmd, not as children of this shell: their CPU
-  # time comes from their own records (the summary's last line).
-  timed "$bin/dupgram" slurm ngrams "$corpus" -n "$n" --memory "$memory" -o "$run/staged-$shards.tsv" \
-    --workdir "$run/job-$shards" --shards "$shards" --buckets "$shards" --wait
-  tasks_cpu=$(sed -n 's/.*tasks *[0-9]*, \([0-9.]*\) s of CPU in all.*/\1/p' "$run/stderr.log")
-  cmp -s "$run/one.tsv" "$run/staged-$shards.tsv" && same="byte-identical" || { echo "staged output differs" >&2; exit 1; }
-  echo "| dupgram slurm ngrams, local Slurm | $shards × $shards | $wall s | $tasks_cpu s | $(python3 -c "print(f'{$wall / $one_wall:.2f}×')") | $same |" >> "$table"
-done
+  for shards in 2 4; do
+    timed "$bin/dupgram" slurm ngrams "$corpus" -n "$n" --memory "$memory" -o "$run/staged-$shards.tsv" \
+      --workdir "$run/job-$shards" --shards "$shards" --buckets "$shards" --wait
+    cpu=$(tasks_cpu)
+    same "$run/one.tsv" "$run/staged-$shards.tsv" "slurm ngrams $shards × $shards: the n-grams"
+    echo "| dupgram slurm ngrams, local Slurm | $shards × $shards | $wall s | $cpu s | $(ratio "$wall" "$one_wall") | byte-identical |" >> "$table"
+  done
+fi
+
+# --- pairs: one process against the stages -----------------------------------
+if want pairs; then
+  header "| job | shards × buckets | wall | CPU | wall vs one process | output |" "|---|---:|---:|---:|---:|---|"
+  pairs_opts=(-n 5 --memory "$memory" --min-sscr 0.5)
+  timed "$bin/dupgram" pairs "$corpus" "${pairs_opts[@]}" -o "$run/one.pairs" --clusters "$run/one.clusters" \
+    --stats-json "$run/pairs.json"
+  one_wall=$wall
+  tokens=$(python3 -c "import json; print(json.load(open('$run/pairs.json'))['tokens'])")
+  found="$(( $(wc -l < "$run/one.pairs") - 1 )) pairs, $(wc -l < "$run/one.clusters") clusters"
+  echo "| dupgram pairs, one process | — | $wall s | $cpu s | 1.00× | $found |" >> "$table"
+
+  for shards in 2 4; do
+    timed "$bin/dupgram" slurm pairs "$corpus" "${pairs_opts[@]}" -o "$run/staged-$shards.pairs" \
+      --clusters "$run/staged-$shards.clusters" --workdir "$run/pairs-job-$shards" --shards "$shards" --buckets "$shards" --wait
+    cpu=$(tasks_cpu)
+    same "$run/one.pairs" "$run/staged-$shards.pairs" "slurm pairs $shards × $shards: the pairs"
+    same "$run/one.clusters" "$run/staged-$shards.clusters" "slurm pairs $shards × $shards: the clusters"
+    echo "| dupgram slurm pairs, local Slurm | $shards × $shards | $wall s | $cpu s | $(ratio "$wall" "$one_wall") | byte-identical (pairs and clusters) |" >> "$table"
+  done
+fi
 
 # --- a nightly update: 1 % new documents -------------------------------------
-lines=$(wc -l < "$corpus")
-base_lines=$(( lines * 99 / 100 ))
-head -n "$base_lines" "$corpus" > "$run/base.jsonl"
-tail -n +"$(( base_lines + 1 ))" "$corpus" > "$run/day.jsonl"
-{
-  echo
-  echo "| job | new data | wall | CPU | peak RSS | wall vs full recount | output |"
-  echo "|---|---:|---:|---:|---:|---:|---|"
-} >> "$table"
-timed "$bin/dupgram" slurm ngrams "$run/base.jsonl" -n "$n" --memory "$memory" -q -o "$run/base.tsv" \
-  --workdir "$run/state-job" --shards 1 --buckets 4 --keep-state --local
-base_wall=$wall base_cpu=$cpu
-/usr/bin/time -f "%e %U %S %M" -o "$run/time.txt" "$bin/dupgram" ngrams "$run/base.jsonl" "$run/day.jsonl" \
-  -n "$n" --memory "$memory" -q -o "$run/full.tsv" 2> /dev/null
-read -r full_wall user sys full_rss < "$run/time.txt"
-full_cpu=$(python3 -c "print(round($user + $sys, 2))")
-/usr/bin/time -f "%e %U %S %M" -o "$run/time.txt" "$bin/dupgram" update --workdir "$run/state-job" "$run/day.jsonl" \
-  -q -o "$run/new.tsv" --all "$run/all.tsv" --stats-json "$run/update.json" 2> /dev/null
-read -r up_wall user sys up_rss < "$run/time.txt"
-up_cpu=$(python3 -c "print(round($user + $sys, 2))")
-cmp -s <(sort "$run/full.tsv") <(sort "$run/all.tsv") || { echo "update differs from the full recount" >&2; exit 1; }
-state=$(python3 -c "import json; print(round(json.load(open('$run/update.json'))['state_bytes'] / 2**20))")
-day_mb=$(python3 -c "print(f'{$(wc -c < "$run/day.jsonl") / 2**20:.1f}')")
-{
-  echo "| dupgram ngrams base + day, full recount | $day_mb MiB (1 %) | $full_wall s | $full_cpu s | $(( full_rss / 1024 )) MiB | 1.00× | $(wc -l < "$run/full.tsv") duplicates |"
-  echo "| dupgram update with the day | $day_mb MiB (1 %) | $up_wall s | $up_cpu s | $(( up_rss / 1024 )) MiB | $(python3 -c "print(f'{$up_wall / $full_wall:.2f}×')") | $(wc -l < "$run/new.tsv") newly duplicated; the same duplicates (sorted), state $state MiB |"
-  echo "| (once) the base with --keep-state | — | $base_wall s | $base_cpu s | — | — | state kept for updates |"
-} >> "$table"
+if want update; then
+  lines=$(wc -l < "$corpus")
+  base_lines=$(( lines * 99 / 100 ))
+  head -n "$base_lines" "$corpus" > "$run/base.jsonl"
+  tail -n +"$(( base_lines + 1 ))" "$corpus" > "$run/day.jsonl"
+  header "| job | new data | wall | CPU | peak RSS | wall vs full recount | output |" "|---|---:|---:|---:|---:|---:|---|"
+  timed "$bin/dupgram" slurm ngrams "$run/base.jsonl" -n "$n" --memory "$memory" -q -o "$run/base.tsv" \
+    --workdir "$run/state-job" --shards 1 --buckets 4 --keep-state --local
+  base_wall=$wall base_cpu=$cpu
+  /usr/bin/time -f "%e %U %S %M" -o "$run/time.txt" "$bin/dupgram" ngrams "$run/base.jsonl" "$run/day.jsonl" \
+    -n "$n" --memory "$memory" -q -o "$run/full.tsv" 2> /dev/null
+  read -r full_wall user sys full_rss < "$run/time.txt"
+  full_cpu=$(python3 -c "print(round($user + $sys, 2))")
+  /usr/bin/time -f "%e %U %S %M" -o "$run/time.txt" "$bin/dupgram" update --workdir "$run/state-job" "$run/day.jsonl" \
+    -q -o "$run/new.tsv" --all "$run/all.tsv" --stats-json "$run/update.json" 2> /dev/null
+  read -r up_wall user sys up_rss < "$run/time.txt"
+  up_cpu=$(python3 -c "print(round($user + $sys, 2))")
+  cmp -s <(sort "$run/full.tsv") <(sort "$run/all.tsv") || { echo "update differs from the full recount" >&2; exit 1; }
+  state=$(python3 -c "import json; print(round(json.load(open('$run/update.json'))['state_bytes'] / 2**20))")
+  day_mb=$(python3 -c "print(f'{$(wc -c < "$run/day.jsonl") / 2**20:.1f}')")
+  {
+    echo "| dupgram ngrams base + day, full recount | $day_mb MiB (1 %) | $full_wall s | $full_cpu s | $(( full_rss / 1024 )) MiB | 1.00× | $(wc -l < "$run/full.tsv") duplicates |"
+    echo "| dupgram update with the day | $day_mb MiB (1 %) | $up_wall s | $up_cpu s | $(( up_rss / 1024 )) MiB | $(ratio "$up_wall" "$full_wall") | $(wc -l < "$run/new.tsv") newly duplicated; the same duplicates (sorted), state $state MiB |"
+    echo "| (once) the base with --keep-state | — | $base_wall s | $base_cpu s | — | — | state kept for updates |"
+  } >> "$table"
+fi
 
-echo "$size tokens ($tokens), n = $n, --memory $memory" >&2
+echo "$size tokens${tokens:+ ($tokens)}, n = $n (pairs: n = 5), --memory $memory" >&2
 cat "$table"
