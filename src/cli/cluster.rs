@@ -18,7 +18,7 @@ use super::progress::ProgressView;
 /// The stages: lexicon (per shard) → vocab → map (per shard) → reduce (per
 /// n-gram bucket) → finish, which writes -o exactly as the one-machine
 /// command would; for pairs, after vocab: index (per shard) → postings and
-/// candidates (per bucket) → score (per shard's documents) → finish. Tasks
+/// candidates (per bucket) → score (one per shard) → finish. Tasks
 /// that finished are skipped when the job is submitted again; inputs that
 /// changed since the job was planned are refused.
 ///
@@ -37,8 +37,8 @@ enum SlurmJob {
     /// `dupgram ngrams`, as tasks.
     Ngrams(SlurmNgramsArgs),
     /// `dupgram pairs`, as tasks: lexicon and vocab as for `ngrams`, then the index pass per
-    /// shard, the index merge and the candidates per n-gram bucket, the scoring per shard's
-    /// documents, and finish.
+    /// shard, the index merge and the candidates per n-gram bucket, the scoring in as many
+    /// tasks as shards, and finish.
     Pairs(SlurmPairsArgs),
 }
 

@@ -36,10 +36,12 @@
 //!    shard into its part of the duplicate-only index, with per-document
 //!    totals and its part of the check of identical documents;
 //! 5. **candidates** (per bucket) — the pairs of documents sharing the
-//!    bucket's n-grams, cut by the range of documents that will score them;
-//! 6. **score** (per shard's range of documents) — merge the range's
-//!    candidates from every bucket (a pair found in several comes once),
-//!    score them against the index parts, in blocks that fit in memory;
+//!    bucket's n-grams, cut by slice of documents (eight per shard);
+//! 6. **score** (as many as shards) — a stretch of slices holding about the
+//!    same bytes of candidates as the others' (a pair goes with its first
+//!    document, so earlier slices hold more): merge their candidates from
+//!    every bucket (a pair found in several comes once), score them against
+//!    the index parts, in blocks that fit in memory;
 //! 7. **finish** — merge the ranges' kept pairs into `-o`, then the clusters.
 //!
 //! Pairs and clusters are byte-identical to `dupgram pairs`'.

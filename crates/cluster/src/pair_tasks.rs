@@ -8,11 +8,13 @@
 //!   shard into its part of the duplicate-only index, with the per-document
 //!   totals and the check of groups of identical documents over its n-grams;
 //! * **candidates** (per bucket) — the pairs of documents sharing the
-//!   bucket's n-grams, cut by the range of documents that scores them;
-//! * **score** (per range of documents: a shard's) — merge the range's
+//!   bucket's n-grams, cut by slice of documents (eight per shard);
+//! * **score** (as many as shards) — the stretch of slices that falls to it
+//!   when they are shared out by the bytes of their candidates: merge their
 //!   candidates from every bucket, score them against the index parts;
 //! * **finish** — merge the ranges' kept pairs into `-o`, then the clusters.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -172,7 +174,9 @@ impl Stage<'_> {
         let config = self.pairs_config()?;
         let passes = PairPasses::new(&config, self.control, scratch.path())?;
         let corpus = self.corpus(me, &passes)?;
-        let layout = passes.layout(&corpus.table, &corpus.totals, &corpus.ranges);
+        let slices: Vec<Range<u32>> =
+            corpus.ranges.iter().flat_map(|r| split_by_weight(r.clone(), &corpus.totals.occurrences, SLICES)).collect();
+        let layout = passes.layout(&corpus.table, &corpus.totals, &slices);
         let mut stats = PairsStats::default();
         let started = Instant::now();
         let runs = passes.candidates(&self.bucket_index(bucket)?, &corpus.rep_of, &layout, &mut stats)?;
@@ -202,16 +206,25 @@ impl Stage<'_> {
         }
     }
 
-    /// Scores the candidates of a range of documents.
+    /// Scores the candidates of a range of documents: the slices that fall
+    /// to it when they are shared out by the bytes of their candidates.
     pub(crate) fn score(&self, range: usize) -> Result<TaskRecord, ClusterError> {
         let me = TaskId::Score(range);
         let (layout, candidates) = self.score_layout(me)?;
+        let mut weights = vec![0u64; layout.ranges()];
+        for run in candidates.iter().flat_map(|r| &r.runs) {
+            weights[run.bucket] += run.bytes;
+        }
+        let slices = share_out(&weights, self.plan.shards.len())[range].clone();
         let target = self.range_kept(range)?;
         let scratch = self.scratch(target.parent().expect("under pairs/"), me)?;
         let mut runs = Vec::new();
         for (bucket, record) in candidates.iter().enumerate() {
             let from = self.bucket_candidates(bucket)?;
-            runs.extend(link_runs(record, range, &from, scratch.path(), &format!("b{bucket:04}"))?);
+            for slice in slices.clone() {
+                let prefix = format!("b{bucket:04}");
+                runs.extend(link_runs(record, slice, &from, scratch.path(), &prefix)?);
+            }
         }
         let mut parts = Vec::new();
         let mut first_id = 0u64;
@@ -228,7 +241,7 @@ impl Stage<'_> {
         let mut stats = PairsStats::default();
         let started = Instant::now();
         let kept =
-            passes.score(range, runs, &parts, &corpus.table, &corpus.totals, &corpus.rep_of, &layout, &mut stats)?;
+            passes.score(slices, runs, &parts, &corpus.table, &corpus.totals, &corpus.rep_of, &layout, &mut stats)?;
         stats.seconds.scoring = started.elapsed().as_secs_f64();
         let entries = run_entries(&kept.into_iter().map(|run| (range, run)).collect::<Vec<_>>());
         keep_dir(scratch, &target)?;
@@ -258,5 +271,74 @@ impl Stage<'_> {
         stats.seconds.output = started.elapsed().as_secs_f64();
         dupgram_pipeline::index_fraction(&mut stats.index, &corpus.table, config.base.n as u32);
         Ok(Self::record_of_pairs(stats))
+    }
+}
+
+/// Slices each shard's documents are cut into for scoring, so the scoring
+/// tasks can share them out evenly: a pair is scored with its first
+/// document, so earlier documents carry more pairs.
+const SLICES: usize = 8;
+
+/// Cuts `docs` into `parts` consecutive ranges of about equal weight.
+fn split_by_weight(docs: Range<u32>, weights: &[u32], parts: usize) -> Vec<Range<u32>> {
+    let total: u64 = weights[docs.start as usize..docs.end as usize].iter().map(|&w| u64::from(w)).sum();
+    let mut cuts = Vec::with_capacity(parts);
+    let (mut start, mut seen) = (docs.start, 0u64);
+    for d in docs.clone() {
+        seen += u64::from(weights[d as usize]);
+        let part = cuts.len() as u64 + 1;
+        if cuts.len() + 1 < parts && seen * parts as u64 >= total * part && d + 1 > start {
+            cuts.push(start..d + 1);
+            start = d + 1;
+        }
+    }
+    cuts.push(start..docs.end);
+    cuts
+}
+
+/// Shares `weights.len()` consecutive items out among `tasks` tasks, each
+/// a consecutive stretch of about equal weight (some may get none).
+fn share_out(weights: &[u64], tasks: usize) -> Vec<Range<usize>> {
+    if weights.iter().all(|&w| w == 0) && !weights.is_empty() {
+        // Nothing to weigh by: as many items each.
+        return share_out(&vec![1; weights.len()], tasks);
+    }
+    let total: u128 = weights.iter().map(|&w| u128::from(w)).sum();
+    let mut stretches = Vec::with_capacity(tasks);
+    let (mut start, mut seen) = (0usize, 0u128);
+    for (i, &w) in weights.iter().enumerate() {
+        seen += u128::from(w);
+        // Close the stretch once it reaches its share of the total.
+        while stretches.len() + 1 < tasks && seen * tasks as u128 >= total * (stretches.len() as u128 + 1) {
+            stretches.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    stretches.push(start..weights.len());
+    while stretches.len() < tasks {
+        stretches.push(weights.len()..weights.len());
+    }
+    stretches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_and_shares_are_even_and_cover_everything() {
+        assert_eq!(split_by_weight(0..4, &[1, 1, 1, 1], 2), [0..2, 2..4]);
+        let zero = split_by_weight(10..13, &[0; 13], 4);
+        assert_eq!(zero.iter().flat_map(|r| r.clone()).collect::<Vec<_>>(), [10, 11, 12]);
+        assert_eq!(split_by_weight(3..3, &[0; 3], 8), vec![std::ops::Range { start: 3, end: 3 }]);
+        let heavy = split_by_weight(0..5, &[9, 1, 1, 1, 1], 2);
+        assert_eq!(heavy, [0..1, 1..5]);
+        assert_eq!(share_out(&[4, 4, 4, 4], 2), [0..2, 2..4]);
+        assert_eq!(share_out(&[10, 1, 1, 1, 1, 1], 2), [0..1, 1..6]);
+        assert_eq!(share_out(&[0, 0], 3), [0..1, 1..2, 2..2]);
+        assert_eq!(share_out(&[], 2), [0..0, 0..0]);
+        let shares = share_out(&[5, 3, 8, 1, 1, 9, 2, 2], 3);
+        assert_eq!(shares.len(), 3);
+        assert_eq!(shares.iter().flat_map(|r| r.clone()).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
     }
 }

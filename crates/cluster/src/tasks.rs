@@ -28,7 +28,7 @@ pub enum TaskId {
     Postings(usize),
     /// The candidate pairs of a bucket's n-grams.
     Candidates(usize),
-    /// The scoring of a range of documents (a shard's).
+    /// The scoring of a share of the documents (one per shard).
     Score(usize),
     Finish,
 }

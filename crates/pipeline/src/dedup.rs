@@ -274,7 +274,8 @@ impl DedupJob<'_> {
         };
         stats.index_blocks = blocks.len() as u64;
         let parts = [IndexPart { path: self.built.path.clone(), first_id: 0 }];
-        let mut cache = BlockCache { parts: &parts, n, blocks: &blocks, loaded: Vec::new() };
+        // One block at a time: the room was planned for one.
+        let mut cache = BlockCache::new(&parts, n, &blocks, self.index.block_budget(room));
         let params = DedupParams {
             n,
             threshold: self.config.threshold,

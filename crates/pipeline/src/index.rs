@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_corpus::{Batch, CorpusError, Input};
 use dupgram_dedup::NgramAt;
-use dupgram_index::DocBlock;
+use dupgram_index::{DocBlock, DocBlockBuilder};
 use dupgram_lexicon::{Lexicon, Lookup, Scope, word_hash};
 use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::{RunHeader, RunReader, RunWriter};
@@ -486,8 +486,13 @@ impl<'a> IndexJob<'a> {
     }
 
     /// Cuts documents `docs` into blocks whose index fits in `room` bytes each.
+    /// The bytes of a block planned in `room` (a test limit may make it smaller).
+    pub(crate) fn block_budget(&self, room: u64) -> u64 {
+        self.base.limits.chunk_ngrams.map_or(room, |c| c as u64 * 8)
+    }
+
     pub(crate) fn plan_blocks(&self, occurrences: &[u32], docs: Range<u32>, room: u64) -> Vec<Range<u32>> {
-        let budget = self.base.limits.chunk_ngrams.map_or(room, |c| c as u64 * 8);
+        let budget = self.block_budget(room);
         let mut blocks = Vec::new();
         let (mut start, mut occ) = (docs.start, 0u64);
         for (d, &c) in occurrences[docs.start as usize..docs.end as usize].iter().enumerate() {
@@ -1001,53 +1006,111 @@ pub struct IndexPart {
     pub first_id: u32,
 }
 
-/// The document-major index of one or two blocks of documents.
+/// The document-major index of the blocks of documents in use, built from
+/// the index parts: as many blocks stay resident as fit in `budget` bytes.
+/// A block is built by reading the whole index, so when one is missing the
+/// blocks after it that fit are built in the same reading (pairs are
+/// scored in block order: they are likely next).
 pub(crate) struct BlockCache<'a> {
     /// The index, in parts of increasing n-gram IDs.
     pub parts: &'a [IndexPart],
     pub n: u32,
     pub blocks: &'a [Range<u32>],
-    /// (block number, block), at most two.
+    /// Bytes the resident blocks may take; the two blocks of a pair are kept even beyond it.
+    pub budget: u64,
+    /// (block number, block).
     pub loaded: Vec<(u32, DocBlock)>,
 }
 
-impl BlockCache<'_> {
+impl<'a> BlockCache<'a> {
+    pub fn new(parts: &'a [IndexPart], n: u32, blocks: &'a [Range<u32>], budget: u64) -> Self {
+        BlockCache { parts, n, blocks, budget, loaded: Vec::new() }
+    }
+
     pub fn block(&self, number: u32) -> Option<&DocBlock> {
         self.loaded.iter().find(|(b, _)| *b == number).map(|(_, block)| block)
     }
 
-    /// Makes blocks `a` and `b` resident (dropping others first, so at most two ever are).
+    fn bytes(&self, number: u32, occurrences: &[u32]) -> u64 {
+        let range = &self.blocks[number as usize];
+        let occ: u64 = occurrences[range.start as usize..range.end as usize].iter().map(|&c| u64::from(c)).sum();
+        DocBlock::bytes_for(occ, u64::from(range.end - range.start))
+    }
+
+    /// Makes blocks `a` and `b` resident, dropping others that leave too little room.
     pub fn ensure(&mut self, a: u32, b: Option<u32>, occurrences: &[u32], tokens: &[u32]) -> Result<(), PipelineError> {
         let wanted = [Some(a), b];
-        self.loaded.retain(|(number, _)| wanted.contains(&Some(*number)));
-        for number in wanted.into_iter().flatten() {
-            if self.block(number).is_none() {
-                let block = self.load(number, occurrences, tokens)?;
-                self.loaded.push((number, block));
-            }
+        let mut missing: Vec<u32> = wanted.iter().flatten().copied().filter(|&w| self.block(w).is_none()).collect();
+        missing.dedup();
+        if missing.is_empty() {
+            return Ok(());
         }
+        let need: u64 = missing.iter().map(|&m| self.bytes(m, occurrences)).sum();
+        let mut resident: u64 = self.loaded.iter().map(|(number, _)| self.bytes(*number, occurrences)).sum();
+        // Oldest first; never a block of this pair.
+        while resident + need > self.budget {
+            let Some(i) = self.loaded.iter().position(|(number, _)| !wanted.contains(&Some(*number))) else { break };
+            let (number, _) = self.loaded.remove(i);
+            resident -= self.bytes(number, occurrences);
+        }
+        let mut total = resident + need;
+        let last = *missing.iter().max().expect("a missing block");
+        for next in last + 1..self.blocks.len() as u32 {
+            let bytes = self.bytes(next, occurrences);
+            if self.block(next).is_some() || total + bytes > self.budget {
+                break;
+            }
+            missing.push(next);
+            total += bytes;
+        }
+        let built = self.load(&missing, occurrences, tokens)?;
+        self.loaded.extend(missing.into_iter().zip(built));
         Ok(())
     }
 
-    /// Builds a block by reading the whole index once.
-    fn load(&self, number: u32, occurrences: &[u32], tokens: &[u32]) -> Result<DocBlock, PipelineError> {
-        let range = self.blocks[number as usize].clone();
-        let (lo, hi) = (range.start as usize, range.end as usize);
-        let mut builder = DocBlock::builder(range.start, &occurrences[lo..hi], self.n);
+    /// Builds blocks `numbers` in one reading of the whole index.
+    fn load(&self, numbers: &[u32], occurrences: &[u32], tokens: &[u32]) -> Result<Vec<DocBlock>, PipelineError> {
+        let mut order: Vec<u32> = numbers.to_vec();
+        order.sort_unstable();
+        let mut builders: Vec<DocBlockBuilder> = order
+            .iter()
+            .map(|&number| {
+                let range = &self.blocks[number as usize];
+                DocBlock::builder(range.start, &occurrences[range.start as usize..range.end as usize], self.n)
+            })
+            .collect();
+        let starts: Vec<u32> = order.iter().map(|&number| self.blocks[number as usize].start).collect();
         for part in self.parts {
             let mut reader = RunReader::open(&part.path)?;
             let mut id = part.first_id;
             while reader.advance()? {
                 for &o in reader.occurrences() {
                     let doc = (o >> 32) as u32;
-                    if builder.wants(doc) {
-                        builder.push(doc, id, o as u32);
+                    // The last block starting at or before the document, if it holds it.
+                    let i = starts.partition_point(|&s| s <= doc);
+                    if i > 0 && builders[i - 1].wants(doc) {
+                        builders[i - 1].push(doc, id, o as u32);
                     }
                 }
                 id += 1;
             }
         }
-        Ok(builder.finish(&tokens[lo..hi]))
+        let mut built: Vec<(u32, DocBlock)> = order
+            .iter()
+            .zip(builders)
+            .map(|(&number, builder)| {
+                let range = &self.blocks[number as usize];
+                (number, builder.finish(&tokens[range.start as usize..range.end as usize]))
+            })
+            .collect();
+        // Back in the order asked for.
+        Ok(numbers
+            .iter()
+            .map(|number| {
+                let i = built.iter().position(|(b, _)| b == number).expect("every block asked for is built");
+                built.swap_remove(i).1
+            })
+            .collect())
     }
 }
 

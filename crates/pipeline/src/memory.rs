@@ -122,15 +122,29 @@ pub enum ZstdNeed {
     Unknown,
 }
 
+/// What a fresh dupgram process takes before any work (binary, stacks,
+/// allocator), generously: a nominal plan counts this much.
+const NOMINAL_BASE: u64 = 8 << 20;
+
 impl MemoryPlan {
     /// The smallest `--memory` accepted.
     pub const MINIMUM: u64 = 16 << 20;
 
     pub fn new(budget: u64, threads: usize, zstd: ZstdNeed) -> Result<MemoryPlan, String> {
+        Self::with_base(budget, threads, zstd, current_rss().unwrap_or(4 << 20).max(2 << 20))
+    }
+
+    /// The plan of a process that starts at a nominal size, whatever this
+    /// one's is: the same for every task of a job, where a choice made from
+    /// it must agree between tasks.
+    pub fn nominal(budget: u64, threads: usize, zstd: ZstdNeed) -> Result<MemoryPlan, String> {
+        Self::with_base(budget, threads, zstd, NOMINAL_BASE)
+    }
+
+    fn with_base(budget: u64, threads: usize, zstd: ZstdNeed, base: u64) -> Result<MemoryPlan, String> {
         if budget < Self::MINIMUM {
             return Err(format!("{} is below the minimum of {}", human_bytes(budget), human_bytes(Self::MINIMUM)));
         }
-        let base = current_rss().unwrap_or(4 << 20).max(2 << 20);
         // Allocator slack and thread stacks grow with the budget and thread count.
         let reserve = base + (1 << 20) + budget / 32 + threads as u64 * (256 << 10);
         let usable = budget - reserve.min(budget);

@@ -179,6 +179,9 @@ pub struct PairPasses<'a> {
     control: &'a Control,
     index: IndexJob<'a>,
     work: &'a Path,
+    /// The working memory of a nominal plan, which the scoring layout is cut
+    /// by: tasks of a staged job must all cut it alike.
+    nominal_working: u64,
 }
 
 /// How the documents are cut for scoring: ranges (one per scoring task),
@@ -188,6 +191,8 @@ pub struct ScoreLayout {
     pub blocks: Vec<Range<u32>>,
     /// The first block of each range.
     pub range_starts: Vec<u32>,
+    /// Bytes of blocks that may be resident at once (two of the largest).
+    pub resident: u64,
 }
 
 impl ScoreLayout {
@@ -196,14 +201,24 @@ impl ScoreLayout {
         self.range_starts.partition_point(|&s| s <= block).saturating_sub(1)
     }
 
-    /// The documents of range `range`.
-    pub fn range_docs(&self, range: usize) -> Range<u32> {
-        let first = self.range_starts[range] as usize;
-        let end = self.range_starts.get(range + 1).map_or(self.blocks.len(), |&b| b as usize);
-        match (self.blocks.get(first), self.blocks.get(end.saturating_sub(1))) {
-            (Some(a), Some(b)) if end > first => a.start..b.end,
+    /// The blocks of ranges `ranges`.
+    fn range_blocks(&self, ranges: &Range<usize>) -> Range<usize> {
+        let block = |range: usize| self.range_starts.get(range).map_or(self.blocks.len(), |&b| b as usize);
+        block(ranges.start)..block(ranges.end)
+    }
+
+    /// The documents of ranges `ranges` (consecutive, so one range of documents).
+    pub fn range_docs(&self, ranges: &Range<usize>) -> Range<u32> {
+        let blocks = self.range_blocks(ranges);
+        match (self.blocks.get(blocks.start), self.blocks.get(blocks.end.wrapping_sub(1))) {
+            (Some(a), Some(b)) if blocks.end > blocks.start => a.start..b.end,
             _ => 0..0,
         }
+    }
+
+    /// The number of ranges.
+    pub fn ranges(&self) -> usize {
+        self.range_starts.len()
     }
 }
 
@@ -215,10 +230,12 @@ impl<'a> PairPasses<'a> {
     pub fn new(config: &'a PairsConfig, control: &'a Control, work: &'a Path) -> Result<Self, PipelineError> {
         config.check()?;
         let base = &config.base;
-        let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
-            .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
+        let zstd = zstd_need(&base.inputs)?;
+        let memory_error = |what| PipelineError::Memory { budget: human_bytes(base.memory), what };
+        let plan = MemoryPlan::new(base.memory, base.threads, zstd).map_err(memory_error)?;
+        let nominal_working = MemoryPlan::nominal(base.memory, base.threads, zstd).map_err(memory_error)?.working();
         let index = IndexJob::new(base, config.dups.as_ref(), control, plan, work);
-        Ok(PairPasses { config, control, index, work })
+        Ok(PairPasses { config, control, index, work, nominal_working })
     }
 
     fn base(&self) -> &NgramConfig {
@@ -255,7 +272,7 @@ impl<'a> PairPasses<'a> {
         let t = Instant::now();
         let candidates = candidates.into_iter().map(|(_, run)| run).collect();
         let parts = [IndexPart { path, first_id: 0 }];
-        let kept = self.score(0, candidates, &parts, &table, &merged.totals, &rep_of, &layout, stats)?;
+        let kept = self.score(0..1, candidates, &parts, &table, &merged.totals, &rep_of, &layout, stats)?;
         stats.seconds.scoring = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
@@ -319,8 +336,9 @@ impl<'a> PairPasses<'a> {
     /// every document, in order) into blocks whose index fits in memory.
     pub fn layout(&self, table: &DocTable, totals: &IndexTotals, ranges: &[Range<u32>]) -> ScoreLayout {
         // Two blocks may be resident at once, beside the per-document arrays.
-        let room = self.working().saturating_sub(table.len() as u64 * PER_DOC_BYTES) / 3;
-        let mut layout = ScoreLayout { blocks: Vec::new(), range_starts: Vec::new() };
+        let room = self.nominal_working.saturating_sub(table.len() as u64 * PER_DOC_BYTES) / 3;
+        let resident = 2 * self.index.block_budget(room);
+        let mut layout = ScoreLayout { blocks: Vec::new(), range_starts: Vec::new(), resident };
         for range in ranges {
             layout.range_starts.push(layout.blocks.len() as u32);
             layout.blocks.extend(self.index.plan_blocks(&totals.occurrences, range.clone(), room));
@@ -378,14 +396,14 @@ impl<'a> PairPasses<'a> {
         Ok(spill.runs)
     }
 
-    /// Scores the candidates of range `range` (runs from any number of
-    /// buckets: a pair found in several comes once) against the index
-    /// `parts`; the kept pairs, and those of the groups whose first
-    /// document is in the range, as runs.
+    /// Scores the candidates of consecutive ranges `ranges` (runs from any
+    /// number of buckets: a pair found in several comes once) against the
+    /// index `parts`; the kept pairs, and those of the groups whose first
+    /// document is in the ranges, as runs.
     #[allow(clippy::too_many_arguments)]
     pub fn score(
         &self,
-        range: usize,
+        ranges: Range<usize>,
         candidates: Vec<RunFile>,
         parts: &[IndexPart],
         table: &DocTable,
@@ -397,7 +415,7 @@ impl<'a> PairPasses<'a> {
         self.control.progress.start("scoring", None);
         let key = KeyLayout::new(5, u32::MAX)?;
         let capacity = self.base().limits.chunk_ngrams.unwrap_or((self.working() / 16 / 24).max(4096) as usize);
-        let mut cache = BlockCache { parts, n: self.n(), blocks: &layout.blocks, loaded: Vec::new() };
+        let mut cache = BlockCache::new(parts, self.n(), &layout.blocks, layout.resident);
         let mut scorer = Scorer {
             config: self.config,
             n: self.n(),
@@ -436,7 +454,7 @@ impl<'a> PairPasses<'a> {
         )?;
         stats.index.bytes_spilled += report.bytes_written;
         // Identical documents: their pairs score 1 on every measure.
-        let docs = layout.range_docs(range);
+        let docs = layout.range_docs(&ranges);
         let distinct = distinct_ngrams(table, totals, self.n());
         for group in group_members(rep_of).iter().filter(|g| docs.contains(&g[0])) {
             let rep = group[0];
@@ -448,8 +466,7 @@ impl<'a> PairPasses<'a> {
             }
         }
         scorer.kept.write()?;
-        stats.index_blocks += (layout.range_starts.get(range + 1).map_or(blocks.len() as u32, |&b| b)
-            - layout.range_starts[range]) as u64;
+        stats.index_blocks += layout.range_blocks(&ranges).len() as u64;
         stats.candidate_pairs += scorer.candidates;
         stats.pruned_pairs += scorer.pruned;
         stats.scored_pairs += scorer.scored;
