@@ -159,6 +159,42 @@ if want update; then
     echo "| dupgram update with the day | $day_mb MiB (1 %) | $up_wall s | $up_cpu s | $(( up_rss / 1024 )) MiB | $(ratio "$up_wall" "$full_wall") | $(wc -l < "$run/new.tsv") newly duplicated; the same duplicates (sorted), state $state MiB |"
     echo "| (once) the base with --keep-state | — | $base_wall s | $base_cpu s | — | — | state kept for updates |"
   } >> "$table"
+
+  # With positions kept: the day's pairs with older documents, against a full pairs run.
+  header "| job | new data | wall | CPU | peak RSS | wall vs full pairs run | output |" "|---|---:|---:|---:|---:|---:|---|"
+  pairs_opts=(-n 5 --memory "$memory" --min-sscr 0.5)
+  timed "$bin/dupgram" slurm ngrams "$run/base.jsonl" -n 5 --memory "$memory" -q -o "$run/base5.tsv" \
+    --workdir "$run/postings-job" --shards 1 --buckets 4 --keep-state --keep-postings --local
+  pbase_wall=$wall pbase_cpu=$cpu
+  /usr/bin/time -f "%e %U %S %M" -o "$run/time.txt" "$bin/dupgram" pairs "$run/base.jsonl" "$run/day.jsonl" \
+    "${pairs_opts[@]}" -q -o "$run/full.pairs" 2> /dev/null
+  read -r fullp_wall user sys fullp_rss < "$run/time.txt"
+  fullp_cpu=$(python3 -c "print(round($user + $sys, 2))")
+  /usr/bin/time -f "%e %U %S %M" -o "$run/time.txt" "$bin/dupgram" update --workdir "$run/postings-job" \
+    "$run/day.jsonl" -q -o /dev/null --pairs "$run/day.pairs" --min-sscr 0.5 --stats-json "$run/update-pairs.json" 2> /dev/null
+  read -r upp_wall user sys upp_rss < "$run/time.txt"
+  upp_cpu=$(python3 -c "print(round($user + $sys, 2))")
+  # dupgram pairs pairs a group of identical documents through its first only;
+  # the update pairs every copy: each pair of the full run must be there, with the same scores.
+  read -r crossing extra < <(python3 - "$run/base.jsonl" "$run/full.pairs" "$run/day.pairs" <<'PY'
+import json, sys
+base = {json.loads(line)["id"] for line in open(sys.argv[1])}
+def rows(path):
+    return {l for l in open(path).read().splitlines()[1:]}
+full = {r for r in rows(sys.argv[2]) if r.split("\t")[0] in base and r.split("\t")[1] not in base}
+day = rows(sys.argv[3])
+missing = full - day
+if missing:
+    sys.exit(f"update --pairs misses {len(missing)} pairs of the full run, e.g. {sorted(missing)[0]}")
+print(len(full), len(day - full))
+PY
+  )
+  pstate=$(python3 -c "import json; print(round(json.load(open('$run/update-pairs.json'))['state_bytes'] / 2**20))")
+  {
+    echo "| dupgram pairs base + day, full run (n = 5) | $day_mb MiB (1 %) | $fullp_wall s | $fullp_cpu s | $(( fullp_rss / 1024 )) MiB | 1.00× | $crossing pairs of an older and a new document |"
+    echo "| dupgram update --pairs with the day | $day_mb MiB (1 %) | $upp_wall s | $upp_cpu s | $(( upp_rss / 1024 )) MiB | $(ratio "$upp_wall" "$fullp_wall") | each of them, same scores, + $extra pairs of copies of grouped documents; state $pstate MiB |"
+    echo "| (once) the base with --keep-state --keep-postings | — | $pbase_wall s | $pbase_cpu s | — | — | state kept for updates |"
+  } >> "$table"
 fi
 
 echo "$size tokens${tokens:+ ($tokens)}, n = $n (pairs: n = 5), --memory $memory" >&2
