@@ -203,9 +203,9 @@ pub fn update(
     let new_header = RunHeader { kind, ..RunHeader::counts(config.n as u8, lexicon.identity()) };
     let day = DayPass { passes: &passes, config: &day_config, lexicon: &lexicon, bounds: &bounds, header: new_header };
     let (read, docs) = if plan.keep_postings {
-        let (table, totals) = postings::load_corpus_docs(&state, current)?;
-        let (read, day_docs) = day.index(table.len() as u64, control, scratch.path(), &mut stats.count)?;
-        (read, Some(CorpusDocs { first_new: table.len() as u64, table, totals, day: day_docs }))
+        let first_new = documents_so_far(work, plan, current)?;
+        let (read, day) = day.index(first_new, control, scratch.path(), &mut stats.count)?;
+        (read, Some((first_new, day)))
     } else {
         (day.count(scratch.path(), &mut stats.count)?, None)
     };
@@ -282,21 +282,23 @@ pub fn update(
         let shared = SharedNgrams { ids: &shared, n: config.n };
         stats.documents_sharing = report_documents(&day_config.inputs, read, &lexicon, &shared, out, control)?;
     }
-    if let Some(docs) = docs {
-        let CorpusDocs { first_new, mut table, mut totals, day } = docs;
+    if let Some((first_new, day)) = docs {
         let generation = scratch.path();
         write_file(&generation.join(postings::docs_table(next)), |out| day.table.write_to(first_new, out))?;
         let day_totals = BucketTotals { totals: day.totals, differing: Vec::new() };
         write_file(&generation.join(postings::docs_totals(next)), |out| day_totals.write_to(out))?;
         link_docs(&state, generation, current)?;
         if let (Some(mut files), Some(p)) = (pair_files, &outputs.pairs) {
-            table.append(day.table);
-            totals.occurrences.extend(&day_totals.totals.occurrences);
-            totals.types.extend(&day_totals.totals.types);
+            // The whole corpus's table, the day's included, from the files just written.
+            let (table, totals) = postings::load_corpus_docs(generation, next)?;
+            if table.len() as u64 != first_new + day_totals.totals.occurrences.len() as u64 {
+                return Err(ClusterError::corrupt(generation, "the documents' tables do not add up to the job's"));
+            }
+            let room = SharedRoom::new(config.memory, "--pairs");
+            room.take(table.bytes() + totals.occurrences.len() as u64 * 8)?;
             let shared: Vec<PathBuf> = (0..plan.buckets).map(|b| walk.shared_run(b)).collect();
             let corpus =
                 ScoredCorpus { table: &table, totals: &totals, first_new: first_new as u32, n: config.n as u32 };
-            let room = SharedRoom::new(config.memory, "--pairs");
             let (candidates, kept) =
                 update_pairs::score_pairs(&shared, &corpus, &p.config, &room, &mut files, control)?;
             (stats.candidate_pairs, stats.kept_pairs) = (candidates, kept);
@@ -438,13 +440,22 @@ struct DayDocs {
     totals: IndexTotals,
 }
 
-/// The whole corpus's documents, for a postings state: the older ones
-/// (numbered before `first_new`) and the day's.
-struct CorpusDocs {
-    first_new: u64,
-    table: DocTable,
-    totals: IndexTotals,
-    day: DayDocs,
+/// Documents the job has read so far: the base's and every recorded update's.
+fn documents_so_far(work: &WorkDir, plan: &JobPlan, current: u32) -> Result<u64, ClusterError> {
+    #[derive(Deserialize)]
+    struct Read {
+        documents: u64,
+    }
+    let mut documents = 0;
+    for shard in 0..plan.shards.len() {
+        let record: Read = read_record(&work.path(&format!("tasks/lexicon-{shard:04}.json")))?;
+        documents += record.documents;
+    }
+    for generation in 1..=current {
+        let earlier: UpdateStats = read_record(&update_record(work, generation))?;
+        documents += earlier.count.documents;
+    }
+    Ok(documents)
 }
 
 impl DayPass<'_> {

@@ -1020,11 +1020,30 @@ pub(crate) struct BlockCache<'a> {
     pub budget: u64,
     /// (block number, block).
     pub loaded: Vec<(u32, DocBlock)>,
+    /// The documents whose occurrences are wanted (a bit each), when not all
+    /// are: blocks then hold only theirs (the others' lists stay empty).
+    needed: Option<Vec<u64>>,
 }
 
 impl<'a> BlockCache<'a> {
     pub fn new(parts: &'a [IndexPart], n: u32, blocks: &'a [Range<u32>], budget: u64) -> Self {
-        BlockCache { parts, n, blocks, budget, loaded: Vec::new() }
+        BlockCache { parts, n, blocks, budget, loaded: Vec::new(), needed: None }
+    }
+
+    /// Only documents `needed` (a bit per document) will be asked for.
+    pub fn only(mut self, needed: Vec<u64>) -> Self {
+        self.needed = Some(needed);
+        self
+    }
+
+    fn is_needed(&self, doc: u32) -> bool {
+        self.needed.as_ref().is_none_or(|bits| bits[(doc / 64) as usize] & (1 << (doc % 64)) != 0)
+    }
+
+    /// The occurrences of block `number`'s documents that it will hold.
+    fn held(&self, number: u32, occurrences: &[u32]) -> Vec<u32> {
+        let range = self.blocks[number as usize].clone();
+        range.map(|d| if self.is_needed(d) { occurrences[d as usize] } else { 0 }).collect()
     }
 
     pub fn block(&self, number: u32) -> Option<&DocBlock> {
@@ -1033,7 +1052,10 @@ impl<'a> BlockCache<'a> {
 
     fn bytes(&self, number: u32, occurrences: &[u32]) -> u64 {
         let range = &self.blocks[number as usize];
-        let occ: u64 = occurrences[range.start as usize..range.end as usize].iter().map(|&c| u64::from(c)).sum();
+        let occ: u64 = match self.needed {
+            None => occurrences[range.start as usize..range.end as usize].iter().map(|&c| u64::from(c)).sum(),
+            Some(_) => self.held(number, occurrences).iter().map(|&c| u64::from(c)).sum(),
+        };
         DocBlock::bytes_for(occ, u64::from(range.end - range.start))
     }
 
@@ -1076,7 +1098,12 @@ impl<'a> BlockCache<'a> {
             .iter()
             .map(|&number| {
                 let range = &self.blocks[number as usize];
-                DocBlock::builder(range.start, &occurrences[range.start as usize..range.end as usize], self.n)
+                match self.needed {
+                    None => {
+                        DocBlock::builder(range.start, &occurrences[range.start as usize..range.end as usize], self.n)
+                    }
+                    Some(_) => DocBlock::builder(range.start, &self.held(number, occurrences), self.n),
+                }
             })
             .collect();
         let starts: Vec<u32> = order.iter().map(|&number| self.blocks[number as usize].start).collect();
@@ -1088,7 +1115,7 @@ impl<'a> BlockCache<'a> {
                     let doc = (o >> 32) as u32;
                     // The last block starting at or before the document, if it holds it.
                     let i = starts.partition_point(|&s| s <= doc);
-                    if i > 0 && builders[i - 1].wants(doc) {
+                    if i > 0 && builders[i - 1].wants(doc) && self.is_needed(doc) {
                         builders[i - 1].push(doc, id, o as u32);
                     }
                 }

@@ -416,6 +416,10 @@ impl<'a> PairPasses<'a> {
         let key = KeyLayout::new(5, u32::MAX)?;
         let capacity = self.base().limits.chunk_ngrams.unwrap_or((self.working() / 16 / 24).max(4096) as usize);
         let mut cache = BlockCache::new(parts, self.n(), &layout.blocks, layout.resident);
+        if ranges != (0..layout.ranges()) {
+            // Part of the pairs: blocks need hold only the documents they name.
+            cache = cache.only(named_documents(&candidates, table.len())?);
+        }
         let mut scorer = Scorer {
             config: self.config,
             n: self.n(),
@@ -519,6 +523,20 @@ impl<'a> PairPasses<'a> {
         }
         Ok(())
     }
+}
+
+/// The documents candidate runs name (a bit each).
+fn named_documents(candidates: &[RunFile], docs: usize) -> Result<Vec<u64>, PipelineError> {
+    let mut bits = vec![0u64; docs.div_ceil(64)];
+    for run in candidates {
+        let mut reader = RunReader::open(&run.path)?;
+        while reader.advance()? {
+            for &doc in &reader.ngram()[2..4] {
+                bits[(doc / 64) as usize] |= 1 << (doc % 64);
+            }
+        }
+    }
+    Ok(bits)
 }
 
 /// How much smaller the duplicate-only index is than a full one.

@@ -86,6 +86,11 @@ impl DocTable {
         Ok((first_doc, table))
     }
 
+    /// Bytes it holds in memory.
+    pub fn bytes(&self) -> u64 {
+        (self.len() * (4 + 16 + 12) + self.ids.len() + self.candidates.len() * 4) as u64
+    }
+
     /// Adds the documents of `next`, which follow this table's.
     pub fn append(&mut self, next: DocTable) {
         let offset = self.ids.len() as u64;
