@@ -166,7 +166,7 @@ impl Stage<'_> {
         Ok(Corpus { table, totals, rep_of, ranges })
     }
 
-    /// The candidate pairs of a bucket's n-grams, cut by scoring range.
+    /// The candidate pairs of a bucket's n-grams, cut by slice of documents.
     pub(crate) fn candidates(&self, bucket: usize) -> Result<TaskRecord, ClusterError> {
         let me = TaskId::Candidates(bucket);
         let target = self.bucket_candidates(bucket)?;
@@ -213,7 +213,10 @@ impl Stage<'_> {
         let (layout, candidates) = self.score_layout(me)?;
         let mut weights = vec![0u64; layout.ranges()];
         for run in candidates.iter().flat_map(|r| &r.runs) {
-            weights[run.bucket] += run.bytes;
+            let weight = weights.get_mut(run.bucket).ok_or_else(|| {
+                ClusterError::Plan(format!("a candidates record names slice {}, past the layout's", run.bucket))
+            })?;
+            *weight += run.bytes;
         }
         let slices = share_out(&weights, self.plan.shards.len())[range].clone();
         let target = self.range_kept(range)?;
