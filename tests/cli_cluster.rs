@@ -130,24 +130,9 @@ fn a_map_task_killed_midway_is_redone_and_the_output_is_the_same() {
     assert_eq!(code, 1);
     assert!(stderr.contains("needs map-0000, which has not finished"), "{stderr}");
 
-    let mut child = dupgram()
-        .args(["stage", "map", "--workdir", s(&work), "--index", "0"])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
     // Kill it once it has written its first run, well before the end.
     let runs = work.join("runs");
-    let started = std::time::Instant::now();
-    loop {
-        let written =
-            leftovers(&runs).iter().any(|d| leftovers(d).iter().any(|f| f.extension().is_some_and(|e| e == "dgr")));
-        if written || started.elapsed() > Duration::from_secs(60) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_once_a_run_is_written(&["stage", "map", "--workdir", s(&work), "--index", "0"], &runs);
     assert!(!work.join("tasks/map-0000.json").exists(), "the task was killed before it finished");
     assert!(!leftovers(&runs).is_empty(), "it left its temporary runs behind");
 
@@ -268,6 +253,23 @@ fn staged_pairs_equal_one_machine_pairs() {
     let (code, _, stderr) = run(&["stage", "reduce", "--workdir", s(&work)]);
     assert_eq!(code, 1);
     assert!(stderr.contains("this job (pairs) has no task reduce-0000"), "{stderr}");
+}
+
+/// Runs `dupgram args` and kills it (SIGKILL) once a run file appears in a
+/// task directory under `dir` (or after a minute).
+fn kill_once_a_run_is_written(args: &[&str], dir: &Path) {
+    let mut child = dupgram().args(args).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let written =
+            leftovers(dir).iter().any(|d| leftovers(d).iter().any(|f| f.extension().is_some_and(|e| e == "dgr")));
+        if written || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 /// Sorted lines: an update numbers new words after old ones, so its lines
@@ -473,24 +475,9 @@ fn a_pairs_index_task_killed_midway_is_redone_and_the_pairs_are_the_same() {
     assert_eq!(code, 1);
     assert!(stderr.contains("needs candidates-0000, which has not finished"), "{stderr}");
 
-    let mut child = dupgram()
-        .args(["stage", "index", "--workdir", s(&work), "--index", "0"])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
     // Kill it once it has written its first postings run, well before the end.
     let postings = work.join("pairs/postings");
-    let started = std::time::Instant::now();
-    loop {
-        let written =
-            leftovers(&postings).iter().any(|d| leftovers(d).iter().any(|f| f.extension().is_some_and(|e| e == "dgr")));
-        if written || started.elapsed() > Duration::from_secs(60) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_once_a_run_is_written(&["stage", "index", "--workdir", s(&work), "--index", "0"], &postings);
     assert!(!work.join("tasks/index-0000.json").exists(), "the task was killed before it finished");
     assert!(!leftovers(&postings).is_empty(), "it left its temporary runs behind");
     let (code, _, stderr) = run(&["stage", "all", "--workdir", s(&work)]);
@@ -566,7 +553,8 @@ fn updates_with_postings_score_the_pairs_with_older_documents() {
     let (code, _, stderr) = run(&["ngrams", s(&path("base.jsonl")), "-n", "5", "-q", "-o", s(&path("one.tsv"))]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(std::fs::read(path("base.tsv")).unwrap(), std::fs::read(path("one.tsv")).unwrap());
-    let options = ["--min-sscr", "0.05", "--max-df", "50"];
+    // Every threshold the update takes, the same for the full pairs run.
+    let options = ["--min-sscr", "0.05", "--min-ssr", "0.01", "--min-cover", "0.1", "--max-df", "50"];
     for (day, older, max_segments) in [("day1", 0..a, "1"), ("day2", 0..b, "8")] {
         let mut args = vec!["update", "--workdir", s(&work), "-q", "--max-segments", max_segments];
         let (input, pairs, all) = (path(&format!("{day}.jsonl")), path(&format!("{day}.pairs")), path("all.tsv"));
