@@ -25,11 +25,12 @@ use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::{RunHeader, RunWriter};
 use serde::Serialize;
 
+use crate::control::Control;
+use crate::error::PipelineError;
 use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexPart, IndexStats, PER_DOC_BYTES};
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
 use crate::output::OutputFile;
-use crate::{Control, PipelineError};
 
 /// What to deduplicate, and how.
 #[derive(Debug, Clone)]

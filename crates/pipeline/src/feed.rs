@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crossbeam_channel::{Receiver, Select, Sender, bounded};
 use dupgram_corpus::{Batch, CorpusReader, Input, ReadOptions, ReadStats};
 
-use crate::{Control, PipelineError};
+use crate::control::Control;
+use crate::error::PipelineError;
 
 /// A worker of one pass: fed batches in order, then finished.
 pub(crate) trait BatchWorker: Send {

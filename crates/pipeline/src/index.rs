@@ -30,12 +30,13 @@ use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::control::Control;
+use crate::error::PipelineError;
 use crate::feed::{BatchWorker, Source, feed};
 use crate::memory::{MemoryPlan, open_file_allowance};
 use crate::ngrams::{NgramConfig, NgramStats, prepare};
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
-use crate::{Control, PipelineError};
 
 /// A saved duplicate list to score with, instead of counting again.
 #[derive(Debug, Clone)]

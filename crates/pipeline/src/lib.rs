@@ -20,6 +20,7 @@
 //! result does not depend on the thread count or the memory budget: those
 //! only change how the corpus is cut into runs, and merging sums counts.
 
+mod control;
 mod dedup;
 mod error;
 mod feed;
@@ -32,6 +33,7 @@ mod parted;
 mod parts;
 mod scan;
 
+pub use control::{Control, Progress};
 pub use dedup::{DedupConfig, DedupStats, dedup};
 pub use dupgram_dedup::{LengthRow, LengthTable, UnitKind};
 pub use dupgram_index::PairScores;
@@ -41,56 +43,6 @@ pub use error::PipelineError;
 pub use index::{DocTable, DupsInput, IndexPart, IndexStats, IndexTotals, ShardCut};
 pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
-pub use pairs::{PairPasses, PairsConfig, PairsSink, PairsStats, ScoreLayout, find_pairs, index_fraction};
+pub use output::PairsSink;
+pub use pairs::{PairPasses, PairsConfig, PairsStats, ScoreLayout, find_pairs, index_fraction};
 pub use parts::BucketTotals;
-
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-
-/// Where a job is, for a progress display.
-#[derive(Debug, Default)]
-pub struct Progress {
-    phase: Mutex<String>,
-    /// Work done in the current phase (bytes read, or run entries merged).
-    pub bytes: Arc<AtomicU64>,
-    /// Work the phase has in all; 0 when unknown.
-    pub total: AtomicU64,
-}
-
-impl Progress {
-    pub fn phase(&self) -> String {
-        self.phase.lock().map(|p| p.clone()).unwrap_or_default()
-    }
-
-    pub(crate) fn start(&self, phase: &str, total: Option<u64>) {
-        if let Ok(mut p) = self.phase.lock() {
-            *p = phase.to_owned();
-        }
-        self.bytes.store(0, Ordering::Relaxed);
-        self.total.store(total.unwrap_or(0), Ordering::Relaxed);
-    }
-}
-
-/// Shared between a job and whoever watches it.
-#[derive(Debug, Default, Clone)]
-pub struct Control {
-    /// Set to stop the job (Ctrl-C); it then fails with [`PipelineError::Interrupted`]
-    /// after removing its temporary files.
-    pub stop: Arc<AtomicBool>,
-    pub progress: Arc<Progress>,
-}
-
-impl Control {
-    pub fn interrupted(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-}
-
-impl dupgram_merge::Interrupt for Control {
-    fn interrupted(&self) -> bool {
-        Control::interrupted(self)
-    }
-    fn advanced(&self, entries: u64) {
-        self.progress.bytes.fetch_add(entries, Ordering::Relaxed);
-    }
-}

@@ -15,11 +15,12 @@ use dupgram_runs::RunHeader;
 use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 
+use crate::control::Control;
+use crate::error::PipelineError;
 use crate::feed::{BatchWorker, Source, feed};
 use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
-use crate::{Control, PipelineError};
 
 /// What to count, and with what resources.
 #[derive(Debug, Clone)]

@@ -6,7 +6,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::PipelineError;
+use dupgram_index::PairScores;
+
+use crate::error::PipelineError;
 
 enum Sink {
     Stdout(BufWriter<std::io::Stdout>),
@@ -201,6 +203,11 @@ pub struct PairFiles {
     line: Vec<u8>,
 }
 
+pub trait PairsSink: Send {
+    fn pair(&mut self, a: &str, b: &str, scores: &PairScores) -> Result<(), PipelineError>;
+    fn cluster(&mut self, members: &[&str]) -> Result<(), PipelineError>;
+}
+
 /// The TSV header of a pairs file.
 pub const PAIRS_HEADER: &str = "a\tb\tsscr\tssr\tcontain_a_in_b\tcontain_b_in_a\tcover_a\tcover_b\tshared\n";
 
@@ -218,8 +225,8 @@ impl PairFiles {
     }
 }
 
-impl crate::PairsSink for PairFiles {
-    fn pair(&mut self, a: &str, b: &str, s: &crate::PairScores) -> Result<(), PipelineError> {
+impl PairsSink for PairFiles {
+    fn pair(&mut self, a: &str, b: &str, s: &PairScores) -> Result<(), PipelineError> {
         use std::io::Write as _;
         self.line.clear();
         let values = [s.sscr, s.ssr, s.contain_a_in_b, s.contain_b_in_a, s.cover_a, s.cover_b];

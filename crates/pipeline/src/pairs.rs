@@ -41,15 +41,17 @@ use dupgram_corpus::Input;
 use dupgram_lexicon::Lexicon;
 use dupgram_sieve::Sieve;
 
+use crate::control::Control;
+use crate::error::PipelineError;
 use crate::index::{
     BlockCache, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, PER_DOC_BYTES, ShardCut,
     WRITER_BYTES,
 };
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
+use crate::output::PairsSink;
 use crate::parted::PartedRuns;
 use crate::parts::BucketTotals;
-use crate::{Control, PipelineError};
 
 /// What to pair, and which pairs to keep.
 #[derive(Debug, Clone)]
@@ -100,11 +102,6 @@ impl PairsConfig {
 }
 
 /// Receives the results, in order: pairs (by document order), then clusters.
-pub trait PairsSink: Send {
-    fn pair(&mut self, a: &str, b: &str, scores: &PairScores) -> Result<(), PipelineError>;
-    fn cluster(&mut self, members: &[&str]) -> Result<(), PipelineError>;
-}
-
 /// Seconds per step.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 #[serde(default)]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use dupgram_merge::RunFile;
 use dupgram_runs::{RunHeader, RunWriter};
 
-use crate::PipelineError;
+use crate::error::PipelineError;
 
 pub(crate) struct PartedRuns {
     header: RunHeader,

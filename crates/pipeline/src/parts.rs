@@ -26,7 +26,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::PipelineError;
+use crate::error::PipelineError;
 use crate::index::{DocTable, IndexTotals};
 
 const DOCS_MAGIC: &[u8; 8] = b"DGDOCS\0\0";
