@@ -203,6 +203,7 @@ pub struct PairFiles {
     line: Vec<u8>,
 }
 
+/// Where a pairs job hands its kept pairs and, at the end, its clusters.
 pub trait PairsSink: Send {
     fn pair(&mut self, a: &str, b: &str, scores: &PairScores) -> Result<(), PipelineError>;
     fn cluster(&mut self, members: &[&str]) -> Result<(), PipelineError>;
