@@ -8,12 +8,16 @@
 #   scripts/bench.sh --runs 3 --no-sort   # more repeats; skip the sort | uniq baseline
 #   scripts/bench.sh --only pairs         # one section: ngrams, memory, pairs or dedup
 #   scripts/bench.sh --only pairs --sizes 100M --lsh-size 10M   # LSH recall on a smaller corpus
+#   scripts/bench.sh --only dedup --onion ~/onion-1.2/src/onion  # beside the real Onion 1.2
 #
 # Baselines:
 #   sort   awk n-gram lines | LC_ALL=C sort -S <same memory> | uniq -cd   (exact)
 #   hash   dupgram-hashcount: 64-bit n-gram fingerprints in a hash map   (approximate; memory grows)
 #   lsh    MinHash-LSH (datasketch, from PyPI, installed in a venv under the bench directory)
 #   onion  dupgram-onion: Onion's in-memory algorithm, 64-bit n-gram hashes in a hash set (memory grows)
+#   Onion 1.2 itself with --onion PATH: build it outside this repository from the public
+#          repository Suwarnan/onion, commit fb395d1c ("Release 1.2"): apt-get install
+#          libjudy-dev, then make; PATH is its src/onion (buzhash.c beside it)
 # Tokenisation: dupgram's default (Unicode words, case-folded); the awk
 # baseline lower-cases and splits at non-alphanumerics, the same on ASCII text.
 set -euo pipefail
@@ -26,6 +30,8 @@ memory=1G
 with_sort=1
 only=all
 lsh_size=
+onion=
+onion_src=
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
@@ -35,7 +41,9 @@ while [ $# -gt 0 ]; do
     --no-sort) with_sort=0; shift ;;
     --only) only=$2; shift 2 ;;
     --lsh-size) lsh_size=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --onion) onion=$2; shift 2 ;;
+    --onion-src) onion_src=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -253,54 +261,113 @@ if section pairs; then
   echo "pairs news-$lsh_size: LSH walls ${times[*]}" >&2
 fi
 
-# --- dedup: dupgram dedup against Onion's in-memory algorithm -----------------
-# Generated vertical corpora (seed 1, <p> every 40 tokens) at the two largest
-# sizes asked for, so memory is seen at sizes 10× apart. Paragraphs, n = 7,
-# threshold 0.5, no smoothing (the baseline has none); runs of the two tools
-# alternate. Both write the marked corpus (1/0 before every line); "marks that
-# differ" counts paragraphs (<p> lines) marked differently.
+# --- dedup: dupgram dedup against Onion 1.2 and its in-memory algorithm ------
+# Vertical corpora: generated (seed 1, <p> every 40 tokens) at the two largest
+# sizes asked for, so memory is seen at sizes 10× apart, and real text
+# (Reuters-21578 + 20 Newsgroups from ../shared/corpora, one token a line, by
+# dupgram-vert) when present. All decompressed once, untimed, so every tool
+# reads the same plain file. Paragraphs, n = 7, threshold 0.5, smoothing on
+# (Onion's defaults); runs of the tools alternate. Each writes the marked
+# corpus (1/0 before every line); "lines that differ" compares it with
+# dupgram's, line by line.
+#
+# With --onion PATH (Onion 1.2's `onion`, built from its source) the real
+# program runs beside them, and a second table counts the lines on which it
+# and dupgram differ, smoothing on and off, and how many of those the port
+# also gives when it hashes as Onion does (--onion-hash with Onion's own
+# buzhash.c, found beside the binary or given by --onion-src).
+differing_lines() { # A B: lines of A and B that differ (a missing line counts)
+  LC_ALL=C "$awk_bin" -v other="$2" '
+    { if ((getline o < other) <= 0) { d++; next } if (o != $0) d++ }
+    END { while ((getline o < other) > 0) d++; print d + 0 }' "$1"
+}
+removed_paragraphs() { LC_ALL=C grep -c -E '^1	<p[ >]' "$1" || true; }
 if section dedup; then
   dedup_mem=1G
-  {
-    echo
-    echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS (max) | paragraphs removed | marks that differ | wall vs dupgram |"
-    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
-  } >> "$table"
+  verts=()
   for size in $(sizes_sorted | tail -n 2); do
-    vert=$work/gen-$size.vert.zst
+    vert=$work/gen-$size.vert
     if [ ! -s "$vert" ]; then
       echo "generating $size tokens, vertical..." >&2
-      "$bin/dupgram-gen" --tokens "$size" --seed 1 --format vertical | zstd -q -T2 -f -o "$vert"
+      "$bin/dupgram-gen" --tokens "$size" --seed 1 --format vertical > "$vert"
     fi
+    verts+=("$vert")
+  done
+  real_src=("$here/../shared/corpora/reuters21578.jsonl.zst" "$here/../shared/corpora/20newsgroups.jsonl.zst")
+  if [ -f "${real_src[0]}" ] && [ -f "${real_src[1]}" ]; then
+    [ -s "$work/real.vert" ] || "$bin/dupgram-vert" "${real_src[@]}" > "$work/real.vert"
+    verts+=("$work/real.vert")
+  else
+    echo "skipping the real-text vertical corpus: ${real_src[*]} not found" >&2
+  fi
+  if [ -n "$onion" ]; then
+    [ -x "$onion" ] || { echo "--onion $onion: not an executable" >&2; exit 2; }
+    [ -n "$onion_src" ] || onion_src=$(dirname "$onion")/buzhash.c
+    [ -f "$onion_src" ] || { echo "Onion's buzhash.c not found at $onion_src (give --onion-src)" >&2; exit 2; }
+  fi
+  {
+    echo
+    echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS (max) | paragraphs removed | lines that differ from dupgram | wall vs dupgram |"
+    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
+  } >> "$table"
+  for vert in "${verts[@]}"; do
+    name=$(basename "$vert" .vert)
     r=$runs; [ "$r" = 0 ] && r=3
-    d_times=(); d_rss_all=(); o_times=(); o_rss_all=()
+    d_times=(); d_rss_all=(); o_times=(); o_rss_all=(); x_times=(); x_rss_all=()
     for _ in $(seq "$r"); do
-      read -r wall rss < <(measure "$bin/dupgram" dedup "$vert" --unit p -n 7 --threshold 0.5 --no-smoothing --memory "$dedup_mem" -q -o "$work/dedup.vert" --stats-json "$work/dedup.json")
+      read -r wall rss < <(measure "$bin/dupgram" dedup "$vert" --unit p -n 7 --threshold 0.5 --memory "$dedup_mem" -q -o "$work/dedup.vert" --stats-json "$work/dedup.json")
       d_times+=("$wall"); d_rss_all+=("$rss")
-      read -r wall rss < <(measure "$bin/dupgram-onion" "$vert" --unit p -n 7 --threshold 0.5 -o "$work/onion.vert")
+      read -r wall rss < <(measure "$bin/dupgram-onion" "$vert" --unit p -n 7 --threshold 0.5 --keep-case -o "$work/port.vert")
       o_times+=("$wall"); o_rss_all+=("$rss")
+      if [ -n "$onion" ]; then
+        /usr/bin/time -f "%e %M" -o "$work/time.txt" "$onion" -n 7 -t 0.5 -q "$vert" > "$work/onion.vert" 2> "$work/stderr.log" || {
+          echo "failed: $onion" >&2; cat "$work/stderr.log" >&2; exit 1; }
+        read -r wall rss < "$work/time.txt"
+        x_times+=("$wall"); x_rss_all+=("$rss")
+      fi
     done
     d_wall=$(printf '%s\n' "${d_times[@]}" | median)
-    o_wall=$(printf '%s\n' "${o_times[@]}" | median)
-    d_rss=$(printf '%s\n' "${d_rss_all[@]}" | maximum)
-    o_rss=$(printf '%s\n' "${o_rss_all[@]}" | maximum)
     tokens=$(json_field "$work/dedup.json" tokens)
-    # Paragraphs removed by each, and paragraphs marked differently.
-    read -r d_removed o_removed differ < <(LC_ALL=C "$awk_bin" -v other="$work/onion.vert" '
-      { if ((getline o < other) <= 0) { print "-1 -1 -1"; bad = 1; exit } }
-      substr($0, 3, 2) == "<p" && substr($0, 5, 1) ~ /[ >]/ {
-        d = substr($0, 1, 1); b = substr(o, 1, 1); dr += d == "1"; br += b == "1"; diff += d != b }
-      END { if (!bad) print dr + 0, br + 0, diff + 0 }' "$work/dedup.vert")
-    cmp -s "$work/dedup.vert" "$work/onion.vert" && same="identical files" || same="files differ"
-    row() { # tool wall rss removed differ
-      printf '| gen-%s | %s | %s | %.2f s | %.2f | %s MiB | %s | %s | %s |\n' "$size" "$tokens" "$1" "$2" \
-        "$(python3 -c "print($tokens / $2 / 1e6)")" "$(( $3 / 1024 ))" "$4" "$5" \
+    row() { # tool wall rss marked-file
+      local differ=—
+      [ "$4" = "$work/dedup.vert" ] || differ=$(differing_lines "$work/dedup.vert" "$4")
+      printf '| %s | %s | %s | %.2f s | %.2f | %s MiB | %s | %s | %s |\n' "$name" "$tokens" "$1" "$2" \
+        "$(python3 -c "print($tokens / $2 / 1e6)")" "$(( $3 / 1024 ))" "$(removed_paragraphs "$4")" "$differ" \
         "$(python3 -c "print(f'{$2 / $d_wall:.2f}×')")" >> "$table"
     }
-    row "dupgram dedup --unit p -n 7 --no-smoothing --memory $dedup_mem" "$d_wall" "$d_rss" "$d_removed" "—"
-    row "Onion's algorithm in memory (dupgram-onion)" "$o_wall" "$o_rss" "$o_removed" "$differ ($same)"
-    echo "dedup gen-$size: dupgram walls ${d_times[*]}; onion walls ${o_times[*]}" >&2
+    row "dupgram dedup --unit p -n 7 --memory $dedup_mem" "$d_wall" "$(printf '%s\n' "${d_rss_all[@]}" | maximum)" "$work/dedup.vert"
+    row "Onion's algorithm in memory (dupgram-onion)" "$(printf '%s\n' "${o_times[@]}" | median)" \
+      "$(printf '%s\n' "${o_rss_all[@]}" | maximum)" "$work/port.vert"
+    if [ -n "$onion" ]; then
+      row "Onion 1.2 (onion -n 7 -t 0.5)" "$(printf '%s\n' "${x_times[@]}" | median)" \
+        "$(printf '%s\n' "${x_rss_all[@]}" | maximum)" "$work/onion.vert"
+    fi
+    echo "dedup $name: dupgram walls ${d_times[*]}; port walls ${o_times[*]}; onion walls ${x_times[*]:-}" >&2
   done
+
+  if [ -n "$onion" ]; then
+    {
+      echo
+      echo "| corpus | smoothing | lines | differ: dupgram vs Onion 1.2 | differ: port with Onion's hash vs Onion 1.2 | differ: port with a 64-bit hash vs dupgram | paragraphs removed by dupgram / Onion 1.2 |"
+      echo "|---|---|---:|---:|---:|---:|---:|"
+    } >> "$table"
+    for vert in "${verts[@]}"; do
+      name=$(basename "$vert" .vert)
+      for smoothing in on off; do
+        d_flag=(); o_flag=()
+        [ "$smoothing" = off ] && { d_flag=(--no-smoothing); o_flag=(-m); }
+        "$bin/dupgram" dedup "$vert" --unit p -n 7 --threshold 0.5 "${d_flag[@]}" --memory "$dedup_mem" -q -o "$work/dedup.vert"
+        "$onion" -n 7 -t 0.5 -q "${o_flag[@]}" "$vert" > "$work/onion.vert"
+        "$bin/dupgram-onion" "$vert" -n 7 --threshold 0.5 --keep-case "${d_flag[@]}" --onion-hash "$onion_src" -o "$work/port-onion.vert" > /dev/null
+        "$bin/dupgram-onion" "$vert" -n 7 --threshold 0.5 --keep-case "${d_flag[@]}" -o "$work/port.vert" > /dev/null
+        printf '| %s | %s | %s | %s | %s | %s | %s / %s |\n' "$name" "$smoothing" "$(wc -l < "$vert")" \
+          "$(differing_lines "$work/dedup.vert" "$work/onion.vert")" \
+          "$(differing_lines "$work/port-onion.vert" "$work/onion.vert")" \
+          "$(differing_lines "$work/port.vert" "$work/dedup.vert")" \
+          "$(removed_paragraphs "$work/dedup.vert")" "$(removed_paragraphs "$work/onion.vert")" >> "$table"
+      done
+    done
+  fi
 fi
 
 echo

@@ -103,15 +103,38 @@ fn jsonl_annotations_and_stripping() {
     assert_eq!(rows.len(), 2, "the third record has nothing left");
     assert_eq!(rows[1]["text"], format!("{b}\n\n"));
     // Document 2 is a little over half a copy: kept at 0.6, like document 1; document 3 goes.
-    let (_, docs, _) = run(&["dedup", s(&path), "--unit", "doc", "-n", "4", "--threshold", "0.6", "--strip", "-q"]);
+    let doc_args = ["dedup", s(&path), "--unit", "doc", "-n", "4", "--no-smoothing", "--strip", "-q"];
+    let (_, docs, _) = run(&[&doc_args[..], &["--threshold", "0.6"]].concat());
     assert_eq!(docs.lines().count(), 2, "document 3 repeats document 1");
-    let (_, docs, _) = run(&["dedup", s(&path), "--unit", "doc", "-n", "4", "--threshold", "0.5", "--strip", "-q"]);
+    let (_, docs, _) = run(&[&doc_args[..], &["--threshold", "0.5"]].concat());
     assert_eq!(docs.lines().count(), 1);
+    // With smoothing (Onion's rule), a whole document of at most --max-stub tokens goes, repeated or not.
+    let (_, docs, _) = run(&["dedup", s(&path), "--unit", "doc", "-n", "4", "--threshold", "0.6", "--strip", "-q"]);
+    let ids: Vec<serde_json::Value> =
+        docs.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].clone()).collect();
+    assert_eq!(ids, ["2"], "documents 1 and 3 have 11 tokens, document 2 has 21");
+    let (_, docs, _) = run(&[
+        "dedup",
+        s(&path),
+        "--unit",
+        "doc",
+        "-n",
+        "4",
+        "--threshold",
+        "0.6",
+        "--max-stub",
+        "10",
+        "--strip",
+        "-q",
+    ]);
+    assert_eq!(docs.lines().count(), 2, "with --max-stub 10, document 1 stays and document 3 repeats it");
 }
 
 /// Random vertical corpora: after dedup, every kept paragraph is at most
 /// `threshold` covered by n-grams seen before (in kept text or earlier in its
-/// document), and every removed one is more than that or a smoothed stub.
+/// document), and every removed one is more than that or a smoothed stub: a
+/// run of at most `--max-stub` tokens between duplicates or the document's
+/// edges (the threshold compared as a 32-bit float, as Onion does).
 #[test]
 fn one_instance_invariant_on_random_corpora() {
     let dir = tempfile::tempdir().unwrap();
@@ -206,7 +229,7 @@ fn check_invariant(docs: &[Vec<Vec<String>>], removed: &[bool], n: usize, thresh
         let over: Vec<bool> = doc
             .iter()
             .enumerate()
-            .map(|(u, p)| !p.is_empty() && covered[u].len() as f64 / p.len() as f64 > threshold)
+            .map(|(u, p)| !p.is_empty() && covered[u].len() as f64 / p.len() as f64 > f64::from(threshold as f32))
             .collect();
         for (u, p) in doc.iter().enumerate() {
             if !marks[u] {
@@ -222,16 +245,84 @@ fn check_invariant(docs: &[Vec<Vec<String>>], removed: &[bool], n: usize, thresh
                     hi += 1;
                 }
                 let stub: usize = doc[lo..hi].iter().map(Vec::len).sum();
-                assert!(
-                    stub as u32 <= max_stub && over.iter().any(|&o| o),
-                    "a removed paragraph was neither a duplicate nor a stub: {p:?}"
-                );
+                assert!(stub as u32 <= max_stub, "a removed paragraph was neither a duplicate nor a stub: {p:?}");
             }
         }
         for p in 0..tokens.len().saturating_sub(n - 1) {
             if !marks[unit_of[p + n - 1]] {
                 kept.insert(tokens[p..p + n].to_vec());
             }
+        }
+    }
+}
+
+/// The marks of a marked vertical file, one string of 0/1 per document.
+fn line_marks(marked: &str) -> Vec<String> {
+    let mut docs = Vec::new();
+    let mut doc = String::new();
+    for line in marked.lines() {
+        let (mark, text) = line.split_once('\t').expect("a mark and a TAB");
+        doc.push_str(mark);
+        if text == "</doc>" {
+            docs.push(std::mem::take(&mut doc));
+        }
+    }
+    docs
+}
+
+/// Onion 1.2's smoothing at the document's edges (`onion.c`: the start and
+/// end of a document are boundaries like a duplicate paragraph), on a
+/// hand-made sample; n = 3, threshold 0.5. The expected marks follow
+/// Onion's loop by hand; with DUPGRAM_ONION set to Onion 1.2's `onion`
+/// binary, the real program must write the same file.
+#[test]
+fn smoothing_at_document_edges_follows_onion() {
+    let sample = sample("onion-edges.vert");
+    let path = s(&sample);
+    // e1 a long first document; e2 a 3-token document, nothing repeated;
+    // e3 repeats e2 and more; e4 a 2-token paragraph, a copy of e1's first,
+    // a long new one, a 1-token last one; e5 empty; e6 a 4-token paragraph,
+    // an empty one, e1's first, 1 token, e1's second.
+    let stub3 = [
+        "00000000000000000",            // e1: all new
+        "1111111",                      // e2: exactly --max-stub tokens from edge to edge: removed whole
+        "000000000",                    // e3: kept, for e2's n-grams were not remembered
+        "011111111111100000000000", // e4: the stub before the copy goes; the short last paragraph after the long kept one stays
+        "11",                       // e5: nothing kept, so its tags go
+        "0000000001111111111111111110", // e6: 4 + 0 tokens before the copy stay; the 1 token between two copies goes
+    ];
+    let stub0 = [
+        "00000000000000000",
+        "0000000", // --max-stub 0: only runs without tokens are stubs
+        "111111111",
+        "000001111111100000000000",
+        "11",
+        "0000000001111111100011111110",
+    ];
+    let cases: [(&[&str], &[&str], [&str; 6]); 3] = [
+        (&["--max-stub", "3"], &["-l", "3"], stub3),
+        (&["--max-stub", "0"], &["-l", "0"], stub0),
+        // No smoothing marks what --max-stub 0 marks here (no empty run between boundaries).
+        (&["--no-smoothing"], &["-m"], stub0),
+    ];
+    for (flags, onion_flags, expected) in cases {
+        let mut args = vec!["dedup", path, "-n", "3", "--threshold", "0.5", "-q"];
+        args.extend_from_slice(flags);
+        let (code, marked, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(line_marks(&marked), expected, "{flags:?}");
+        match std::env::var_os("DUPGRAM_ONION") {
+            Some(onion) => {
+                let out = std::process::Command::new(&onion)
+                    .args(["-n", "3", "-t", "0.5", "-q"])
+                    .args(onion_flags)
+                    .arg(path)
+                    .output()
+                    .expect("DUPGRAM_ONION runs");
+                assert!(out.status.success(), "{onion:?} failed");
+                assert_eq!(String::from_utf8_lossy(&out.stdout), marked, "real Onion 1.2, {onion_flags:?}");
+            }
+            None => eprintln!("DUPGRAM_ONION not set: not comparing with the real Onion 1.2"),
         }
     }
 }

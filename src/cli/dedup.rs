@@ -25,7 +25,11 @@ pub enum UnitArg {
 /// --threshold of its tokens are covered by n-grams that occurred before, in
 /// kept text or earlier in the same document; the first instance is kept.
 /// Smoothing also marks short runs of kept units (at most --max-stub tokens)
-/// between duplicates or between a duplicate and the document's edge.
+/// between two boundaries, a boundary being a duplicate or an edge of the
+/// document, as Onion 1.2 does: so a whole document of at most --max-stub
+/// tokens goes even when nothing in it repeats (with --unit doc, every such
+/// document); --no-smoothing or --max-stub 0 keeps short documents. The
+/// threshold is compared as Onion compares it (a 32-bit float).
 /// --exact adds Benko's test: a unit whose letters (digits and punctuation
 /// ignored) equal an earlier unit's is a duplicate, however short.
 ///
@@ -54,10 +58,11 @@ pub struct DedupArgs {
     /// A unit with more than this share of covered tokens is a duplicate.
     #[arg(long, default_value_t = 0.5, value_name = "X")]
     threshold: f64,
-    /// Do not mark short kept runs between duplicates.
+    /// Do not mark short kept runs between duplicates and document edges.
     #[arg(long)]
     no_smoothing: bool,
-    /// Longest run of kept units, in tokens, that smoothing marks.
+    /// Longest run of kept units, in tokens, that smoothing marks (a whole
+    /// document this short goes too, as in Onion 1.2).
     #[arg(long, default_value_t = 20, value_name = "N")]
     max_stub: u32,
     /// Also mark units whose letters repeat an earlier unit's exactly.

@@ -9,17 +9,20 @@
 //! tokens are covered. Only kept units add their n-grams to what later text
 //! is compared with, so the first instance of anything is kept. Smoothing
 //! then marks short runs of kept units (at most `max_stub` tokens) lying
-//! between duplicates, or between a duplicate and the document's edge.
+//! between two boundaries, where a boundary is a duplicate unit or an edge
+//! of the document — so a whole document of at most `max_stub` tokens goes
+//! even when nothing in it repeats, and its n-grams are not remembered. That
+//! is Onion 1.2's smoothing loop (`onion.c`: `last_bad_par` starts one before
+//! the document's first paragraph and the loop runs to one past its last).
+//! The threshold is compared as Onion compares it, as a 32-bit float, so a
+//! unit exactly 90 % covered is above `0.9` (which as an `f32` is a little
+//! less than 0.9).
 //!
 //! Onion remembers a 64-bit hash of every n-gram, so its memory grows with
 //! the corpus and a hash collision can mark a unit wrongly. dupgram decides
 //! with the duplicate-only index instead: an n-gram that occurs once in the
 //! corpus can never have "occurred earlier", so only duplicate n-grams,
 //! identified exactly by their index ID, need remembering — one bit each.
-//!
-//! One deliberate difference: Onion 1.2 also drops a whole document of at
-//! most `max_stub` tokens in which nothing is duplicated (its stub runs from
-//! edge to edge); dupgram smooths only next to a duplicate, as documented.
 //!
 //! [`exact_fingerprint`] is Benko's plain method (§2): a unit whose text,
 //! punctuation and digits ignored, equals an earlier unit's is a duplicate
@@ -37,11 +40,22 @@ use xxhash_rust::xxh3::Xxh3;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DedupParams {
     pub n: u32,
-    /// A unit with more than this share of covered tokens is a duplicate.
+    /// A unit with more than this share of covered tokens is a duplicate
+    /// (compared as a 32-bit float, as Onion does: see [`DedupParams::is_over`]).
     pub threshold: f64,
     pub smoothing: bool,
     /// Longest run of kept units (in tokens) that smoothing marks.
     pub max_stub: u32,
+}
+
+impl DedupParams {
+    /// Whether `covered` of `tokens` tokens is over the threshold. Onion
+    /// keeps its threshold in a C `float` and compares the share, a
+    /// `double`, with it; doing the same makes a share that equals a
+    /// threshold like 0.9 (not exact in binary) fall on Onion's side.
+    pub fn is_over(&self, covered: u32, tokens: u32) -> bool {
+        tokens > 0 && f64::from(covered) / f64::from(tokens) > f64::from(self.threshold as f32)
+    }
 }
 
 /// An occurrence of a duplicate n-gram: its start (token position in the document) and index ID.
@@ -192,8 +206,7 @@ impl Marker {
             }
         }
         for (i, v) in verdicts.iter_mut().enumerate() {
-            let over = units[i] > 0 && f64::from(v.covered) / f64::from(units[i]) > self.params.threshold;
-            v.duplicate = over || exact.get(i).copied().unwrap_or(false);
+            v.duplicate = self.params.is_over(v.covered, units[i]) || exact.get(i).copied().unwrap_or(false);
         }
         if self.params.smoothing {
             smooth(&mut verdicts, units, self.params.max_stub);
@@ -214,12 +227,20 @@ impl Marker {
     }
 }
 
+/// Whether a document keeps no text: no kept unit holds a token. A kept
+/// unit of no tokens (an empty `<p></p>`) keeps nothing, as in Onion 1.2,
+/// whose document tags go with the document only when "at least one good
+/// paragraph" of some length remains.
+pub fn nothing_kept(units: &[u32], verdicts: &[UnitVerdict]) -> bool {
+    !units.iter().zip(verdicts).any(|(&tokens, v)| tokens > 0 && !v.removed())
+}
+
 /// Marks runs of kept units of at most `max_stub` tokens that lie between
-/// duplicates or between a duplicate and an edge of the document.
+/// two boundaries: duplicates, or the document's edges. This is Onion 1.2's
+/// loop: its `last_bad_par` starts one before the first unit, and a virtual
+/// boundary stands one past the last, so a short document is marked whole
+/// even when nothing in it repeats.
 fn smooth(verdicts: &mut [UnitVerdict], units: &[u32], max_stub: u32) {
-    if !verdicts.iter().any(|v| v.duplicate) {
-        return;
-    }
     let mut run_start = 0;
     let mut run_tokens = 0u32;
     for i in 0..=verdicts.len() {

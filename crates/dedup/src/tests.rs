@@ -76,9 +76,11 @@ fn onion(corpus: &Corpus, params: DedupParams) -> Vec<Vec<bool>> {
         let mut bad: Vec<bool> = doc
             .iter()
             .enumerate()
-            .map(|(u, unit)| !unit.is_empty() && covered[u].len() as f64 / unit.len() as f64 > params.threshold)
+            .map(|(u, unit)| {
+                !unit.is_empty() && covered[u].len() as f64 / unit.len() as f64 > f64::from(params.threshold as f32)
+            })
             .collect();
-        if params.smoothing && bad.iter().any(|&b| b) {
+        if params.smoothing {
             let orig = bad.clone();
             let mut run: Vec<usize> = Vec::new();
             for (u, &dup) in orig.iter().chain(std::iter::once(&true)).enumerate() {
@@ -168,19 +170,61 @@ fn ngrams_from_the_previous_unit_cover_only_this_unit() {
 }
 
 #[test]
-fn smoothing_between_duplicates_and_at_edges_only() {
+fn smoothing_between_duplicates_and_document_edges() {
     let dup = vec![1, 2, 3, 4, 5, 6];
     let smooth = DedupParams { smoothing: true, max_stub: 2, ..P };
     let corpus = vec![
         vec![dup.clone()],
         // dup, short, dup, long, short (edge)
         vec![dup.clone(), vec![30, 31], dup.clone(), vec![40, 41, 42], vec![50]],
-        // No duplicate at all: a short document stays.
+        // No duplicate at all, but no longer than --max-stub: Onion 1.2 marks it whole.
         vec![vec![60, 61]],
+        // The same text again is kept: the removed copy's n-grams were not remembered.
+        vec![vec![60, 61, 62, 63]],
     ];
-    assert_eq!(removed(&corpus, smooth), vec![vec![false], vec![true, true, true, false, false], vec![false]]);
+    assert_eq!(
+        removed(&corpus, smooth),
+        vec![vec![false], vec![true, true, true, false, false], vec![true], vec![false]]
+    );
     let v = run_marker(&corpus, smooth);
     assert!(v[1][1].smoothed && !v[1][1].duplicate);
+    assert!(v[2][0].smoothed && !v[2][0].duplicate);
+}
+
+#[test]
+fn short_stubs_at_both_edges_and_max_stub_zero() {
+    let dup = vec![1, 2, 3, 4, 5, 6];
+    let corpus = vec![
+        vec![dup.clone()],
+        // A short first unit before a duplicate, a long kept one, a short last one after it.
+        vec![vec![70, 71], dup.clone(), vec![72, 73, 74], vec![75]],
+        // Exactly --max-stub tokens in its only unit.
+        vec![vec![80, 81]],
+        // Empty units only.
+        vec![vec![], vec![]],
+    ];
+    let stub2 = DedupParams { smoothing: true, max_stub: 2, ..P };
+    assert_eq!(
+        removed(&corpus, stub2),
+        vec![vec![false], vec![true, true, false, false], vec![true], vec![true, true]]
+    );
+    // --max-stub 0 marks only runs of empty units (and only between boundaries).
+    let stub0 = DedupParams { smoothing: true, max_stub: 0, ..P };
+    assert_eq!(
+        removed(&corpus, stub0),
+        vec![vec![false], vec![false, true, false, false], vec![false], vec![true, true]]
+    );
+}
+
+#[test]
+fn threshold_is_compared_as_onions_float() {
+    // 9 of 10 tokens covered: 0.9 as a double equals the share, as Onion's float it is below it.
+    let mut marker = Marker::new(DedupParams { threshold: 0.9, ..P }, 0);
+    let params = DedupParams { threshold: 0.9, ..P };
+    assert!(params.is_over(9, 10));
+    assert!(!params.is_over(8, 10));
+    assert!(!params.is_over(0, 0));
+    assert!(marker.document(&[10], &[], &[]).iter().all(|v| !v.removed()));
 }
 
 #[test]

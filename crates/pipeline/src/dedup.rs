@@ -19,7 +19,9 @@ use std::time::Instant;
 
 use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_corpus::{CorpusError, Format, Input, ReadOptions, VerticalLine, parse_record};
-use dupgram_dedup::{DedupParams, ExactHasher, LengthTable, Marker, NgramAt, UnitKind, UnitVerdict, segment_text};
+use dupgram_dedup::{
+    DedupParams, ExactHasher, LengthTable, Marker, NgramAt, UnitKind, UnitVerdict, nothing_kept, segment_text,
+};
 use dupgram_lexicon::Tokenizer;
 use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::{RunHeader, RunWriter};
@@ -375,15 +377,12 @@ impl DedupJob<'_> {
 const EXACT_RUNS: u64 = 0xE4AC_7000;
 
 fn record(stats: &mut DedupStats, units: &[u32], verdicts: &[UnitVerdict], exact: &[bool]) {
-    let mut kept_any = false;
     for ((&tokens, v), &x) in units.iter().zip(verdicts).zip(exact) {
         stats.units += 1;
         stats.lengths.add(tokens, v.removed());
         if v.removed() {
             stats.units_removed += 1;
             stats.tokens_removed += u64::from(tokens);
-        } else {
-            kept_any = true;
         }
         if x {
             stats.units_exact += 1;
@@ -394,7 +393,7 @@ fn record(stats: &mut DedupStats, units: &[u32], verdicts: &[UnitVerdict], exact
             stats.units_smoothed += 1;
         }
     }
-    if !kept_any {
+    if nothing_kept(units, verdicts) {
         stats.documents_removed += 1;
     }
 }
@@ -803,7 +802,7 @@ impl DocWriter<'_> {
     }
 
     fn write(&mut self, out: &mut OutputFile, doc: &Doc, verdicts: &[UnitVerdict]) -> Result<(), PipelineError> {
-        let all_removed = verdicts.iter().all(UnitVerdict::removed);
+        let all_removed = nothing_kept(&doc.unit_tokens, verdicts);
         let tokens: u64 = doc.unit_tokens.iter().map(|&t| u64::from(t)).sum();
         let removed: u64 =
             doc.unit_tokens.iter().zip(verdicts).filter(|(_, v)| v.removed()).map(|(&t, _)| u64::from(t)).sum();

@@ -10,15 +10,30 @@
 //! seen before: in kept text (a global hash set) or earlier in the same
 //! document. A unit is a duplicate when more than `--threshold` of its tokens
 //! are covered; the n-grams of kept units join the global set once the
-//! document is decided. No smoothing: compare with `dupgram dedup
-//! --no-smoothing`. Units are cut exactly as `dupgram dedup` cuts them.
+//! document is decided. Smoothing is Onion 1.2's loop (`onion.c`): the
+//! document's start and end count as boundaries like a duplicate unit, and
+//! every run of kept units of at most `--max-stub` tokens between two
+//! boundaries goes too — a whole short document included, duplicate or not
+//! (`--no-smoothing` turns it off). The threshold is a 32-bit float, as in
+//! Onion. Document tags go when no unit with a token is kept. Units are cut
+//! exactly as `dupgram dedup` cuts them.
+//!
+//! `--onion-hash ONION/src/buzhash.c` hashes as Onion 1.2 itself does,
+//! with the character table read from Onion's own source: a token is its
+//! whole line, hashed by XOR and rotation of per-byte values, and an n-gram
+//! is the XOR of its tokens' hashes rotated by their distance from its end
+//! (buzhash). That hash is linear: two n-grams whose bytes cancel out under
+//! XOR collide (`5 , 216` and `2 , 516` in the same place of a 7-gram do),
+//! which is why real Onion marks some text no exact method marks. With the
+//! option, this program marks what real Onion marks, collisions included;
+//! without it, what dupgram marks.
 //!
 //! Its memory grows with the corpus (8 bytes and a control byte per distinct
 //! n-gram of kept text, in a hash table that doubles), and a 64-bit collision
 //! can mark a unit wrongly — the two costs dupgram's duplicate-only index
 //! removes.
 //!
-//!     dupgram-onion corpus.vert.zst -n 7 --threshold 0.5 -o marked.vert --marks units.txt
+//!     dupgram-onion corpus.vert.zst -n 7 --threshold 0.5 [--max-stub 20 | --no-smoothing] -o marked.vert --marks units.txt
 //!
 //! `-o` writes the corpus with every line prefixed `1<TAB>` (removed) or
 //! `0<TAB>` (kept), as `dupgram dedup` does; `--marks` one `1`/`0` per unit.
@@ -37,10 +52,17 @@ use anyhow::Context;
 use dupgram_corpus::{VerticalLine, open_decoded};
 use xxhash_rust::xxh3::xxh3_64;
 
-const USAGE: &str = "usage: dupgram-onion INPUT.vert[.gz|.zst]... [-n 7] [--threshold 0.5] [--unit p|s|doc] [--keep-case] [-o MARKED.vert] [--marks UNITS.txt]";
+const USAGE: &str = "usage: dupgram-onion INPUT.vert[.gz|.zst]... [-n 7] [--threshold 0.5] [--max-stub 20] [--no-smoothing] [--unit p|s|doc] [--keep-case] [--onion-hash ONION/src/buzhash.c] [-o MARKED.vert] [--marks UNITS.txt]";
 
 fn main() -> anyhow::Result<()> {
-    let mut params = Params { n: 7, threshold: 0.5, unit_tag: Some("p".into()), keep_case: false };
+    let mut params = Params {
+        n: 7,
+        threshold: 0.5,
+        max_stub: Some(20),
+        unit_tag: Some("p".into()),
+        keep_case: false,
+        buzhash: None,
+    };
     let (mut inputs, mut output, mut marks) = (Vec::new(), None, None);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -48,6 +70,8 @@ fn main() -> anyhow::Result<()> {
         match flag.as_str() {
             "-n" => params.n = value()?.parse()?,
             "--threshold" => params.threshold = value()?.parse()?,
+            "--max-stub" => params.max_stub = Some(value()?.parse()?),
+            "--no-smoothing" => params.max_stub = None,
             "--unit" => {
                 params.unit_tag = match value()?.as_str() {
                     "doc" => None,
@@ -56,6 +80,7 @@ fn main() -> anyhow::Result<()> {
                 }
             }
             "--keep-case" => params.keep_case = true,
+            "--onion-hash" => params.buzhash = Some(read_buzhash_table(&PathBuf::from(value()?))?),
             "-o" | "--output" => output = Some(PathBuf::from(value()?)),
             "--marks" => marks = Some(PathBuf::from(value()?)),
             "-h" | "--help" => {
@@ -75,7 +100,7 @@ fn main() -> anyhow::Result<()> {
         Ok(BufWriter::with_capacity(1 << 20, file))
     };
     let mut onion = Onion::new(params);
-    let mut reader = VerticalReader::new(onion.params.unit_tag.clone(), onion.params.keep_case, output.is_some());
+    let mut reader = VerticalReader::new(&onion.params, output.is_some());
     let mut out = output.as_ref().map(create).transpose()?;
     let mut marks_out = marks.as_ref().map(create).transpose()?;
     let mut stats = Stats::default();
@@ -148,7 +173,8 @@ fn finish(
         }
     }
     if let Some(out) = out {
-        let all_removed = removed.iter().all(|&r| r);
+        // Onion keeps the document's tags while one unit with a token is kept.
+        let all_removed = !doc.units.iter().zip(&removed).any(|(&tokens, &gone)| tokens > 0 && !gone);
         let mut start = 0;
         for (&end, role) in doc.ends.iter().zip(&doc.roles) {
             let gone = match role {
@@ -177,11 +203,16 @@ struct Stats {
 #[derive(Debug, Clone)]
 struct Params {
     n: usize,
-    threshold: f64,
+    /// Kept as Onion keeps it: a C `float`.
+    threshold: f32,
+    /// Onion's `-l`; None: no smoothing (`-m`).
+    max_stub: Option<u32>,
     /// `p` or `s`; None: whole documents.
     unit_tag: Option<String>,
     /// Hash tokens as they are instead of lower-cased (`dupgram dedup` takes vertical tokens as they are).
     keep_case: bool,
+    /// Onion's character table: hash whole lines and n-grams as Onion 1.2 does.
+    buzhash: Option<Vec<u64>>,
 }
 
 type HashSet64 = HashSet<u64, BuildHasherDefault<Identity>>;
@@ -217,7 +248,10 @@ impl Onion {
         self.fps.clear();
         let mut unit = 0;
         for (pos, gram) in hashes.windows(n).enumerate() {
-            let fp = xxh3_64(gram.as_flattened());
+            let fp = match &self.params.buzhash {
+                Some(_) => buzhash_ngram(gram),
+                None => xxh3_64(gram.as_flattened()),
+            };
             self.fps.push(fp);
             // The unit of the n-gram's last token.
             while ends[unit] < pos + n {
@@ -234,11 +268,14 @@ impl Onion {
                 covered_to[unit] = to;
             }
         }
-        let removed: Vec<bool> = units
+        let mut removed: Vec<bool> = units
             .iter()
             .zip(&covered)
-            .map(|(&len, &c)| len > 0 && c as f64 / f64::from(len) > self.params.threshold)
+            .map(|(&len, &c)| len > 0 && c as f64 / f64::from(len) > f64::from(self.params.threshold))
             .collect();
+        if let Some(max_stub) = self.params.max_stub {
+            smooth(&mut removed, units, max_stub);
+        }
         let mut unit = 0;
         for (pos, &fp) in self.fps.iter().enumerate() {
             while ends[unit] < pos + n {
@@ -255,6 +292,28 @@ impl Onion {
             self.local.clear();
         }
         removed
+    }
+}
+
+/// Onion 1.2's smoothing loop, as `onion.c` writes it: `last_bad` starts one
+/// before the first unit, the loop runs to one past the last, and at each
+/// boundary (a duplicate, or the end) the units since the last boundary go
+/// if they hold at most `max_stub` tokens.
+fn smooth(bad: &mut [bool], units: &[u32], max_stub: u32) {
+    let mut last_bad: isize = -1;
+    let mut stub_length = 0u64;
+    for i in 0..=bad.len() {
+        if i == bad.len() || bad[i] {
+            if stub_length <= u64::from(max_stub) {
+                for b in &mut bad[(last_bad + 1) as usize..i] {
+                    *b = true;
+                }
+            }
+            last_bad = i as isize;
+            stub_length = 0;
+        } else {
+            stub_length += u64::from(units[i]);
+        }
     }
 }
 
@@ -288,6 +347,7 @@ struct Doc {
 struct VerticalReader {
     unit_tag: Option<String>,
     keep_case: bool,
+    buzhash: Option<Vec<u64>>,
     keep_lines: bool,
     in_doc: bool,
     /// A `<doc>` line that ended the previous document and opens the next.
@@ -299,10 +359,11 @@ struct VerticalReader {
 }
 
 impl VerticalReader {
-    fn new(unit_tag: Option<String>, keep_case: bool, keep_lines: bool) -> Self {
+    fn new(params: &Params, keep_lines: bool) -> Self {
         let mut r = VerticalReader {
-            unit_tag,
-            keep_case,
+            unit_tag: params.unit_tag.clone(),
+            keep_case: params.keep_case,
+            buzhash: params.buzhash.clone(),
             keep_lines,
             in_doc: false,
             pending: None,
@@ -381,13 +442,55 @@ impl VerticalReader {
             && !word.is_empty()
         {
             *self.doc.units.last_mut().expect("a unit") += 1;
-            let hash = token_hash(word, self.keep_case, &mut self.lower);
+            let hash = match &self.buzhash {
+                // Onion hashes the whole line, every column.
+                Some(table) => buzhash_token(line, table),
+                None => token_hash(word, self.keep_case, &mut self.lower),
+            };
             self.doc.hashes.push(hash.to_le_bytes());
         }
         let unit = self.doc.units.len() as u32 - 1;
         self.push(line, Role::Unit(unit));
         Step::Inside
     }
+}
+
+/// Onion's character table, read from the C source of Onion 1.2
+/// (`CHAR2LONG[255] = { …ul, … }` in `src/buzhash.c`).
+fn read_buzhash_table(path: &std::path::Path) -> anyhow::Result<Vec<u64>> {
+    let source = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let body = source
+        .split_once("CHAR2LONG")
+        .and_then(|(_, rest)| rest.split_once('{'))
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .map(|(body, _)| body)
+        .ok_or_else(|| anyhow::anyhow!("{}: no CHAR2LONG table", path.display()))?;
+    let table = body
+        .split(',')
+        .map(|v| v.trim().trim_end_matches("ul").trim_end_matches("UL"))
+        .filter(|v| !v.is_empty())
+        .map(|v| v.parse::<u64>().with_context(|| format!("{}: bad table entry {v}", path.display())))
+        .collect::<anyhow::Result<Vec<u64>>>()?;
+    anyhow::ensure!(table.len() == 255, "{}: {} table entries, not 255", path.display(), table.len());
+    Ok(table)
+}
+
+/// Onion's `hash_string`: XOR in each byte's value, rotate left by one. Its
+/// table has 255 entries, so byte 0xFF (never in UTF-8) reads past it in C;
+/// here it counts as 0.
+fn buzhash_token(line: &[u8], table: &[u64]) -> u64 {
+    let mut hash = 0u64;
+    for &b in line {
+        hash ^= table.get(usize::from(b)).copied().unwrap_or(0);
+        hash = hash.rotate_left(1);
+    }
+    hash
+}
+
+/// Onion's rolling buzhash of an n-gram: each token's hash rotated left by
+/// its distance from the n-gram's end, XORed together.
+fn buzhash_ngram(gram: &[[u8; 8]]) -> u64 {
+    gram.iter().fold(0u64, |hash, token| hash.rotate_left(1) ^ u64::from_le_bytes(*token))
 }
 
 /// The hash of a token, lower-cased unless `keep_case`.
@@ -427,7 +530,8 @@ mod tests {
     use std::collections::HashMap;
 
     fn params(n: usize, threshold: f64) -> Params {
-        Params { n, threshold, unit_tag: Some("p".into()), keep_case: false }
+        let unit_tag = Some("p".into());
+        Params { n, threshold: threshold as f32, max_stub: None, unit_tag, keep_case: false, buzhash: None }
     }
 
     /// Documents cut into units of random lengths (some shorter than n, some empty).
@@ -452,11 +556,14 @@ mod tests {
         units.concat().iter().map(|w| xxh3_64(&w.to_le_bytes()).to_le_bytes()).collect()
     }
 
-    /// The baseline decides exactly as dupgram's marker (without smoothing) on
-    /// the same documents: n-grams hashed here, numbered by the exact index there.
+    /// The baseline decides exactly as dupgram's marker on the same documents,
+    /// with and without smoothing: n-grams hashed here, numbered by the exact
+    /// index there.
     #[test]
     fn agrees_with_dupgrams_marker() {
-        for (seed, n, threshold) in [(1, 3, 0.5), (2, 5, 0.0), (3, 7, 0.5), (4, 2, 0.9), (5, 4, 1.0)] {
+        let cases =
+            [(1, 3, 0.5, None), (2, 5, 0.0, Some(20)), (3, 7, 0.5, Some(20)), (4, 2, 0.9, Some(5)), (5, 4, 1.0, None)];
+        for (seed, n, threshold, max_stub) in cases {
             let docs = corpus(seed, 30_000);
             let mut counts: HashMap<&[u32], u32> = HashMap::new();
             let flat: Vec<Vec<u32>> = docs.iter().map(|d| d.concat()).collect();
@@ -472,9 +579,10 @@ mod tests {
                     ids.insert(g, id);
                 }
             }
-            let mut marker =
-                Marker::new(DedupParams { n: n as u32, threshold, smoothing: false, max_stub: 20 }, ids.len());
-            let mut onion = Onion::new(params(n, threshold));
+            let smoothing = max_stub.is_some();
+            let dedup = DedupParams { n: n as u32, threshold, smoothing, max_stub: max_stub.unwrap_or(0) };
+            let mut marker = Marker::new(dedup, ids.len());
+            let mut onion = Onion::new(Params { max_stub, ..params(n, threshold) });
             let mut removed = 0;
             for (doc, tokens) in docs.iter().zip(&flat) {
                 let units: Vec<u32> = doc.iter().map(|u| u.len() as u32).collect();
@@ -493,7 +601,7 @@ mod tests {
     }
 
     fn run(text: &str, params: &Params) -> (Vec<Vec<u32>>, String) {
-        let mut reader = VerticalReader::new(params.unit_tag.clone(), params.keep_case, true);
+        let mut reader = VerticalReader::new(params, true);
         let mut docs = Vec::new();
         let mut out = String::new();
         let mut flush = |reader: &mut VerticalReader, out: &mut String| {
