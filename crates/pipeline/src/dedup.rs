@@ -116,10 +116,7 @@ pub fn dedup(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> R
     let base = &config.base;
     let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
         .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
-    let work = tempfile::Builder::new()
-        .prefix("dupgram-dedup-")
-        .tempdir_in(&base.tmp_dir)
-        .map_err(|e| PipelineError::io(&base.tmp_dir, e))?;
+    let work = crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?;
     let mut stats = DedupStats {
         n: base.n,
         unit: unit_name(config.unit).into(),
