@@ -518,7 +518,7 @@ impl DocStream<'_> {
             return Err(PipelineError::Usage("internal error: standard input was not copied".into()));
         };
         let name = path.display().to_string();
-        let open_err = |source| PipelineError::Corpus(CorpusError::Open { name: name.clone(), source });
+        let open_err = |error| PipelineError::Corpus(CorpusError::Open { name: name.clone(), error });
         let mut reader = dupgram_corpus::open_decoded(path).map_err(open_err)?;
         let format = match self.options.format.or_else(|| Format::from_path(path)) {
             Some(f) => f,
@@ -549,7 +549,7 @@ impl DocStream<'_> {
                         name: input.name.clone(),
                         line: input.line + 1,
                         offset: 0,
-                        source,
+                        error: source,
                     }));
                 }
             };

@@ -345,7 +345,7 @@ pub(crate) fn zstd_need(inputs: &[Input]) -> Result<ZstdNeed, PipelineError> {
             Input::Stdin { .. } => return Ok(ZstdNeed::Unknown),
             Input::Range { .. } => None,
             Input::Path(p) => dupgram_corpus::zstd_window(p)
-                .map_err(|source| CorpusError::Open { name: p.display().to_string(), source })?,
+                .map_err(|error| CorpusError::Open { name: p.display().to_string(), error })?,
         };
         if let Some(w) = window {
             need = match need {

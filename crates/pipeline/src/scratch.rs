@@ -59,7 +59,12 @@ impl Scratch {
     /// renames it into place; the lock is released.
     pub fn keep(self) -> Result<PathBuf, PipelineError> {
         let lock_path = self.dir.path().join(LOCK);
-        std::fs::remove_file(&lock_path).map_err(|e| PipelineError::io(&lock_path, e))?;
+        match std::fs::remove_file(&lock_path) {
+            Ok(()) => {}
+            // The caller cleared the directory of what it does not keep.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(PipelineError::io(&lock_path, e)),
+        }
         Ok(self.dir.keep())
     }
 }
@@ -110,8 +115,8 @@ pub fn sweep(parent: &Path, prefix: &str) -> Result<Swept, PipelineError> {
                 swept.dirs += 1;
                 swept.bytes += bytes;
             }
-            // Another run swept it first.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            // Another run swept it first, or it is another user's (a shared /tmp).
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) => {}
             Err(e) => return Err(PipelineError::io(&dir, e)),
         }
     }
