@@ -91,7 +91,8 @@ fn io_failure<'e>(cause: &'e (dyn std::error::Error + 'static)) -> Option<(&'e P
 /// its scratch directory by now, so that is the `--tmp-dir`, the output's
 /// directory, or the work directory's — and FILE is `path` below it.
 fn disk_full(path: &Path, io: &std::io::Error) -> String {
-    let dir = path.ancestors().skip(1).find(|d| d.is_dir()).filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir =
+        path.ancestors().skip(1).find(|d| d.is_dir()).filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let file = path.strip_prefix(dir).unwrap_or(path);
     format!("{}: {io}, writing {}", dir.display(), file.display())
 }

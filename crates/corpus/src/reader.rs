@@ -347,7 +347,12 @@ fn read_error(name: &str, line: u64, position: &AtomicU64, e: std::io::Error, op
     } else {
         e
     };
-    CorpusError::Read { name: name.to_owned(), line: line.max(1), offset: position.load(Ordering::Relaxed), error: source }
+    CorpusError::Read {
+        name: name.to_owned(),
+        line: line.max(1),
+        offset: position.load(Ordering::Relaxed),
+        error: source,
+    }
 }
 
 /// How a line read for a record ended.
