@@ -215,6 +215,7 @@ const DEAD_PID: u32 = (1 << 22) + 1;
 /// Starts `dupgram ngrams -` writing its temporary files in `tmp`, feeds it
 /// `text` and keeps its standard input open, so it cannot end; returns once
 /// its scratch directory holds some of the copy of standard input.
+#[allow(clippy::zombie_processes, reason = "the child is handed to the caller, who waits for it")]
 fn job_waiting_for_input(
     tmp: &Path,
     out: &Path,
@@ -224,7 +225,7 @@ fn job_waiting_for_input(
         .args(["ngrams", "-", "-n", "5", "-q", "-o", s(out), "--tmp-dir", s(tmp)])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
@@ -240,7 +241,11 @@ fn job_waiting_for_input(
         {
             return (child, stdin, scratch);
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "no scratch directory in {}", tmp.display());
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("no scratch directory in {}", tmp.display());
+        }
         std::thread::sleep(Duration::from_millis(2));
     }
 }
@@ -267,7 +272,7 @@ fn the_next_run_removes_what_a_killed_job_left() {
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
     drop(stdin);
-    assert_eq!(leftovers(&tmp), [scratch.clone()], "the killed job's directory is left behind");
+    assert_eq!(leftovers(&tmp), std::slice::from_ref(&scratch), "the killed job's directory is left behind");
     assert!(scratch.join("dupgram.lock").is_file() && !out.exists());
     let bytes: u64 = tree(&scratch).iter().map(|(_, len)| len).sum();
     assert!(bytes > 0);
