@@ -32,7 +32,7 @@ impl Tmpfs {
             Ok(out) => {
                 eprintln!(
                     "skipped: cannot mount a tmpfs (needs root): {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
+                    String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
                 );
                 None
             }
