@@ -148,8 +148,8 @@ impl From<dupgram_runs::RunError> for ClusterError {
 }
 
 impl ClusterError {
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        ClusterError::Io { path: path.into(), error: source }
+    pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        ClusterError::Io { path: path.into(), error }
     }
 
     pub fn corrupt(path: &Path, what: impl Into<String>) -> Self {

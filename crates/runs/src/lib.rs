@@ -150,8 +150,8 @@ pub enum RunError {
 }
 
 impl RunError {
-    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        RunError::Io { path: path.to_owned(), error: source }
+    pub(crate) fn io(path: &std::path::Path, error: std::io::Error) -> Self {
+        RunError::Io { path: path.to_owned(), error }
     }
 }
 
