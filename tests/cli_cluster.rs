@@ -164,6 +164,9 @@ fn a_map_task_killed_midway_is_redone_and_the_output_is_the_same() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("lexicon-0001   already done"), "{stderr}");
     assert!(stderr.contains("map-0000       done"), "{stderr}");
+    // The killed task's leftovers were removed when it ran again, and it said so.
+    assert!(stderr.contains(&format!("left in {} by killed dupgram jobs", runs.display())), "{stderr}");
+    assert!(!leftovers(&runs).iter().any(|d| d.file_name().unwrap().to_string_lossy().starts_with("map-0000.tmp")));
     assert_same(dir.path(), "job", &expect, "after a kill");
     // Run again: everything is done, nothing is redone.
     let (code, _, stderr) = run(&["stage", "all", "--workdir", s(&work)]);
@@ -376,13 +379,21 @@ fn updates_need_a_kept_state_and_survive_a_kill() {
     assert!(stderr.contains("bad.jsonl") && stderr.contains("line 2"), "{stderr}");
     assert!(!dir.path().join("no.tsv").exists());
     assert!(kept.join("state/gen-0000/bucket-0000.dgr").is_file() && !kept.join("tasks/update-0001.json").exists());
-    // What a killed update leaves: a half-written next generation.
-    std::fs::create_dir_all(kept.join("state/gen-0001.tmpXYZ")).unwrap();
-    std::fs::write(kept.join("state/gen-0001.tmpXYZ/bucket-0000.dgr"), b"half").unwrap();
+    // What a killed update leaves: a half-written next generation, its lock
+    // free, named with the ID of a process that is gone (above any pid_max).
+    let half = kept.join(format!("state/gen-0001.tmp-{}-XYZ123", (1 << 22) + 1));
+    std::fs::create_dir_all(&half).unwrap();
+    std::fs::write(half.join("dupgram.lock"), b"").unwrap();
+    std::fs::write(half.join("bucket-0000.dgr"), b"half").unwrap();
     let today = dir.path().join("today.tsv");
     let (code, _, stderr) = run(&["update", "--workdir", s(&kept), s(&day), "-o", s(&today), "-q"]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(!kept.join("state/gen-0001.tmpXYZ").exists());
+    let notice = format!(
+        "dupgram: removed 1 temporary directory (4 B) left in {} by killed dupgram jobs",
+        kept.join("state").display()
+    );
+    assert!(stderr.contains(&notice), "{stderr}");
+    assert!(!half.exists());
     assert!(kept.join("state/gen-0001/bucket-0000.dgr").is_file());
     assert!(today.is_file());
 }

@@ -194,7 +194,22 @@ impl ResourceArgs {
     pub fn tmp_dir(&self) -> anyhow::Result<PathBuf> {
         let dir = self.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
         anyhow::ensure!(dir.is_dir(), "{}: --tmp-dir is not a directory", dir.display());
+        sweep_leftovers(&dir);
         Ok(dir)
+    }
+}
+
+/// Removes what jobs killed outright (SIGKILL, a lost node) left in the
+/// temporary directory `dir`, and says so. Only a warning when that fails:
+/// the leftovers cost disk space, not results.
+fn sweep_leftovers(dir: &Path) {
+    match dupgram_pipeline::scratch::sweep(dir, "dupgram") {
+        Ok(swept) => {
+            if let Some(notice) = swept.notice(dir) {
+                eprintln!("dupgram: {notice}");
+            }
+        }
+        Err(e) => eprintln!("dupgram: warning: leftovers of killed jobs not removed: {e}"),
     }
 }
 

@@ -8,6 +8,7 @@ mod pairs;
 mod progress;
 mod stats;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -52,12 +53,46 @@ pub fn report(error: &anyhow::Error, control: &Control) -> ExitCode {
         eprintln!("dupgram: interrupted; temporary files removed, no output written");
         return ExitCode::from(130);
     }
-    if let Some(PipelineError::Io { path, source }) = error.downcast_ref::<PipelineError>()
-        && source.kind() == std::io::ErrorKind::BrokenPipe
+    if let Some(PipelineError::Io { path, error }) = error.downcast_ref::<PipelineError>()
+        && error.kind() == std::io::ErrorKind::BrokenPipe
         && path.as_os_str() == "<stdout>"
     {
         return ExitCode::SUCCESS;
     }
-    eprintln!("dupgram: error: {error:#}");
+    eprintln!("dupgram: error: {}", one_line(error));
     ExitCode::from(1)
+}
+
+/// The error and its causes, each once, joined as `{:#}` joins them; a full
+/// disk is worded to name the directory that filled.
+fn one_line(error: &anyhow::Error) -> String {
+    let mut parts = Vec::new();
+    for cause in error.chain() {
+        if let Some((path, io)) = io_failure(cause)
+            && io.kind() == std::io::ErrorKind::StorageFull
+        {
+            parts.push(disk_full(path, io));
+            break;
+        }
+        parts.push(cause.to_string());
+    }
+    parts.join(": ")
+}
+
+fn io_failure<'e>(cause: &'e (dyn std::error::Error + 'static)) -> Option<(&'e Path, &'e std::io::Error)> {
+    if let Some(e) = cause.downcast_ref::<PipelineError>() {
+        return e.io_failure();
+    }
+    cause.downcast_ref::<dupgram_cluster::ClusterError>().and_then(|e| e.io_failure())
+}
+
+/// `DIR: No space left on device (os error 28), writing FILE`: DIR is the
+/// nearest directory above `path` that still exists — the job has removed
+/// its scratch directory by now, so that is the `--tmp-dir`, the output's
+/// directory, or the work directory's — and FILE is `path` below it.
+fn disk_full(path: &Path, io: &std::io::Error) -> String {
+    let dir =
+        path.ancestors().skip(1).find(|d| d.is_dir()).filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let file = path.strip_prefix(dir).unwrap_or(path);
+    format!("{}: {io}, writing {}", dir.display(), file.display())
 }

@@ -7,15 +7,29 @@
 //!
 //! The checksum is XXH3-64 of the body's bytes as stored, so a torn or
 //! edited file is refused rather than trusted. Files are written under a
-//! temporary name and renamed, so a reader sees a whole file or none.
+//! temporary name and renamed, so a reader sees a whole file or none; the
+//! tasks' scratch directories are made here too.
 
 use std::path::Path;
 
+use dupgram_pipeline::scratch::{self, Scratch};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::ClusterError;
+
+/// A scratch directory named `prefix` in `parent`, after removing the
+/// leftovers of killed runs by the rule of every dupgram job (their owner is
+/// dead: the lock is free and the process is gone; a run still at work,
+/// here or on another node whose locks this filesystem shares, keeps its
+/// own), and saying so on standard error, the task's log.
+pub(crate) fn fresh_scratch(parent: &Path, prefix: &str) -> Result<Scratch, ClusterError> {
+    if let Some(notice) = scratch::sweep(parent, prefix)?.notice(parent) {
+        eprintln!("dupgram: {notice}");
+    }
+    Ok(Scratch::create(parent, prefix)?)
+}
 
 /// The first field of every work-directory file.
 pub const RECORD_MAGIC: &str = "dupgram-workdir";

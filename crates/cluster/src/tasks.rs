@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Scope};
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFormat};
+use dupgram_pipeline::scratch::Scratch;
 use dupgram_pipeline::{
     Control, NgramConfig, NgramStats, PairsConfig, PairsStats, Passes, PipelineError, RunFile, ScoreLayout, Sieve,
     cpu_seconds, peak_rss,
@@ -12,7 +13,7 @@ use dupgram_pipeline::{
 use dupgram_runs::{RunHeader, RunWriter};
 use serde::{Deserialize, Serialize};
 
-use crate::record::{read_record, write_file, write_record};
+use crate::record::{fresh_scratch, read_record, write_file, write_record};
 use crate::{ClusterError, JobPlan, WorkDir, stats};
 
 /// One task of a job.
@@ -276,16 +277,9 @@ impl<'a> Stage<'a> {
     }
 
     /// A fresh temporary directory for `task` under `parent`, after removing
-    /// what an earlier, killed run of it left there.
-    pub(crate) fn scratch(&self, parent: &Path, task: TaskId) -> Result<tempfile::TempDir, ClusterError> {
-        let prefix = format!("{}.tmp", task.name());
-        let stale = std::fs::read_dir(parent).map_err(|e| ClusterError::io(parent, e))?;
-        for entry in stale.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(&prefix) {
-                std::fs::remove_dir_all(entry.path()).map_err(|e| ClusterError::io(entry.path(), e))?;
-            }
-        }
-        tempfile::Builder::new().prefix(&prefix).tempdir_in(parent).map_err(|e| ClusterError::io(parent, e))
+    /// what earlier, killed runs of it left there.
+    pub(crate) fn scratch(&self, parent: &Path, task: TaskId) -> Result<Scratch, ClusterError> {
+        fresh_scratch(parent, &format!("{}.tmp", task.name()))
     }
 
     /// The words a task loads: only repeated ones, unless the job keeps
@@ -551,12 +545,12 @@ pub(crate) fn run_entries(runs: &[(usize, RunFile)]) -> Vec<RunEntry> {
 }
 
 /// Makes a task's scratch directory its output directory `target`.
-pub(crate) fn keep_dir(scratch: tempfile::TempDir, target: &Path) -> Result<(), ClusterError> {
+pub(crate) fn keep_dir(scratch: Scratch, target: &Path) -> Result<(), ClusterError> {
     if target.exists() {
         // Renamed by a run killed before it could record itself.
         std::fs::remove_dir_all(target).map_err(|e| ClusterError::io(target, e))?;
     }
-    let kept = scratch.keep();
+    let kept = scratch.keep()?;
     std::fs::rename(&kept, target).map_err(|e| ClusterError::io(target, e))
 }
 

@@ -39,6 +39,7 @@ use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, Scope};
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFiles, PairFormat};
+use dupgram_pipeline::scratch::Scratch;
 use dupgram_pipeline::{
     BucketTotals, Control, DocTable, IndexStats, IndexTotals, NgramConfig, NgramStats, PairPasses, PairsConfig, Passes,
     PipelineError, RunFile, ShardCut, peak_rss,
@@ -47,7 +48,7 @@ use dupgram_runs::{RunHeader, RunKind, RunReader, RunWriter};
 use serde::{Deserialize, Serialize};
 
 use crate::postings;
-use crate::record::{read_record, write_file, write_record};
+use crate::record::{fresh_scratch, read_record, write_file, write_record};
 use crate::update_pairs::{self, ScoredCorpus};
 use crate::{ClusterError, InputFile, JobPlan, WorkDir};
 
@@ -385,19 +386,19 @@ fn refuse_known(work: &WorkDir, plan: &JobPlan, current: u32, new: &[InputFile])
 }
 
 /// A temporary directory for the next generation, after removing what a
-/// killed update left (a temporary directory, or one renamed but never recorded).
-fn fresh_generation(work: &WorkDir, next: u32) -> Result<tempfile::TempDir, ClusterError> {
+/// killed update left: its temporary directory (when its owner is dead, the
+/// rule of every scratch directory), or one renamed but never recorded.
+fn fresh_generation(work: &WorkDir, next: u32) -> Result<Scratch, ClusterError> {
     let state = work.path("state");
     let name = format!("gen-{next:04}");
-    for entry in std::fs::read_dir(&state).map_err(|e| ClusterError::io(&state, e))?.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&name) {
-            std::fs::remove_dir_all(entry.path()).map_err(|e| ClusterError::io(entry.path(), e))?;
-        }
+    let renamed = state.join(&name);
+    if renamed.exists() {
+        std::fs::remove_dir_all(&renamed).map_err(|e| ClusterError::io(&renamed, e))?;
     }
-    tempfile::Builder::new().prefix(&format!("{name}.tmp")).tempdir_in(&state).map_err(|e| ClusterError::io(&state, e))
+    fresh_scratch(&state, &format!("{name}.tmp"))
 }
 
-fn commit(work: &WorkDir, scratch: tempfile::TempDir, current: u32, next: u32) -> Result<(), ClusterError> {
+fn commit(work: &WorkDir, scratch: Scratch, current: u32, next: u32) -> Result<(), ClusterError> {
     let target = work.path(&generation_dir(next));
     debug_assert_eq!(next, current + 1);
     // The state is the buckets' runs and the lexicon; the day's runs and reports are not part of it.
@@ -407,7 +408,7 @@ fn commit(work: &WorkDir, scratch: tempfile::TempDir, current: u32, next: u32) -
             let _ = std::fs::remove_file(entry.path());
         }
     }
-    let kept = scratch.keep();
+    let kept = scratch.keep()?;
     std::fs::rename(&kept, &target).map_err(|e| ClusterError::io(&target, e))
 }
 

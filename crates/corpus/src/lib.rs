@@ -99,12 +99,15 @@ impl Default for ReadOptions {
 }
 
 /// Reading errors; each names the input and, where it has one, the line and offset.
+///
+/// An I/O error is part of the message, not a [`std::error::Error::source`]:
+/// whoever prints the chain of causes would otherwise say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
-    #[error("{name}: cannot open: {source}")]
-    Open { name: String, source: std::io::Error },
-    #[error("{name}: line {line}, compressed byte {offset}: {source}")]
-    Read { name: String, line: u64, offset: u64, source: std::io::Error },
+    #[error("{name}: cannot open: {error}")]
+    Open { name: String, error: std::io::Error },
+    #[error("{name}: line {line}, compressed byte {offset}: {error}")]
+    Read { name: String, line: u64, offset: u64, error: std::io::Error },
     #[error("{name}: line {line}: {what}")]
     BadRecord { name: String, line: u64, what: String },
     #[error(
@@ -115,8 +118,8 @@ pub enum CorpusError {
         "{name}: needs a zstd window larger than the {limit} bytes --memory allows for decompression; raise --memory or recompress with a smaller window"
     )]
     Window { name: String, limit: u64 },
-    #[error("{path}: cannot write the copy of standard input: {source}")]
-    Spool { path: PathBuf, source: std::io::Error },
+    #[error("{path}: cannot write the copy of standard input: {error}")]
+    Spool { path: PathBuf, error: std::io::Error },
 }
 
 /// Opens a file for line reading, decompressing gzip or zstd (by magic bytes).

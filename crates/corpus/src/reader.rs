@@ -281,7 +281,7 @@ impl OpenInput {
     ) -> Result<OpenInput, CorpusError> {
         let name = input_spec.name();
         let position = Arc::new(AtomicU64::new(0));
-        let open_err = |source| CorpusError::Open { name: name.clone(), source };
+        let open_err = |error| CorpusError::Open { name: name.clone(), error };
         let raw: Box<dyn Read + Send> = match input_spec {
             Input::Path(p) => Box::new(File::open(p).map_err(open_err)?),
             Input::Range { path, start, end } => {
@@ -291,7 +291,7 @@ impl OpenInput {
             }
             Input::Stdin { spool: None } => Box::new(std::io::stdin()),
             Input::Stdin { spool: Some(path) } => {
-                let file = File::create(path).map_err(|source| CorpusError::Spool { path: path.clone(), source })?;
+                let file = File::create(path).map_err(|error| CorpusError::Spool { path: path.clone(), error })?;
                 Box::new(Tee { inner: std::io::stdin(), copy: std::io::BufWriter::new(file), path: path.clone() })
             }
         };
@@ -347,7 +347,12 @@ fn read_error(name: &str, line: u64, position: &AtomicU64, e: std::io::Error, op
     } else {
         e
     };
-    CorpusError::Read { name: name.to_owned(), line: line.max(1), offset: position.load(Ordering::Relaxed), source }
+    CorpusError::Read {
+        name: name.to_owned(),
+        line: line.max(1),
+        offset: position.load(Ordering::Relaxed),
+        error: source,
+    }
 }
 
 /// How a line read for a record ended.

@@ -473,10 +473,13 @@ pub const LEXICON_MAGIC: &[u8; 8] = b"DGLEX\0\r\n";
 pub const LEXICON_VERSION: u16 = 2;
 
 /// Errors reading or writing a lexicon file; each names the file.
+///
+/// An I/O error is part of the message, not a [`std::error::Error::source`]:
+/// whoever prints the chain of causes would otherwise say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum LexiconError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{path}: not a dupgram lexicon")]
     BadMagic { path: PathBuf },
     #[error("{path}: lexicon format version {found}; this build reads versions 1 to {LEXICON_VERSION}")]
@@ -492,7 +495,7 @@ fn save_file(
     version: u16,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<u64, LexiconError> {
-    let io = |e| LexiconError::Io { path: path.to_owned(), source: e };
+    let io = |e| LexiconError::Io { path: path.to_owned(), error: e };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let prefix = format!(".{name}.");
@@ -617,7 +620,7 @@ impl Lexicon {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 corrupt("truncated")
             } else {
-                LexiconError::Io { path: path.to_owned(), source: e }
+                LexiconError::Io { path: path.to_owned(), error: e }
             }
         };
         let mut file = BufReader::new(File::open(path).map_err(io)?);

@@ -246,7 +246,7 @@ pub fn open_runs(runs: &[RunFile], header: RunHeader) -> Result<Vec<RunReader<st
 
 fn remove_runs(runs: &[RunFile]) -> Result<(), RunError> {
     for r in runs {
-        std::fs::remove_file(&r.path).map_err(|source| RunError::Io { path: r.path.clone(), source })?;
+        std::fs::remove_file(&r.path).map_err(|error| RunError::Io { path: r.path.clone(), error })?;
     }
     Ok(())
 }

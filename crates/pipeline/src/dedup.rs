@@ -118,10 +118,7 @@ pub fn dedup(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> R
     let base = &config.base;
     let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
         .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
-    let work = tempfile::Builder::new()
-        .prefix("dupgram-dedup-")
-        .tempdir_in(&base.tmp_dir)
-        .map_err(|e| PipelineError::io(&base.tmp_dir, e))?;
+    let work = crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?;
     let mut stats = DedupStats {
         n: base.n,
         unit: unit_name(config.unit).into(),
@@ -520,7 +517,7 @@ impl DocStream<'_> {
             return Err(PipelineError::Usage("internal error: standard input was not copied".into()));
         };
         let name = path.display().to_string();
-        let open_err = |source| PipelineError::Corpus(CorpusError::Open { name: name.clone(), source });
+        let open_err = |error| PipelineError::Corpus(CorpusError::Open { name: name.clone(), error });
         let mut reader = dupgram_corpus::open_decoded(path).map_err(open_err)?;
         let format = match self.options.format.or_else(|| Format::from_path(path)) {
             Some(f) => f,
@@ -551,7 +548,7 @@ impl DocStream<'_> {
                         name: input.name.clone(),
                         line: input.line + 1,
                         offset: 0,
-                        source,
+                        error: source,
                     }));
                 }
             };

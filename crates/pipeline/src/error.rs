@@ -6,6 +6,9 @@ use dupgram_lexicon::LexiconError;
 use dupgram_runs::RunError;
 
 /// Everything that can stop a job. Messages name the file concerned.
+///
+/// An I/O error is part of the message, not a [`std::error::Error::source`]:
+/// whoever prints the chain of causes would otherwise say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     #[error(transparent)]
@@ -16,8 +19,8 @@ pub enum PipelineError {
     Lexicon(#[from] LexiconError),
     #[error(transparent)]
     Layout(#[from] LayoutError),
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("--memory {budget} is too small: {what}")]
     Memory { budget: String, what: String },
     #[error("the input changed while it was being read: {0}")]
@@ -32,8 +35,20 @@ pub enum PipelineError {
 }
 
 impl PipelineError {
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        PipelineError::Io { path: path.into(), source }
+    pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        PipelineError::Io { path: path.into(), error }
+    }
+
+    /// The file and the I/O error, when an I/O error on a named file stopped
+    /// the job (the caller words a full disk, say, its own way).
+    pub fn io_failure(&self) -> Option<(&std::path::Path, &std::io::Error)> {
+        match self {
+            PipelineError::Io { path, error }
+            | PipelineError::Run(RunError::Io { path, error })
+            | PipelineError::Lexicon(LexiconError::Io { path, error })
+            | PipelineError::Corpus(CorpusError::Spool { path, error }) => Some((path, error)),
+            _ => None,
+        }
     }
 }
 

@@ -532,7 +532,7 @@ pub(crate) const WRITER_BYTES: u64 = 256 * 1024;
 /// Reads a `dupgram ngrams` list and writes the fingerprint of each n-gram; returns how many.
 fn read_dups(path: &Path, lexicon: &Lexicon, n: usize, out: &Path) -> Result<u64, PipelineError> {
     let reader = dupgram_corpus::open_decoded(path)
-        .map_err(|source| CorpusError::Open { name: path.display().to_string(), source })?;
+        .map_err(|error| CorpusError::Open { name: path.display().to_string(), error })?;
     let mut writer = FingerprintWriter::create(out, n)?;
     let mut ids = Vec::with_capacity(n);
     for (i, line) in reader.lines().enumerate() {

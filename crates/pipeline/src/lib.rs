@@ -32,6 +32,7 @@ mod pairs;
 mod parted;
 mod parts;
 mod scan;
+pub mod scratch;
 
 pub use control::{Control, Progress};
 pub use dedup::{DedupConfig, DedupStats, dedup};

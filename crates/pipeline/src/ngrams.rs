@@ -320,10 +320,7 @@ pub fn count_ngrams(config: &NgramConfig, control: &Control, emit: &mut Emit) ->
     let started = Instant::now();
     let plan = MemoryPlan::new(config.memory, config.threads, zstd_need(&config.inputs)?)
         .map_err(|what| memory_error(config, what))?;
-    let work = tempfile::Builder::new()
-        .prefix("dupgram-")
-        .tempdir_in(&config.tmp_dir)
-        .map_err(|e| PipelineError::io(&config.tmp_dir, e))?;
+    let work = crate::scratch::Scratch::create(&config.tmp_dir, "dupgram-ngrams")?;
     let mut stats = NgramStats {
         n: config.n,
         min_count: config.min_count,
@@ -348,7 +345,7 @@ pub(crate) fn zstd_need(inputs: &[Input]) -> Result<ZstdNeed, PipelineError> {
             Input::Stdin { .. } => return Ok(ZstdNeed::Unknown),
             Input::Range { .. } => None,
             Input::Path(p) => dupgram_corpus::zstd_window(p)
-                .map_err(|source| CorpusError::Open { name: p.display().to_string(), source })?,
+                .map_err(|error| CorpusError::Open { name: p.display().to_string(), error })?,
         };
         if let Some(w) = window {
             need = match need {

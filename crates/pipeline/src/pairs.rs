@@ -150,10 +150,7 @@ pub fn find_pairs(
 ) -> Result<PairsStats, PipelineError> {
     let started = Instant::now();
     let base = &config.base;
-    let work = tempfile::Builder::new()
-        .prefix("dupgram-pairs-")
-        .tempdir_in(&base.tmp_dir)
-        .map_err(|e| PipelineError::io(&base.tmp_dir, e))?;
+    let work = crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-pairs")?;
     let mut stats = PairsStats { n: base.n, memory_budget: base.memory, ..PairsStats::default() };
     let passes = PairPasses::new(config, control, work.path())?;
     let result = passes.run(&mut stats, sink, started);

@@ -124,10 +124,13 @@ impl RunHeader {
 }
 
 /// Errors reading or writing a run file. Each names the file it concerns.
+///
+/// An I/O error is part of the message, not a [`std::error::Error::source`]:
+/// whoever prints the chain of causes would otherwise say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{path}: not a dupgram run file")]
     BadMagic { path: PathBuf },
     #[error("{path}: run format version {found}; this build reads version {FORMAT_VERSION}")]
@@ -147,8 +150,8 @@ pub enum RunError {
 }
 
 impl RunError {
-    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        RunError::Io { path: path.to_owned(), source }
+    pub(crate) fn io(path: &std::path::Path, error: std::io::Error) -> Self {
+        RunError::Io { path: path.to_owned(), error }
     }
 }
 

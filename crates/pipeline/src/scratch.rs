@@ -1,0 +1,260 @@
+//! A job's scratch directory, and the removal of those killed jobs left behind.
+//!
+//! A bottom floor of the crate: the jobs (and the cluster's tasks) use it, it
+//! uses only the error type.
+//!
+//! A job that ends in any other way than SIGKILL (or a lost node) removes its
+//! scratch directory; a killed one cannot. So each scratch directory says whose
+//! it is, twice: its name ends with the owner's process ID
+//! (`PREFIX-PID-RANDOM`), and it holds a file, `dupgram.lock`, that the owner
+//! keeps locked (`flock`) for as long as it lives. The kernel releases the
+//! lock when the owner dies, however it dies. A directory is a leftover only
+//! when both say the owner is gone: the lock can be taken, and no process has
+//! that ID (a process that reused the ID keeps the leftover, never the other
+//! way round). A directory without the lock file is never removed: it may be
+//! someone else's that happens to look like ours, and the only scratch
+//! directory without one is an empty one whose owner died between creating it
+//! and its lock file.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::PipelineError;
+
+/// The lock file inside every scratch directory.
+const LOCK: &str = "dupgram.lock";
+
+/// A job's scratch directory: removed (with everything in it) when dropped,
+/// its lock held until then.
+#[derive(Debug)]
+pub struct Scratch {
+    dir: tempfile::TempDir,
+    /// Held, not read: the open, locked file is what tells other runs this
+    /// directory is in use.
+    _lock: File,
+}
+
+impl Scratch {
+    /// A new scratch directory in `parent`, named `{prefix}-{pid}-{random}`, locked.
+    pub fn create(parent: &Path, prefix: &str) -> Result<Scratch, PipelineError> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{prefix}-{}-", std::process::id()))
+            .rand_bytes(6)
+            .tempdir_in(parent)
+            .map_err(|e| PipelineError::io(parent, e))?;
+        let lock_path = dir.path().join(LOCK);
+        let lock = File::create(&lock_path).map_err(|e| PipelineError::io(&lock_path, e))?;
+        // Nobody else can hold it yet: a sweeper that got here first found
+        // the ID of a live process and left the directory alone.
+        lock.try_lock().map_err(|e| PipelineError::io(&lock_path, e.into()))?;
+        Ok(Scratch { dir, _lock: lock })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Keeps the directory (without its lock file), for a caller that
+    /// renames it into place; the lock is released.
+    pub fn keep(self) -> Result<PathBuf, PipelineError> {
+        let lock_path = self.dir.path().join(LOCK);
+        match std::fs::remove_file(&lock_path) {
+            Ok(()) => {}
+            // The caller cleared the directory of what it does not keep.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(PipelineError::io(&lock_path, e)),
+        }
+        Ok(self.dir.keep())
+    }
+}
+
+/// What [`sweep`] removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    pub dirs: usize,
+    pub bytes: u64,
+}
+
+impl Swept {
+    /// The line that tells the user, or `None` when nothing was removed.
+    pub fn notice(&self, parent: &Path) -> Option<String> {
+        (self.dirs > 0).then(|| {
+            format!(
+                "removed {} temporary director{} ({}) left in {} by killed dupgram jobs",
+                self.dirs,
+                if self.dirs == 1 { "y" } else { "ies" },
+                crate::memory::human_bytes(self.bytes),
+                parent.display()
+            )
+        })
+    }
+}
+
+/// Removes the scratch directories named `{prefix}-{pid}-{random}` in
+/// `parent` whose owner is dead: the lock can be taken and no process has
+/// that ID. Directories of live jobs, and anything else, are left alone.
+pub fn sweep(parent: &Path, prefix: &str) -> Result<Swept, PipelineError> {
+    let mut swept = Swept::default();
+    let entries = std::fs::read_dir(parent).map_err(|e| PipelineError::io(parent, e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| owner(n, prefix)) else { continue };
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let dir = entry.path();
+        // Taken before the ID is checked and held while the directory is removed.
+        let Some(_lock) = take_lock(&dir)? else { continue };
+        if process_alive(pid) {
+            continue;
+        }
+        let bytes = size_of(&dir);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {
+                swept.dirs += 1;
+                swept.bytes += bytes;
+            }
+            // Another run swept it first, or it is another user's (a shared /tmp).
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) => {}
+            Err(e) => return Err(PipelineError::io(&dir, e)),
+        }
+    }
+    Ok(swept)
+}
+
+/// The owner's process ID, if `name` is a scratch directory name of `prefix`.
+fn owner(name: &str, prefix: &str) -> Option<u32> {
+    let rest = name.strip_prefix(prefix)?.strip_prefix('-')?;
+    let (rest, random) = rest.rsplit_once('-')?;
+    let pid = rest.rsplit('-').next()?;
+    (!random.is_empty() && random.chars().all(|c| c.is_ascii_alphanumeric()) && pid.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// `Some(lock)` when the directory's lock file was free and is now locked by
+/// us; `None` when a live job holds it, or there is no lock file.
+fn take_lock(dir: &Path) -> Result<Option<File>, PipelineError> {
+    let path = dir.join(LOCK);
+    let file = match File::open(&path) {
+        Ok(file) => file,
+        // Removed by another sweeper, or never a scratch directory's.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(PipelineError::io(&path, e)),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(PipelineError::io(&path, e)),
+    }
+}
+
+/// Whether a process with this ID exists (on this machine).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    if pid <= 0 {
+        // 0 and negative IDs name process groups, not a process.
+        return true;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the
+    // process exists and may be signalled. No memory is passed or shared.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    // EPERM: it exists but belongs to someone else.
+    found || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Bytes of the files under `dir` (what removing it frees, near enough).
+fn size_of(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(t) if t.is_dir() => size_of(&entry.path()),
+            Ok(_) => entry.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_carry_the_owner() {
+        assert_eq!(owner("dupgram-ngrams-1234-aB3xZ9", "dupgram-ngrams"), Some(1234));
+        assert_eq!(owner("map-0003.tmp-77-q1w2e3", "map-0003.tmp"), Some(77));
+        // A prefix covers the longer ones that start with it and a dash.
+        assert_eq!(owner("dupgram-ngrams-1234-aB3xZ9", "dupgram"), Some(1234));
+        assert_eq!(owner("dupgram-pairsX-12-ab", "dupgram-pairs"), None);
+        assert_eq!(owner("dupgram-ngrams-abc-aB3xZ9", "dupgram-ngrams"), None);
+        assert_eq!(owner("dupgram-ngrams-12-", "dupgram-ngrams"), None);
+        assert_eq!(owner("dupgram-ngrams-12", "dupgram-ngrams"), None);
+        assert_eq!(owner("other-12-ab", "dupgram"), None);
+    }
+
+    #[test]
+    fn a_scratch_directory_is_named_locked_and_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = Scratch::create(parent.path(), "dupgram-test").unwrap();
+        let name = scratch.path().file_name().unwrap().to_str().unwrap().to_owned();
+        assert_eq!(owner(&name, "dupgram-test"), Some(std::process::id()));
+        std::fs::write(scratch.path().join("run"), b"12345").unwrap();
+        // Its owner is alive and holds the lock: left alone.
+        assert_eq!(sweep(parent.path(), "dupgram-test").unwrap(), Swept::default());
+        assert!(scratch.path().is_dir());
+        let path = scratch.path().to_owned();
+        drop(scratch);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn leftovers_of_dead_processes_are_removed_and_others_kept() {
+        let parent = tempfile::tempdir().unwrap();
+        // A process that has exited: its ID is free (until reused, which
+        // would only keep the directory).
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let leftover = parent.path().join(format!("dupgram-test-{dead}-abc123"));
+        std::fs::create_dir_all(leftover.join("runs")).unwrap();
+        std::fs::write(leftover.join(LOCK), b"").unwrap();
+        std::fs::write(leftover.join("runs/r1"), vec![0u8; 1000]).unwrap();
+        // No lock file (killed before it made one, or not ours at all): kept.
+        let unlocked = parent.path().join(format!("dupgram-test-{dead}-def456"));
+        std::fs::create_dir(&unlocked).unwrap();
+        // Lock free, but the ID is a live process's (ours): kept.
+        let live_id = parent.path().join(format!("dupgram-test-{}-ghi789", std::process::id()));
+        std::fs::create_dir(&live_id).unwrap();
+        std::fs::write(live_id.join(LOCK), b"").unwrap();
+        // Lock held (by this process, through another open file): kept.
+        let held = parent.path().join(format!("dupgram-test-{dead}-jkl012"));
+        std::fs::create_dir(&held).unwrap();
+        let holder = File::create(held.join(LOCK)).unwrap();
+        holder.lock().unwrap();
+        // Not a scratch directory of this prefix: kept.
+        let other = parent.path().join(format!("dupgram-other-{dead}-abc123"));
+        std::fs::create_dir(&other).unwrap();
+
+        let swept = sweep(parent.path(), "dupgram-test").unwrap();
+        assert_eq!(swept, Swept { dirs: 1, bytes: 1000 });
+        assert!(!leftover.exists());
+        assert!(unlocked.is_dir() && live_id.is_dir() && held.is_dir() && other.is_dir());
+        let notice = swept.notice(parent.path()).unwrap();
+        assert!(notice.starts_with("removed 1 temporary directory (1000 B) left in "), "{notice}");
+        let two = Swept { dirs: 2, bytes: 3 << 20 }.notice(parent.path()).unwrap();
+        assert!(two.starts_with("removed 2 temporary directories (3.0 MiB) left in "), "{two}");
+        assert_eq!(Swept::default().notice(parent.path()), None);
+    }
+
+    #[test]
+    fn kept_directories_lose_their_lock_file() {
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = Scratch::create(parent.path(), "t").unwrap();
+        std::fs::write(scratch.path().join("out"), b"x").unwrap();
+        let kept = scratch.keep().unwrap();
+        let names: Vec<_> = std::fs::read_dir(&kept).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["out"]);
+    }
+}
