@@ -255,6 +255,34 @@ fn staged_pairs_equal_one_machine_pairs() {
     assert!(stderr.contains("this job (pairs) has no task reduce-0000"), "{stderr}");
 }
 
+#[test]
+fn staged_pairs_expand_groups_as_one_machine_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    let texts = generated(&corpus, 30_000, 9, 300);
+    let copies = texts.iter().enumerate().filter(|(i, t)| texts[..*i].contains(t)).count();
+    assert!(copies > 3, "the generator's exact copies make groups");
+    let options = ["-n", "5", "--min-sscr", "0.2", "--memory", "32M", "-q", "--expand-groups"];
+    let (one, grouped, staged) = (dir.path().join("one.tsv"), dir.path().join("g.tsv"), dir.path().join("s.tsv"));
+    let mut args = vec!["pairs", s(&corpus), "-o", s(&one)];
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let mut args = vec!["pairs", s(&corpus), "-o", s(&grouped)];
+    args.extend(&options[..options.len() - 1]);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let work = dir.path().join("w");
+    let mut args = vec!["slurm", "pairs", s(&corpus), "-o", s(&staged)];
+    args.extend(["--workdir", s(&work), "--shards", "3", "--buckets", "2", "--local"]);
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let one = std::fs::read_to_string(&one).unwrap();
+    assert!(one.lines().count() > std::fs::read_to_string(&grouped).unwrap().lines().count(), "copies added");
+    assert_eq!(std::fs::read_to_string(&staged).unwrap(), one);
+}
+
 /// Runs `dupgram args` and kills it (SIGKILL) once a run file appears in a
 /// task directory under `dir` (or after a minute).
 fn kill_once_a_run_is_written(args: &[&str], dir: &Path) {
