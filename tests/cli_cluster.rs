@@ -535,19 +535,24 @@ fn cross_pairs(path: &Path, older: &[String], newer: &[String]) -> Vec<String> {
 fn updates_with_postings_score_the_pairs_with_older_documents() {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
-    // No exact copies: `dupgram pairs` pairs a group of identical documents through its first only.
+    // Exact copies within each part and across them: groups of identical
+    // documents with older and new members, one over --max-group-pairs 3.
     let spec = dupgram_testkit::CorpusSpec {
         seed: 21,
         tokens: 50_000,
         vocabulary: 600,
         mean_doc_len: 70,
-        exact_copies: 0.0,
+        exact_copies: 0.05,
         ..Default::default()
     };
     let generator = dupgram_testkit::Corpus::new(spec.clone());
-    let docs: Vec<(String, String)> =
-        dupgram_testkit::Corpus::new(spec).enumerate().map(|(i, d)| (format!("d{i}"), generator.text(&d))).collect();
-    let (a, b) = (docs.len() * 7 / 10, docs.len() * 85 / 100);
+    let mut texts: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| generator.text(&d)).collect();
+    let (a, b) = (texts.len() * 7 / 10, texts.len() * 85 / 100);
+    let (x, y, z) = (texts[3].clone(), texts[10].clone(), texts[a + 2].clone());
+    for (at, text) in [(b + 5, &x), (a + 9, &y), (a + 3, &x), (b + 1, &y), (a + 12, &y), (a + 30, &y), (b + 2, &z)] {
+        texts[at] = text.clone();
+    }
+    let docs: Vec<(String, String)> = texts.into_iter().enumerate().map(|(i, t)| (format!("d{i}"), t)).collect();
     let parts = [("base.jsonl", 0..a), ("day1.jsonl", a..b), ("day2.jsonl", b..docs.len())];
     for (name, range) in &parts {
         let lines: String = docs[range.clone()]
@@ -581,9 +586,21 @@ fn updates_with_postings_score_the_pairs_with_older_documents() {
     let (code, _, stderr) = run(&["ngrams", s(&path("base.jsonl")), "-n", "5", "-q", "-o", s(&path("one.tsv"))]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(std::fs::read(path("base.tsv")).unwrap(), std::fs::read(path("one.tsv")).unwrap());
-    // Every threshold the update takes, the same for the full pairs run.
-    let options = ["--min-sscr", "0.05", "--min-ssr", "0.01", "--min-cover", "0.1", "--max-df", "50"];
-    for (day, older, max_segments) in [("day1", 0..a, "1"), ("day2", 0..b, "8")] {
+    let expanding = path("w-expand");
+    let copied = std::process::Command::new("cp").args(["-a", s(&work), s(&expanding)]).status().unwrap();
+    assert!(copied.success());
+    // Every option the update takes, the same for the full pairs run: grouped, then expanded.
+    let grouped = ["--min-sscr", "0.05", "--min-ssr", "0.01", "--min-cover", "0.1", "--max-df", "50"];
+    let options = [&grouped[..], &["--max-group-pairs", "3"]].concat();
+    let expanded = [&options[..], &["--expand-groups"]].concat();
+    let runs = [
+        ("day1", 0..a, "1", &work, &options[..]),
+        ("day2", 0..b, "8", &work, &options[..]),
+        ("day1", 0..a, "1", &expanding, &expanded[..]),
+        ("day2", 0..b, "8", &expanding, &expanded[..]),
+    ];
+    let mut sizes = Vec::new();
+    for (day, older, max_segments, work, options) in runs {
         let mut args = vec!["update", "--workdir", s(&work), "-q", "--max-segments", max_segments];
         let (input, pairs, all) = (path(&format!("{day}.jsonl")), path(&format!("{day}.pairs")), path("all.tsv"));
         args.extend([s(&input), "-o", "/dev/null", "--all", s(&all), "--pairs", s(&pairs)]);
@@ -603,7 +620,8 @@ fn updates_with_postings_score_the_pairs_with_older_documents() {
         let expected = cross_pairs(&full, &ids(older), &new);
         assert!(expected.len() > 10, "{day}: too few pairs to tell anything");
         let got: Vec<String> = std::fs::read_to_string(&pairs).unwrap().lines().skip(1).map(str::to_owned).collect();
-        assert_eq!(got, expected, "{day}");
+        assert_eq!(got, expected, "{day} {options:?}");
+        sizes.push(got.len());
         let mut args: Vec<&str> = vec!["ngrams"];
         args.extend(so_far.iter().map(|p| s(p)));
         let count = path("full.tsv");
@@ -612,6 +630,7 @@ fn updates_with_postings_score_the_pairs_with_older_documents() {
         assert_eq!(code, 0, "{stderr}");
         assert_eq!(sorted_lines(&all), sorted_lines(&count), "{day}");
     }
+    assert!(sizes[2] > sizes[0] && sizes[3] > sizes[1], "copies' pairs added: {sizes:?}");
     // Every generation holds the table of the whole corpus.
     for g in 0..3 {
         assert!(work.join(format!("state/gen-0002/docs-{g:04}.table")).is_file());

@@ -13,7 +13,7 @@
 /// in one flat list: 4 bytes per grouped document, whatever the number of
 /// groups.
 #[derive(Debug, Default)]
-pub(crate) struct Groups {
+pub struct Groups {
     members: Vec<u32>,
     /// Where each group starts in `members`, and one more for the end.
     starts: Vec<u32>,
@@ -63,7 +63,7 @@ impl Groups {
 
 /// Which groups `expand_groups` expands.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Expansion {
+pub struct Expansion {
     pub expand: bool,
     pub max_group_pairs: u64,
 }

@@ -105,6 +105,11 @@ impl PairsConfig {
         Ok(())
     }
 
+    /// Which groups of identical documents are expanded.
+    pub fn expansion(&self) -> Expansion {
+        Expansion { expand: self.expand_groups, max_group_pairs: self.max_group_pairs }
+    }
+
     /// Whether a pair with these scores passes the thresholds.
     pub fn keeps(&self, s: &PairScores) -> bool {
         s.sscr >= self.min_sscr && s.ssr >= self.min_ssr && s.cover_a.max(s.cover_b) >= self.min_cover
@@ -360,11 +365,6 @@ impl<'a> PairPasses<'a> {
         layout
     }
 
-    /// Which groups of identical documents are expanded.
-    fn expansion(&self) -> Expansion {
-        Expansion { expand: self.config.expand_groups, max_group_pairs: self.config.max_group_pairs }
-    }
-
     /// Every pair of group representatives sharing an n-gram of the index
     /// file `index` that at most `max_df` of them hold, as runs cut by the
     /// scoring range of the pair's first document.
@@ -441,7 +441,7 @@ impl<'a> PairPasses<'a> {
             cache = cache.only(named_documents(&candidates, table.len())?);
         }
         let groups = Groups::new(rep_of);
-        let expansion = self.expansion();
+        let expansion = self.config.expansion();
         let mut scorer = Scorer {
             config: self.config,
             groups: &groups,
@@ -529,7 +529,7 @@ impl<'a> PairPasses<'a> {
         let groups = Groups::new(rep_of);
         stats.exact_groups = groups.len() as u64;
         stats.grouped_documents = groups.iter().map(|g| g.len() as u64).sum();
-        let expansion = self.expansion();
+        let expansion = self.config.expansion();
         let mut capped: Vec<&[u32]> = groups.iter().filter(|g| expansion.capped(g)).collect();
         stats.capped_groups = capped.len() as u64;
         capped.sort_unstable_by_key(|g| (std::cmp::Reverse(g.len()), g[0]));
@@ -599,8 +599,9 @@ fn blocks_bytes(blocks: &[Range<u32>]) -> u64 {
 
 /// Groups of documents with identical token sequences (by hash); each
 /// document maps to its group's first document. Documents too short for an
-/// n-gram share nothing and stay alone.
-fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
+/// n-gram share nothing and stay alone. Hashes are not proof: a
+/// [`GroupCheck`](crate::GroupCheck) over the n-grams says who differs.
+pub fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
     let mut rep_of: Vec<u32> = (0..table.len() as u32).collect();
     let mut order: Vec<u32> = (0..table.len() as u32).filter(|&d| table.tokens[d as usize] >= n).collect();
     order.sort_unstable_by_key(|&d| (table.hashes[d as usize], table.tokens[d as usize], d));
