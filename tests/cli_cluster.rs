@@ -601,7 +601,7 @@ fn updates_with_postings_score_the_pairs_with_older_documents() {
     ];
     let mut sizes = Vec::new();
     for (day, older, max_segments, work, options) in runs {
-        let mut args = vec!["update", "--workdir", s(&work), "-q", "--max-segments", max_segments];
+        let mut args = vec!["update", "--workdir", s(work), "-q", "--max-segments", max_segments];
         let (input, pairs, all) = (path(&format!("{day}.jsonl")), path(&format!("{day}.pairs")), path("all.tsv"));
         args.extend([s(&input), "-o", "/dev/null", "--all", s(&all), "--pairs", s(&pairs)]);
         args.extend(options);

@@ -52,6 +52,10 @@ impl Groups {
         self.starts.len().saturating_sub(1)
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The members of the group whose first document is `rep`, if it has one.
     pub fn of(&self, rep: u32) -> Option<&[u32]> {
         let groups = &self.starts[..self.len()];
@@ -100,7 +104,7 @@ mod tests {
         for alone in [1, 2, 5, 7, 9] {
             assert_eq!(groups.of(alone), None);
         }
-        assert_eq!(Groups::new(&[0, 1, 2]).len(), 0);
+        assert!(Groups::new(&[0, 1, 2]).is_empty());
         assert_eq!(Groups::new(&[]).of(0), None);
         let expansion = Expansion { expand: true, max_group_pairs: 2 };
         assert_eq!(expansion.copies(&groups, 0), None, "4 documents: capped at 2 pairs");
