@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 
 /// The first field of every work-directory file.
 pub const RECORD_MAGIC: &str = "dupgram-workdir";

@@ -27,7 +27,7 @@
 //! Generations no segment is read from any more are removed.
 //!
 //! A job planned with `--keep-postings` keeps where every n-gram occurs
-//! (see [`crate::postings`]): its segments are postings runs, and an update
+//! (see `postings`): its segments are postings runs, and an update
 //! indexes the day's documents (numbered after the older ones) rather than
 //! counting them, so the walk sees each n-gram's old and new occurrences.
 //! With `--pairs` it writes those of the n-grams both have to a run per
@@ -46,20 +46,13 @@ use dupgram_pipeline::{
 use dupgram_runs::{RunHeader, RunKind, RunReader, RunWriter};
 use serde::{Deserialize, Serialize};
 
-use crate::postings;
+use crate::error::ClusterError;
+use crate::plan::{InputFile, JobPlan};
 use crate::record::{read_record, write_file, write_record};
+use crate::room::SharedRoom;
+use crate::state::{docs_table, docs_totals, generation_dir, generation_name, load_corpus_docs};
 use crate::update_pairs::{self, ScoredCorpus};
-use crate::{ClusterError, InputFile, JobPlan, WorkDir};
-
-/// The directory of state generation `generation`, in the work directory.
-pub(crate) fn generation_dir(generation: u32) -> String {
-    format!("state/{}", generation_name(generation))
-}
-
-/// The name of a generation's directory inside `state/`, which segment paths start with.
-fn generation_name(generation: u32) -> String {
-    format!("gen-{generation:04}")
-}
+use crate::workdir::WorkDir;
 
 /// Segments per bucket, by default, before an update merges them into one.
 pub const MAX_SEGMENTS: usize = 8;
@@ -225,13 +218,13 @@ pub fn update(
     let mut grown = None;
     if let Some((first_new, day)) = docs {
         let generation = scratch.path();
-        write_file(&generation.join(postings::docs_table(next)), |out| day.table.write_to(first_new, out))?;
+        write_file(&generation.join(docs_table(next)), |out| day.table.write_to(first_new, out))?;
         let day_totals = BucketTotals { totals: day.totals, differing: Vec::new() };
-        write_file(&generation.join(postings::docs_totals(next)), |out| day_totals.write_to(out))?;
+        write_file(&generation.join(docs_totals(next)), |out| day_totals.write_to(out))?;
         link_docs(&state, generation, current)?;
         if outputs.pairs.is_some() {
             // The whole corpus's table, the day's included, from the files just written.
-            let (table, totals) = postings::load_corpus_docs(generation, next)?;
+            let (table, totals) = load_corpus_docs(generation, next)?;
             if table.len() as u64 != first_new + day_totals.totals.occurrences.len() as u64 {
                 return Err(ClusterError::corrupt(generation, "the documents' tables do not add up to the job's"));
             }
@@ -544,7 +537,7 @@ impl dupgram_merge::MergeSink for DaySink<'_> {
 /// into the next generation's directory `to`.
 fn link_docs(from: &Path, to: &Path, current: u32) -> Result<(), ClusterError> {
     for generation in 0..=current {
-        for name in [postings::docs_table(generation), postings::docs_totals(generation)] {
+        for name in [docs_table(generation), docs_totals(generation)] {
             let (source, target) = (from.join(&name), to.join(&name));
             if !source.exists() {
                 continue;
@@ -690,36 +683,6 @@ impl Walk<'_> {
         drop(day);
         let _ = std::fs::remove_file(&day_path);
         Ok(tally)
-    }
-}
-
-/// The memory a report on what new and older text share may fill: a
-/// quarter of `--memory`.
-pub(crate) struct SharedRoom {
-    used: std::sync::atomic::AtomicU64,
-    budget: u64,
-    /// The option whose report needs the room.
-    option: &'static str,
-}
-
-impl SharedRoom {
-    pub(crate) fn new(budget: u64, option: &'static str) -> Self {
-        SharedRoom { used: std::sync::atomic::AtomicU64::new(0), budget, option }
-    }
-
-    pub(crate) fn take(&self, bytes: u64) -> Result<(), PipelineError> {
-        let used = self.used.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
-        if used > self.budget / 4 {
-            return Err(PipelineError::Memory {
-                budget: dupgram_pipeline::human_bytes(self.budget),
-                what: format!(
-                    "what the new documents share with older text does not fit a quarter of it; \
-                     add fewer documents at a time, or leave out {}",
-                    self.option
-                ),
-            });
-        }
-        Ok(())
     }
 }
 
@@ -948,15 +911,6 @@ fn report_documents(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shared_ngrams_stay_within_a_quarter_of_the_budget() {
-        let room = SharedRoom::new(400, "--documents");
-        room.take(60).unwrap();
-        room.take(40).unwrap();
-        let err = room.take(1).unwrap_err().to_string();
-        assert!(err.contains("--memory 400 B") && err.contains("--documents"), "{err}");
-    }
 
     #[test]
     fn shared_ngrams_are_found_by_their_ids() {

@@ -27,8 +27,8 @@ use dupgram_index::{DocStats, Occurrence, PairCounts, ScoreScratch, score};
 use dupgram_pipeline::{Control, DocTable, Groups, IndexTotals, PairsConfig, PairsSink, PipelineError};
 use dupgram_runs::RunReader;
 
-use crate::ClusterError;
-use crate::update::SharedRoom;
+use crate::error::ClusterError;
+use crate::room::SharedRoom;
 
 /// The documents of the grown corpus.
 pub(crate) struct ScoredCorpus {
