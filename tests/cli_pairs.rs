@@ -223,3 +223,27 @@ fn expand_groups_lists_every_copy() {
     let (_, help, _) = run(&["pairs", "--help"]);
     assert!(help.contains("--expand-groups") && help.contains("a copy's pairs are left out"), "{help}");
 }
+
+#[test]
+fn expanded_pairs_stream_within_the_memory_budget() {
+    // A document copied 101 times (a group --max-group-pairs 100 expands)
+    // sharing a 5-gram with each of 10,000 others: about a million pairs
+    // of copies, far more than 16M could hold.
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.txt");
+    let hub: Vec<String> = (0..2000).map(|i| format!("w{i}")).collect();
+    let mut lines = vec![hub.join(" "); 101];
+    for i in 0..10_000 {
+        let at = (i * 5) % (hub.len() - 5);
+        lines.push(format!("p{i}a {} p{i}b", hub[at..at + 5].join(" ")));
+    }
+    std::fs::write(&corpus, lines.join("\n") + "\n").unwrap();
+    let stats = dir.path().join("s.json");
+    let args = ["pairs", s(&corpus), "-n", "5", "-o", "/dev/null", "--memory", "16M", "--stats-json", s(&stats)];
+    let (code, _, stderr) = run(&[&args[..], &["--expand-groups"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert!(json["expanded_pairs"].as_u64().unwrap() > 1_000_000, "{json}");
+    let peak = json["peak_rss"].as_u64().unwrap();
+    assert!(peak > 0 && peak <= 16 << 20, "peak {peak} over 16M");
+}
