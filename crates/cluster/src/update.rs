@@ -32,7 +32,9 @@
 //! counting them, so the walk sees each n-gram's old and new occurrences.
 //! With `--pairs` it writes those of the n-grams both have to a run per
 //! bucket, from which [`crate::update_pairs`] scores each pair of a new and
-//! an older document.
+//! an older document, and checks the grown corpus's groups of identical
+//! documents (equal hashes) against every n-gram it walks, as the index
+//! merge of `dupgram pairs` checks them.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

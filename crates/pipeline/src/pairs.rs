@@ -74,7 +74,7 @@ pub struct PairsConfig {
     /// this plus one is *capped*: reported as without expansion.
     pub max_group_pairs: u64,
     /// Every member of a group gets its first document's pairs, and every
-    /// pair within a group is listed (see [`crate::groups`]).
+    /// pair within a group is listed (see [`Groups`](crate::Groups)).
     pub expand_groups: bool,
 }
 
