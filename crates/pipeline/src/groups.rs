@@ -22,19 +22,19 @@ pub struct Groups {
 impl Groups {
     /// The groups of `rep_of` (each document's representative, the lowest-numbered member).
     pub fn new(rep_of: &[u32]) -> Self {
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
-        for (doc, &rep) in rep_of.iter().enumerate() {
-            if rep != doc as u32 {
-                pairs.push((rep, rep));
-                pairs.push((rep, doc as u32));
-            }
-        }
+        // (first, member) of every member but the first, which opens its group below.
+        let mut pairs: Vec<(u32, u32)> = rep_of
+            .iter()
+            .enumerate()
+            .filter(|&(doc, &rep)| rep != doc as u32)
+            .map(|(doc, &rep)| (rep, doc as u32))
+            .collect();
         pairs.sort_unstable();
-        pairs.dedup();
-        let mut groups = Groups { members: Vec::with_capacity(pairs.len()), starts: Vec::new() };
+        let mut groups = Groups { members: Vec::new(), starts: Vec::new() };
         for (i, &(rep, doc)) in pairs.iter().enumerate() {
             if i == 0 || pairs[i - 1].0 != rep {
                 groups.starts.push(groups.members.len() as u32);
+                groups.members.push(rep);
             }
             groups.members.push(doc);
         }
