@@ -88,29 +88,21 @@ fn same_pairs_for_any_threads_and_memory() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("c.jsonl");
     generated(&corpus, 200_000, 17, 3000);
-    let mut outputs = Vec::new();
-    for (threads, memory) in [("1", "1G"), ("2", "16M"), ("3", "48M")] {
-        let out = dir.path().join(format!("p{threads}.tsv"));
-        let cl = dir.path().join(format!("c{threads}.tsv"));
-        let (code, _, stderr) = run(&[
-            "pairs",
-            s(&corpus),
-            "-n",
-            "5",
-            "-o",
-            s(&out),
-            "--clusters",
-            s(&cl),
-            "--threads",
-            threads,
-            "--memory",
-            memory,
-            "-q",
-        ]);
-        assert_eq!(code, 0, "{threads} {memory}: {stderr}");
-        outputs.push((std::fs::read(&out).unwrap(), std::fs::read(&cl).unwrap()));
+    // With the copies' pairs too (the generator copies documents exactly).
+    for expand in [&[][..], &["--expand-groups"]] {
+        let mut outputs = Vec::new();
+        for (threads, memory) in [("1", "1G"), ("2", "16M"), ("3", "48M")] {
+            let out = dir.path().join(format!("p{threads}.tsv"));
+            let cl = dir.path().join(format!("c{threads}.tsv"));
+            let mut args = vec!["pairs", s(&corpus), "-n", "5", "-o", s(&out), "--clusters", s(&cl)];
+            args.extend(["--threads", threads, "--memory", memory, "-q"]);
+            args.extend(expand);
+            let (code, _, stderr) = run(&args);
+            assert_eq!(code, 0, "{threads} {memory}: {stderr}");
+            outputs.push((std::fs::read(&out).unwrap(), std::fs::read(&cl).unwrap()));
+        }
+        assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{expand:?}");
     }
-    assert!(outputs.windows(2).all(|w| w[0] == w[1]));
 }
 
 #[test]
