@@ -258,6 +258,34 @@ fn staged_pairs_equal_one_machine_pairs() {
     assert!(stderr.contains("this job (pairs) has no task reduce-0000"), "{stderr}");
 }
 
+#[test]
+fn staged_pairs_expand_groups_as_one_machine_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    let texts = generated(&corpus, 30_000, 9, 300);
+    let copies = texts.iter().enumerate().filter(|(i, t)| texts[..*i].contains(t)).count();
+    assert!(copies > 3, "the generator's exact copies make groups");
+    let options = ["-n", "5", "--min-sscr", "0.2", "--memory", "32M", "-q", "--expand-groups"];
+    let (one, grouped, staged) = (dir.path().join("one.tsv"), dir.path().join("g.tsv"), dir.path().join("s.tsv"));
+    let mut args = vec!["pairs", s(&corpus), "-o", s(&one)];
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let mut args = vec!["pairs", s(&corpus), "-o", s(&grouped)];
+    args.extend(&options[..options.len() - 1]);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let work = dir.path().join("w");
+    let mut args = vec!["slurm", "pairs", s(&corpus), "-o", s(&staged)];
+    args.extend(["--workdir", s(&work), "--shards", "3", "--buckets", "2", "--local"]);
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let one = std::fs::read_to_string(&one).unwrap();
+    assert!(one.lines().count() > std::fs::read_to_string(&grouped).unwrap().lines().count(), "copies added");
+    assert_eq!(std::fs::read_to_string(&staged).unwrap(), one);
+}
+
 /// Runs `dupgram args` and kills it (SIGKILL) once a run file appears in a
 /// task directory under `dir` (or after a minute).
 fn kill_once_a_run_is_written(args: &[&str], dir: &Path) {
@@ -518,19 +546,24 @@ fn cross_pairs(path: &Path, older: &[String], newer: &[String]) -> Vec<String> {
 fn updates_with_postings_score_the_pairs_with_older_documents() {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
-    // No exact copies: `dupgram pairs` pairs a group of identical documents through its first only.
+    // Exact copies within each part and across them: groups of identical
+    // documents with older and new members, one over --max-group-pairs 3.
     let spec = dupgram_testkit::CorpusSpec {
         seed: 21,
         tokens: 50_000,
         vocabulary: 600,
         mean_doc_len: 70,
-        exact_copies: 0.0,
+        exact_copies: 0.05,
         ..Default::default()
     };
     let generator = dupgram_testkit::Corpus::new(spec.clone());
-    let docs: Vec<(String, String)> =
-        dupgram_testkit::Corpus::new(spec).enumerate().map(|(i, d)| (format!("d{i}"), generator.text(&d))).collect();
-    let (a, b) = (docs.len() * 7 / 10, docs.len() * 85 / 100);
+    let mut texts: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| generator.text(&d)).collect();
+    let (a, b) = (texts.len() * 7 / 10, texts.len() * 85 / 100);
+    let (x, y, z) = (texts[3].clone(), texts[10].clone(), texts[a + 2].clone());
+    for (at, text) in [(b + 5, &x), (a + 9, &y), (a + 3, &x), (b + 1, &y), (a + 12, &y), (a + 30, &y), (b + 2, &z)] {
+        texts[at] = text.clone();
+    }
+    let docs: Vec<(String, String)> = texts.into_iter().enumerate().map(|(i, t)| (format!("d{i}"), t)).collect();
     let parts = [("base.jsonl", 0..a), ("day1.jsonl", a..b), ("day2.jsonl", b..docs.len())];
     for (name, range) in &parts {
         let lines: String = docs[range.clone()]
@@ -564,10 +597,22 @@ fn updates_with_postings_score_the_pairs_with_older_documents() {
     let (code, _, stderr) = run(&["ngrams", s(&path("base.jsonl")), "-n", "5", "-q", "-o", s(&path("one.tsv"))]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(std::fs::read(path("base.tsv")).unwrap(), std::fs::read(path("one.tsv")).unwrap());
-    // Every threshold the update takes, the same for the full pairs run.
-    let options = ["--min-sscr", "0.05", "--min-ssr", "0.01", "--min-cover", "0.1", "--max-df", "50"];
-    for (day, older, max_segments) in [("day1", 0..a, "1"), ("day2", 0..b, "8")] {
-        let mut args = vec!["update", "--workdir", s(&work), "-q", "--max-segments", max_segments];
+    let expanding = path("w-expand");
+    let copied = std::process::Command::new("cp").args(["-a", s(&work), s(&expanding)]).status().unwrap();
+    assert!(copied.success());
+    // Every option the update takes, the same for the full pairs run: grouped, then expanded.
+    let grouped = ["--min-sscr", "0.05", "--min-ssr", "0.01", "--min-cover", "0.1", "--max-df", "50"];
+    let options = [&grouped[..], &["--max-group-pairs", "3"]].concat();
+    let expanded = [&options[..], &["--expand-groups"]].concat();
+    let runs = [
+        ("day1", 0..a, "1", &work, &options[..]),
+        ("day2", 0..b, "8", &work, &options[..]),
+        ("day1", 0..a, "1", &expanding, &expanded[..]),
+        ("day2", 0..b, "8", &expanding, &expanded[..]),
+    ];
+    let mut sizes = Vec::new();
+    for (day, older, max_segments, work, options) in runs {
+        let mut args = vec!["update", "--workdir", s(work), "-q", "--max-segments", max_segments];
         let (input, pairs, all) = (path(&format!("{day}.jsonl")), path(&format!("{day}.pairs")), path("all.tsv"));
         args.extend([s(&input), "-o", "/dev/null", "--all", s(&all), "--pairs", s(&pairs)]);
         args.extend(options);
@@ -586,7 +631,8 @@ fn updates_with_postings_score_the_pairs_with_older_documents() {
         let expected = cross_pairs(&full, &ids(older), &new);
         assert!(expected.len() > 10, "{day}: too few pairs to tell anything");
         let got: Vec<String> = std::fs::read_to_string(&pairs).unwrap().lines().skip(1).map(str::to_owned).collect();
-        assert_eq!(got, expected, "{day}");
+        assert_eq!(got, expected, "{day} {options:?}");
+        sizes.push(got.len());
         let mut args: Vec<&str> = vec!["ngrams"];
         args.extend(so_far.iter().map(|p| s(p)));
         let count = path("full.tsv");
@@ -595,6 +641,7 @@ fn updates_with_postings_score_the_pairs_with_older_documents() {
         assert_eq!(code, 0, "{stderr}");
         assert_eq!(sorted_lines(&all), sorted_lines(&count), "{day}");
     }
+    assert!(sizes[2] > sizes[0] && sizes[3] > sizes[1], "copies' pairs added: {sizes:?}");
     // Every generation holds the table of the whole corpus.
     for g in 0..3 {
         assert!(work.join(format!("state/gen-0002/docs-{g:04}.table")).is_file());

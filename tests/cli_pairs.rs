@@ -88,29 +88,21 @@ fn same_pairs_for_any_threads_and_memory() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("c.jsonl");
     generated(&corpus, 200_000, 17, 3000);
-    let mut outputs = Vec::new();
-    for (threads, memory) in [("1", "1G"), ("2", "16M"), ("3", "48M")] {
-        let out = dir.path().join(format!("p{threads}.tsv"));
-        let cl = dir.path().join(format!("c{threads}.tsv"));
-        let (code, _, stderr) = run(&[
-            "pairs",
-            s(&corpus),
-            "-n",
-            "5",
-            "-o",
-            s(&out),
-            "--clusters",
-            s(&cl),
-            "--threads",
-            threads,
-            "--memory",
-            memory,
-            "-q",
-        ]);
-        assert_eq!(code, 0, "{threads} {memory}: {stderr}");
-        outputs.push((std::fs::read(&out).unwrap(), std::fs::read(&cl).unwrap()));
+    // With the copies' pairs too (the generator copies documents exactly).
+    for expand in [&[][..], &["--expand-groups"]] {
+        let mut outputs = Vec::new();
+        for (threads, memory) in [("1", "1G"), ("2", "16M"), ("3", "48M")] {
+            let out = dir.path().join(format!("p{threads}.tsv"));
+            let cl = dir.path().join(format!("c{threads}.tsv"));
+            let mut args = vec!["pairs", s(&corpus), "-n", "5", "-o", s(&out), "--clusters", s(&cl)];
+            args.extend(["--threads", threads, "--memory", memory, "-q"]);
+            args.extend(expand);
+            let (code, _, stderr) = run(&args);
+            assert_eq!(code, 0, "{threads} {memory}: {stderr}");
+            outputs.push((std::fs::read(&out).unwrap(), std::fs::read(&cl).unwrap()));
+        }
+        assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{expand:?}");
     }
-    assert!(outputs.windows(2).all(|w| w[0] == w[1]));
 }
 
 #[test]
@@ -129,4 +121,121 @@ fn bad_input_and_options() {
     let (code, _, stderr) = run(&["pairs", s(&sample("news.jsonl")), "--clusters", "/no/such/dir/c.tsv"]);
     assert_eq!(code, 1);
     assert!(stderr.contains("/no/such/dir/c.tsv"), "{stderr}");
+}
+
+/// A corpus (JSON Lines, IDs `d0`, `d1`, …) with groups of identical
+/// documents: the generator's exact copies, and six copies of one document
+/// scattered after it. Returns the IDs in input order and the six.
+fn corpus_with_copies(path: &std::path::Path) -> (Vec<String>, Vec<String>) {
+    let spec = dupgram_testkit::CorpusSpec {
+        seed: 31,
+        tokens: 20_000,
+        vocabulary: 300,
+        mean_doc_len: 60,
+        exact_copies: 0.05,
+        ..Default::default()
+    };
+    let generator = dupgram_testkit::Corpus::new(spec.clone());
+    let mut texts: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| generator.text(&d)).collect();
+    let copied = texts[4].clone();
+    for at in [9, 30, 31, 120, texts.len()] {
+        texts.insert(at, copied.clone());
+    }
+    let ids: Vec<String> = (0..texts.len()).map(|i| format!("d{i}")).collect();
+    let lines: String =
+        ids.iter().zip(&texts).map(|(id, t)| format!("{}\n", serde_json::json!({ "id": id, "text": t }))).collect();
+    std::fs::write(path, lines).unwrap();
+    let six = ids.iter().zip(&texts).filter(|(_, t)| **t == copied).map(|(id, _)| id.clone()).collect();
+    (ids, six)
+}
+
+/// Rows of a pairs TSV file, header left out, split into fields.
+fn rows(path: &std::path::Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().skip(1).map(|l| l.split('\t').map(str::to_owned).collect()).collect()
+}
+
+#[test]
+fn expand_groups_lists_every_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    let (ids, six) = corpus_with_copies(&corpus);
+    assert_eq!(six.len(), 6);
+    let position = |id: &str| ids.iter().position(|i| i == id).unwrap();
+    let (grouped, expanded, stats) =
+        (dir.path().join("grouped.tsv"), dir.path().join("expanded.tsv"), dir.path().join("stats.json"));
+    let options = ["-n", "5", "--min-sscr", "0.2"];
+    let mut args = vec!["pairs", s(&corpus), "-q", "-o", s(&grouped)];
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let mut args = vec!["pairs", s(&corpus), "--expand-groups", "-o", s(&expanded), "--stats-json", s(&stats)];
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let (grouped, expanded) = (rows(&grouped), rows(&expanded));
+    // Pairs in input order of a, then b; the default's rows are all there.
+    let keys: Vec<(usize, usize)> = expanded.iter().map(|r| (position(&r[0]), position(&r[1]))).collect();
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "input order of a, then b");
+    assert!(grouped.iter().all(|r| expanded.contains(r)));
+    // Every copy has its first's pairs, with the same scores (columns turned round with the pair).
+    let first_pairs: Vec<&Vec<String>> =
+        grouped.iter().filter(|r| (r[0] == six[0]) != (r[1] == six[0]) && !six.contains(&r[1])).collect();
+    assert!(!first_pairs.is_empty(), "the copied document shares text with others");
+    for row in first_pairs {
+        let other = if row[0] == six[0] { &row[1] } else { &row[0] };
+        for copy in &six[1..] {
+            let want: Vec<String> = if position(copy) < position(other) {
+                [copy.clone(), other.clone()].into_iter().chain(row[2..].iter().cloned()).collect()
+            } else {
+                let r = &row[2..];
+                [other, copy, &r[0], &r[1], &r[3], &r[2], &r[5], &r[4], &r[6]].into_iter().cloned().collect()
+            };
+            assert!(expanded.contains(&want), "{want:?}");
+        }
+    }
+    // Every pair within the group, score 1.
+    let within: Vec<&Vec<String>> = expanded.iter().filter(|r| six.contains(&r[0]) && six.contains(&r[1])).collect();
+    assert_eq!(within.len(), 15);
+    assert!(within.iter().all(|r| r[2..8].iter().all(|v| v == "1.000000")));
+    // The summary says what the expansion added.
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert_eq!(json["expanded_pairs"], (expanded.len() - grouped.len()) as u64);
+    assert!(stderr.contains(&format!("{} added by --expand-groups", expanded.len() - grouped.len())), "{stderr}");
+    // A group over --max-group-pairs is not expanded, and is named.
+    let capped = dir.path().join("capped.tsv");
+    let mut args = vec!["pairs", s(&corpus), "--expand-groups", "--max-group-pairs", "2", "-o", s(&capped)];
+    args.extend(options);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("capped groups") && stderr.contains(&format!("{} (6 documents)", six[0])), "{stderr}");
+    let capped = rows(&capped);
+    assert!(!capped.iter().any(|r| r[0] == six[1] || r[1] == six[1] && r[0] != six[0]));
+    // The help says what the default leaves out.
+    let (_, help, _) = run(&["pairs", "--help"]);
+    assert!(help.contains("--expand-groups") && help.contains("a copy's pairs are left out"), "{help}");
+}
+
+#[test]
+fn expanded_pairs_stream_within_the_memory_budget() {
+    // A document copied 101 times (a group --max-group-pairs 100 expands)
+    // sharing a 5-gram with each of 10,000 others: about a million pairs
+    // of copies, far more than 16M could hold.
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.txt");
+    let hub: Vec<String> = (0..2000).map(|i| format!("w{i}")).collect();
+    let mut lines = vec![hub.join(" "); 101];
+    for i in 0..10_000 {
+        let at = (i * 5) % (hub.len() - 5);
+        lines.push(format!("p{i}a {} p{i}b", hub[at..at + 5].join(" ")));
+    }
+    std::fs::write(&corpus, lines.join("\n") + "\n").unwrap();
+    let stats = dir.path().join("s.json");
+    let args = ["pairs", s(&corpus), "-n", "5", "-o", "/dev/null", "--memory", "16M", "--stats-json", s(&stats)];
+    let (code, _, stderr) = run(&[&args[..], &["--expand-groups"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert!(json["expanded_pairs"].as_u64().unwrap() > 1_000_000, "{json}");
+    let peak = json["peak_rss"].as_u64().unwrap();
+    assert!(peak > 0 && peak <= 16 << 20, "peak {peak} over 16M");
 }

@@ -190,9 +190,11 @@ pub struct UpdateArgs {
     /// n-grams cover, the share covered (TSV, a header line first).
     #[arg(long, value_name = "FILE")]
     documents: Option<PathBuf>,
-    /// Jobs planned with --keep-postings: also write each pair of a new and an older document
-    /// that share an n-gram, scored as `dupgram pairs` scores it (TSV, or JSON Lines when the
-    /// name ends in .jsonl; older document first).
+    /// Jobs planned with --keep-postings: also write each pair of an older and a new document
+    /// that `dupgram pairs` over everything so far would list, scored as it scores it (TSV, or
+    /// JSON Lines when the name ends in .jsonl; older document first). Identical documents are
+    /// grouped as there: a copy is paired only through its group's first document, unless
+    /// --expand-groups.
     #[arg(long, value_name = "FILE")]
     pairs: Option<PathBuf>,
     /// With --pairs: keep pairs with at least this SSCR.
@@ -207,6 +209,12 @@ pub struct UpdateArgs {
     /// With --pairs: n-grams in more documents than this make no candidates (they still count in scores).
     #[arg(long, default_value_t = 1000, value_name = "N", requires = "pairs")]
     max_df: u64,
+    /// With --pairs: pairs listed per group of identical documents, as `dupgram pairs` takes it.
+    #[arg(long, default_value_t = 100, value_name = "N", requires = "pairs")]
+    max_group_pairs: u64,
+    /// With --pairs: list every copy's pairs, as `dupgram pairs --expand-groups` does.
+    #[arg(long, requires = "pairs")]
+    expand_groups: bool,
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
@@ -398,6 +406,8 @@ pub fn update(args: UpdateArgs, control: &Control) -> anyhow::Result<()> {
             min_ssr: args.min_ssr,
             min_cover: args.min_cover,
             max_df: args.max_df,
+            max_group_pairs: args.max_group_pairs,
+            expand_groups: args.expand_groups,
             ..dupgram_pipeline::PairsConfig::new(config.clone())
         };
         pairs.check()?;

@@ -24,6 +24,12 @@ pub enum PairFormatArg {
 /// shared n-grams. Identical documents are grouped first; a group yields at
 /// most --max-group-pairs pairs, and all its members appear in --clusters.
 ///
+/// By default only a group's first document is paired with other documents:
+/// a copy's pairs are left out (look its group up in --clusters), and so are
+/// the pairs of copies with each other beyond the first's. --expand-groups
+/// lists them all: every copy gets its first document's pairs, with the same
+/// scores, and every pair within a group is listed with score 1.
+///
 /// Output (TSV, a header line first):
 ///   a  b  sscr  ssr  contain_a_in_b  contain_b_in_a  cover_a  cover_b  shared
 ///
@@ -59,9 +65,15 @@ pub struct PairsArgs {
     /// N-grams in more documents than this (boilerplate) make no candidates; they still count in scores.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     max_df: u64,
-    /// Pairs reported per group of identical documents.
+    /// Pairs reported per group of identical documents; with --expand-groups, a group of more
+    /// than N + 1 documents is not expanded (it is named in the summary).
     #[arg(long, default_value_t = 100, value_name = "N")]
     max_group_pairs: u64,
+    /// List every pair: each copy of a document gets its group's first document's pairs (same
+    /// scores), and every pair within a group is listed with score 1. Without it, copies are
+    /// paired only through their group's first document.
+    #[arg(long)]
+    expand_groups: bool,
     /// Use this duplicate list (from `dupgram ngrams`) instead of counting again.
     #[arg(long, value_name = "FILE", requires = "lexicon")]
     dups: Option<PathBuf>,
@@ -109,6 +121,7 @@ impl PairsArgs {
             min_cover: self.min_cover,
             max_df: self.max_df,
             max_group_pairs: self.max_group_pairs,
+            expand_groups: self.expand_groups,
             ..PairsConfig::new(base)
         }
     }
@@ -175,6 +188,21 @@ fn summary(s: &PairsStats) -> String {
         ),
     );
     line("pairs kept", format!("{} (+ {} of identical documents)", group(s.kept_pairs), group(s.group_pairs)));
+    if s.expanded_pairs > 0 {
+        line("pairs of copies", format!("{} added by --expand-groups", group(s.expanded_pairs)));
+    }
+    if s.capped_groups > 0 {
+        let more = s.capped_groups.saturating_sub(s.capped_named.len() as u64);
+        let rest = if more > 0 { format!(", and {} more", group(more)) } else { String::new() };
+        line(
+            "capped groups",
+            format!(
+                "{} over --max-group-pairs, not expanded: {}{rest}",
+                group(s.capped_groups),
+                s.capped_named.join(", ")
+            ),
+        );
+    }
     line("clusters", format!("{} ({} documents)", group(s.clusters), group(s.clustered_documents)));
     if s.index_blocks > 1 {
         line("index blocks", group(s.index_blocks));

@@ -82,146 +82,31 @@
 //! that keeps a file's size and modification time and touches neither end
 //! is not caught; nothing short of hashing every byte would catch it.
 
+// Floors, from the bottom: each module uses only those on floors below it
+// (never the crate root's re-exports):
+//   error; record; plan; workdir; state (generation and table names);
+//   room (the memory of an update's reports); stage (task names, records,
+//   the `Stage` and what every task shares); stats;
+//   postings, pair_tasks (tasks of a postings state and of a pairs job);
+//   tasks (the count's tasks, and `Stage::run`); update_pairs; update; slurm.
+mod error;
 mod pair_tasks;
 mod plan;
 mod postings;
 pub mod record;
+mod room;
 mod slurm;
+mod stage;
+mod state;
 mod stats;
 mod tasks;
 mod update;
 mod update_pairs;
+mod workdir;
 
+pub use error::ClusterError;
 pub use plan::{InputFile, JobPlan, Piece};
 pub use slurm::{SlurmOptions, Submitted, submit, wait, write_scripts};
-pub use tasks::{Outputs, PairsOutputs, Stage, TaskId, TaskOutcome};
+pub use stage::{Outputs, PairsOutputs, Stage, TaskId, TaskOutcome};
 pub use update::{MAX_SEGMENTS, UpdateOutputs, UpdatePairs, UpdateStats, update};
-
-use std::path::{Path, PathBuf};
-
-use dupgram_pipeline::PipelineError;
-
-/// Everything that can stop a task.
-///
-/// An I/O error is part of the message, not a [`std::error::Error::source`]:
-/// whoever prints the chain of causes would otherwise say it twice.
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    #[error(transparent)]
-    Pipeline(#[from] PipelineError),
-    #[error("{path}: {error}")]
-    Io { path: PathBuf, error: std::io::Error },
-    #[error("{path}: {what}")]
-    Corrupt { path: PathBuf, what: String },
-    #[error("{path} changed since the job was planned ({what}); plan a new job in a new work directory")]
-    Changed { path: PathBuf, what: String },
-    #[error("task {task} needs {needs}, which has not finished: run it first")]
-    NotReady { task: String, needs: String },
-    #[error("{0}")]
-    Plan(String),
-    #[error("slurm: {0}")]
-    Slurm(String),
-}
-
-impl ClusterError {
-    /// The file and the I/O error, when an I/O error on a named file stopped
-    /// the task (see [`PipelineError::io_failure`]).
-    pub fn io_failure(&self) -> Option<(&Path, &std::io::Error)> {
-        match self {
-            ClusterError::Io { path, error } => Some((path, error)),
-            ClusterError::Pipeline(e) => e.io_failure(),
-            _ => None,
-        }
-    }
-}
-
-impl From<dupgram_lexicon::LexiconError> for ClusterError {
-    fn from(e: dupgram_lexicon::LexiconError) -> Self {
-        ClusterError::Pipeline(e.into())
-    }
-}
-
-impl From<dupgram_runs::RunError> for ClusterError {
-    fn from(e: dupgram_runs::RunError) -> Self {
-        ClusterError::Pipeline(e.into())
-    }
-}
-
-impl ClusterError {
-    pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
-        ClusterError::Io { path: path.into(), error }
-    }
-
-    pub fn corrupt(path: &Path, what: impl Into<String>) -> Self {
-        ClusterError::Corrupt { path: path.to_owned(), what: what.into() }
-    }
-}
-
-/// The shared directory a job's tasks meet in.
-#[derive(Debug, Clone)]
-pub struct WorkDir {
-    root: PathBuf,
-}
-
-impl WorkDir {
-    /// The work directory at `root` (made if missing), as an absolute path.
-    pub fn new(root: &Path) -> Result<WorkDir, ClusterError> {
-        std::fs::create_dir_all(root).map_err(|e| ClusterError::io(root, e))?;
-        let root = std::path::absolute(root).map_err(|e| ClusterError::io(root, e))?;
-        for sub in ["tasks", "lexicon", "runs", "dups", "slurm", "tmp", "state/parts", "pairs"] {
-            let dir = root.join(sub);
-            std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io(&dir, e))?;
-        }
-        Ok(WorkDir { root })
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.root.join(name)
-    }
-
-    fn job_file(&self) -> PathBuf {
-        self.root.join("job.json")
-    }
-
-    /// The job planned in this directory, if any.
-    pub fn plan(&self) -> Result<Option<JobPlan>, ClusterError> {
-        let path = self.job_file();
-        if !path.exists() {
-            return Ok(None);
-        }
-        record::read_record(&path).map(Some)
-    }
-
-    /// Records the plan; a directory holds one job for its whole life.
-    pub fn save_plan(&self, plan: &JobPlan) -> Result<(), ClusterError> {
-        match self.plan()? {
-            Some(old)
-                if old.options != plan.options
-                    || old.shards.len() != plan.shards.len()
-                    || old.buckets != plan.buckets =>
-            {
-                Err(ClusterError::Plan(format!(
-                    "{} already holds another job (planned as `{}`); use a new --workdir",
-                    self.root.display(),
-                    old.argv.join(" ")
-                )))
-            }
-            Some(old) => old.check_all(),
-            None => record::write_record(&self.job_file(), plan),
-        }
-    }
-
-    /// The plan, which must exist.
-    pub fn load_plan(&self) -> Result<JobPlan, ClusterError> {
-        self.plan()?.ok_or_else(|| {
-            ClusterError::Plan(format!(
-                "{}: no job planned here (no job.json); run `dupgram slurm` first",
-                self.root.display()
-            ))
-        })
-    }
-}
+pub use workdir::WorkDir;

@@ -25,9 +25,9 @@ use dupgram_pipeline::{
     ShardCut,
 };
 
+use crate::error::ClusterError;
 use crate::record::write_file;
-use crate::tasks::{TaskRecord, keep_dir, link_runs, run_entries};
-use crate::{ClusterError, PairsOutputs, Stage, TaskId};
+use crate::stage::{PairsOutputs, Stage, TaskId, TaskRecord, keep_dir, link_runs, run_entries};
 
 /// What every task after the index merge knows of the whole corpus.
 struct Corpus {

@@ -7,7 +7,7 @@ use dupgram_corpus::{Format, Input};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 
 /// Bytes read at each end of an input for its [`InputFile::sample`].
 const SAMPLE_BYTES: u64 = 1 << 20;

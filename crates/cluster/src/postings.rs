@@ -32,19 +32,10 @@ use dupgram_pipeline::{
 };
 use dupgram_runs::{RunHeader, RunWriter};
 
+use crate::error::ClusterError;
 use crate::record::write_file;
-use crate::tasks::{TaskRecord, keep_dir, run_entries};
-use crate::{ClusterError, Stage, TaskId};
-
-/// The name of the document table a generation added.
-pub(crate) fn docs_table(generation: u32) -> String {
-    format!("docs-{generation:04}.table")
-}
-
-/// The name of the per-document totals a generation added.
-pub(crate) fn docs_totals(generation: u32) -> String {
-    format!("docs-{generation:04}.totals")
-}
+use crate::stage::{Stage, TaskId, TaskRecord, keep_dir, run_entries};
+use crate::state::{docs_table, docs_totals};
 
 /// A shard's document table, beside its runs.
 const SHARD_TABLE: &str = "docs.table";
@@ -83,20 +74,6 @@ impl Stage<'_> {
         let entries = run_entries(&runs);
         keep_dir(scratch, &self.work.path(&format!("runs/shard-{shard:04}")))?;
         Ok(TaskRecord { stats, runs: entries, ..Default::default() })
-    }
-
-    /// What an index pass over a shard starts from: the vocab task's record
-    /// (buckets, sieve), the shard's lexicon record (what it read), and the
-    /// number of its first document (the earlier shards' documents).
-    pub(crate) fn shard_start(&self, shard: usize, me: TaskId) -> Result<(TaskRecord, TaskRecord, u64), ClusterError> {
-        let vocab = self.record(TaskId::Vocab, me)?;
-        let mut first_doc = 0;
-        for earlier in 0..shard {
-            first_doc += self.record(TaskId::Lexicon(earlier), me)?.documents;
-        }
-        let read = self.record(TaskId::Lexicon(shard), me)?;
-        self.plan.check_shard(shard)?;
-        Ok((vocab, read, first_doc))
     }
 
     /// Merges a bucket's postings runs into its state segment and its duplicates.
@@ -188,29 +165,4 @@ impl dupgram_merge::MergeSink for StateSink<'_> {
         }
         Ok(())
     }
-}
-
-/// The document table of the whole corpus so far, and each document's
-/// totals over every n-gram, from a generation's `docs-*` files.
-pub(crate) fn load_corpus_docs(generation: &Path, generations: u32) -> Result<(DocTable, IndexTotals), ClusterError> {
-    let mut table = DocTable::default();
-    let mut totals = IndexTotals::empty(0);
-    for g in 0..=generations {
-        let path = generation.join(docs_table(g));
-        if !path.exists() {
-            continue;
-        }
-        let (first, part) = DocTable::read_from(&path)?;
-        if first != table.len() as u64 {
-            return Err(ClusterError::corrupt(&path, format!("starts at document {first}, not {}", table.len())));
-        }
-        let part_totals = BucketTotals::read_from(&generation.join(docs_totals(g)))?.totals;
-        if part_totals.occurrences.len() != part.len() {
-            return Err(ClusterError::corrupt(&path, "its totals are of another number of documents"));
-        }
-        table.append(part);
-        totals.occurrences.extend(part_totals.occurrences);
-        totals.types.extend(part_totals.types);
-    }
-    Ok((table, totals))
 }

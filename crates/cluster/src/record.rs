@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 
 /// A scratch directory named `prefix` in `parent`, after removing the
 /// leftovers of killed runs by the rule of every dupgram job (their owner is

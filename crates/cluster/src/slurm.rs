@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{ClusterError, JobPlan, WorkDir};
+use crate::error::ClusterError;
+use crate::plan::JobPlan;
+use crate::workdir::WorkDir;
 
 /// How the scripts ask Slurm for resources.
 #[derive(Debug, Clone)]

@@ -71,6 +71,9 @@ pub fn absorb_pairs(total: &mut PairsStats, part: &PairsStats) {
     total.scored_pairs += part.scored_pairs;
     total.kept_pairs += part.kept_pairs;
     total.group_pairs += part.group_pairs;
+    total.expanded_pairs += part.expanded_pairs;
+    total.capped_groups += part.capped_groups;
+    total.capped_named.extend(part.capped_named.iter().cloned());
     total.clusters += part.clusters;
     total.clustered_documents += part.clustered_documents;
     total.index_blocks += part.index_blocks;

@@ -1,163 +1,22 @@
-//! The tasks of a staged count, each a function of the work directory.
+//! The tasks of a staged count, each a function of the work directory, and
+//! [`Stage::run`], which runs any task of a job: those of a postings state
+//! (`postings`) and of a pairs job (`pair_tasks`) too.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Scope};
-use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFormat};
-use dupgram_pipeline::scratch::Scratch;
-use dupgram_pipeline::{
-    Control, NgramConfig, NgramStats, PairsConfig, PairsStats, Passes, PipelineError, RunFile, ScoreLayout, Sieve,
-    cpu_seconds, peak_rss,
-};
+use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
+use dupgram_pipeline::{NgramStats, PairsStats, PipelineError, Sieve, cpu_seconds, peak_rss};
 use dupgram_runs::{RunHeader, RunWriter};
-use serde::{Deserialize, Serialize};
 
-use crate::record::{fresh_scratch, read_record, write_file, write_record};
-use crate::{ClusterError, JobPlan, WorkDir, stats};
-
-/// One task of a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskId {
-    Lexicon(usize),
-    Vocab,
-    Map(usize),
-    Reduce(usize),
-    /// `pairs` jobs, after vocab: the index pass over a shard.
-    Index(usize),
-    /// The index merge of a bucket of n-grams.
-    Postings(usize),
-    /// The candidate pairs of a bucket's n-grams.
-    Candidates(usize),
-    /// The scoring of a share of the documents (one per shard).
-    Score(usize),
-    Finish,
-}
-
-impl TaskId {
-    /// Its name in the manifest and in messages: `map-0003`.
-    pub fn name(&self) -> String {
-        match self {
-            TaskId::Lexicon(i) => format!("lexicon-{i:04}"),
-            TaskId::Vocab => "vocab".into(),
-            TaskId::Map(i) => format!("map-{i:04}"),
-            TaskId::Reduce(i) => format!("reduce-{i:04}"),
-            TaskId::Index(i) => format!("index-{i:04}"),
-            TaskId::Postings(i) => format!("postings-{i:04}"),
-            TaskId::Candidates(i) => format!("candidates-{i:04}"),
-            TaskId::Score(i) => format!("score-{i:04}"),
-            TaskId::Finish => "finish".into(),
-        }
-    }
-
-    /// Every task of a job, in an order that runs each after what it needs.
-    pub fn all(plan: &JobPlan) -> Vec<TaskId> {
-        let (shards, buckets) = (plan.shards.len(), plan.buckets);
-        let mut tasks: Vec<TaskId> = (0..shards).map(TaskId::Lexicon).chain([TaskId::Vocab]).collect();
-        if plan.command == "pairs" {
-            tasks.extend((0..shards).map(TaskId::Index));
-            tasks.extend((0..buckets).map(TaskId::Postings));
-            tasks.extend((0..buckets).map(TaskId::Candidates));
-            tasks.extend((0..shards).map(TaskId::Score));
-        } else {
-            tasks.extend((0..shards).map(TaskId::Map));
-            tasks.extend((0..buckets).map(TaskId::Reduce));
-        }
-        tasks.push(TaskId::Finish);
-        tasks
-    }
-}
-
-/// What running a task did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskOutcome {
-    Ran,
-    /// Its record was there already: finished by an earlier run.
-    AlreadyDone,
-}
-
-/// A run file of a task's output.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct RunEntry {
-    /// The bucket of n-grams it holds (map, index), or the range of
-    /// documents whose pairs it holds (candidates).
-    pub bucket: usize,
-    /// Name in the task's run directory.
-    pub file: String,
-    pub bytes: u64,
-}
-
-/// The manifest entry of a finished task.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct TaskRecord {
-    pub task: String,
-    /// This task's part of the job's summary.
-    pub stats: NgramStats,
-    /// Lexicon tasks: tokens and documents read, to check the map task's reading against.
-    pub tokens: u64,
-    pub documents: u64,
-    /// Lexicon and vocab tasks: whether they left a sieve.
-    pub sieve: bool,
-    /// Vocab: the first word ID of every bucket after the first.
-    pub bounds: Vec<u32>,
-    /// Map, index, candidates, score: the runs written; map: their entries in all.
-    pub runs: Vec<RunEntry>,
-    pub entries: u64,
-    /// CPU seconds the task took, all threads.
-    #[serde(default)]
-    pub cpu: f64,
-    /// Tasks of `pairs` jobs: this task's part of the pairs summary.
-    #[serde(default)]
-    pub pairs: Option<PairsStats>,
-    /// Candidates: how the documents are cut for scoring.
-    #[serde(default)]
-    pub layout: Option<ScoreLayout>,
-}
-
-/// Runs the tasks of one job.
-pub struct Stage<'a> {
-    pub(crate) work: &'a WorkDir,
-    pub(crate) plan: &'a JobPlan,
-    /// The job's options, rebuilt from its command line; its inputs are the
-    /// whole corpus (sizes such as the sieve's are derived from them).
-    pub(crate) config: &'a NgramConfig,
-    pub(crate) control: &'a Control,
-    pub(crate) outputs: &'a Outputs,
-}
-
-/// Where the finish task puts the job's results.
-#[derive(Debug, Clone, Default)]
-pub struct Outputs {
-    /// The duplicates (compressed when the name ends in `.zst`); standard output when `None`.
-    pub dups: Option<PathBuf>,
-    /// A copy of the job's lexicon.
-    pub lexicon: Option<PathBuf>,
-    /// `pairs` jobs: what to keep and where it goes.
-    pub pairs: Option<PairsOutputs>,
-}
-
-/// What the finish task of a `pairs` job writes, and the job's pair options.
-#[derive(Debug, Clone)]
-pub struct PairsOutputs {
-    /// Thresholds and limits; its `base` is ignored (the stage's configuration counts).
-    pub config: PairsConfig,
-    /// The pairs; standard output when `None`.
-    pub output: Option<PathBuf>,
-    pub format: PairFormat,
-    pub clusters: Option<PathBuf>,
-}
+use crate::error::ClusterError;
+use crate::record::{write_file, write_record};
+use crate::stage::{Stage, TaskId, TaskOutcome, TaskRecord, keep_dir, link_runs, run_entries};
+use crate::state::generation_dir;
+use crate::stats;
 
 impl<'a> Stage<'a> {
-    pub fn new(
-        work: &'a WorkDir,
-        plan: &'a JobPlan,
-        config: &'a NgramConfig,
-        control: &'a Control,
-        outputs: &'a Outputs,
-    ) -> Self {
-        Stage { work, plan, config, control, outputs }
-    }
-
     /// Runs `task` unless the manifest says it finished.
     pub fn run(&self, task: TaskId) -> Result<TaskOutcome, ClusterError> {
         if self.record_path(task).exists() {
@@ -239,19 +98,6 @@ impl<'a> Stage<'a> {
         Ok(total)
     }
 
-    pub(crate) fn record_path(&self, task: TaskId) -> PathBuf {
-        self.work.path(&format!("tasks/{}.json", task.name()))
-    }
-
-    /// The record of `task`, which `needed_by` cannot run without.
-    pub(crate) fn record(&self, task: TaskId, needed_by: TaskId) -> Result<TaskRecord, ClusterError> {
-        let path = self.record_path(task);
-        if !path.exists() {
-            return Err(ClusterError::NotReady { task: needed_by.name(), needs: task.name() });
-        }
-        read_record(&path)
-    }
-
     fn shard_lexicon(&self, shard: usize) -> PathBuf {
         self.work.path(&format!("lexicon/shard-{shard:04}.lex"))
     }
@@ -260,36 +106,12 @@ impl<'a> Stage<'a> {
         self.work.path(&format!("lexicon/shard-{shard:04}.sieve"))
     }
 
-    pub(crate) fn vocab_lexicon(&self) -> PathBuf {
-        self.work.path("vocab.lex")
-    }
-
-    fn vocab_sieve(&self) -> PathBuf {
-        self.work.path("vocab.sieve")
-    }
-
     fn shard_runs(&self, shard: usize) -> PathBuf {
         self.work.path(&format!("runs/shard-{shard:04}"))
     }
 
     fn bucket_dups(&self, bucket: usize) -> PathBuf {
         self.work.path(&format!("dups/bucket-{bucket:04}.tsv"))
-    }
-
-    /// A fresh temporary directory for `task` under `parent`, after removing
-    /// what earlier, killed runs of it left there.
-    pub(crate) fn scratch(&self, parent: &Path, task: TaskId) -> Result<Scratch, ClusterError> {
-        fresh_scratch(parent, &format!("{}.tmp", task.name()))
-    }
-
-    /// The words a task loads: only repeated ones, unless the job keeps
-    /// the count of every n-gram (then words seen once count too).
-    fn scope(&self) -> Scope {
-        if self.plan.keep_state { Scope::All } else { Scope::Repeated }
-    }
-
-    pub(crate) fn passes(&self, scratch: &'a Path) -> Result<Passes<'a>, ClusterError> {
-        Ok(Passes::new(self.config, self.control, scratch)?)
     }
 
     /// Counts the words of a shard; fills and saves its sieve.
@@ -404,15 +226,6 @@ impl<'a> Stage<'a> {
         Ok(TaskRecord { stats, runs, entries: counted.entries, ..Default::default() })
     }
 
-    pub(crate) fn load_sieve(&self) -> Result<Sieve, ClusterError> {
-        let path = self.vocab_sieve();
-        let mut file =
-            std::fs::File::open(&path).map(std::io::BufReader::new).map_err(|e| ClusterError::io(&path, e))?;
-        Sieve::load(&mut file, None)
-            .map_err(|e| ClusterError::io(&path, e))?
-            .ok_or_else(|| ClusterError::corrupt(&path, "empty sieve"))
-    }
-
     /// Merges one bucket's runs from every shard into its duplicates.
     fn reduce(&self, bucket: usize) -> Result<TaskRecord, ClusterError> {
         let me = TaskId::Reduce(bucket);
@@ -493,7 +306,7 @@ impl<'a> Stage<'a> {
             write_file(&parts.join("lexicon.lex"), |out| {
                 std::io::copy(&mut std::fs::File::open(&from)?, out).map(drop)
             })?;
-            let generation = self.work.path(&crate::update::generation_dir(0));
+            let generation = self.work.path(&generation_dir(0));
             std::fs::rename(&parts, &generation).map_err(|e| ClusterError::io(&generation, e))?;
         }
         Ok(TaskRecord::default())
@@ -508,50 +321,6 @@ impl<'a> Stage<'a> {
         }
         Ok(())
     }
-}
-
-/// Links (or copies) the runs of part `part` that `record` wrote into
-/// `from` into the scratch directory `to`, names prefixed with `prefix`:
-/// merges delete the runs they have read, and the originals must stay for
-/// a rerun of the task if it is killed.
-pub(crate) fn link_runs(
-    record: &TaskRecord,
-    part: usize,
-    from: &Path,
-    to: &Path,
-    prefix: &str,
-) -> Result<Vec<RunFile>, ClusterError> {
-    let mut runs = Vec::new();
-    for run in record.runs.iter().filter(|r| r.bucket == part) {
-        let source = from.join(&run.file);
-        let target = to.join(format!("{prefix}-{}", run.file));
-        if std::fs::hard_link(&source, &target).is_err() {
-            std::fs::copy(&source, &target).map_err(|e| ClusterError::io(&source, e))?;
-        }
-        runs.push(RunFile { path: target, bytes: run.bytes, depth: 0 });
-    }
-    Ok(runs)
-}
-
-/// Entries naming `runs` (each with its part) by file name, for a task record.
-pub(crate) fn run_entries(runs: &[(usize, RunFile)]) -> Vec<RunEntry> {
-    runs.iter()
-        .map(|(part, run)| RunEntry {
-            bucket: *part,
-            file: run.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            bytes: run.bytes,
-        })
-        .collect()
-}
-
-/// Makes a task's scratch directory its output directory `target`.
-pub(crate) fn keep_dir(scratch: Scratch, target: &Path) -> Result<(), ClusterError> {
-    if target.exists() {
-        // Renamed by a run killed before it could record itself.
-        std::fs::remove_dir_all(target).map_err(|e| ClusterError::io(target, e))?;
-    }
-    let kept = scratch.keep()?;
-    std::fs::rename(&kept, target).map_err(|e| ClusterError::io(target, e))
 }
 
 /// The first word ID of buckets 1.. so each holds about the same number of

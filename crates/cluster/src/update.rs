@@ -27,12 +27,14 @@
 //! Generations no segment is read from any more are removed.
 //!
 //! A job planned with `--keep-postings` keeps where every n-gram occurs
-//! (see [`crate::postings`]): its segments are postings runs, and an update
+//! (see `postings`): its segments are postings runs, and an update
 //! indexes the day's documents (numbered after the older ones) rather than
 //! counting them, so the walk sees each n-gram's old and new occurrences.
 //! With `--pairs` it writes those of the n-grams both have to a run per
 //! bucket, from which [`crate::update_pairs`] scores each pair of a new and
-//! an older document.
+//! an older document, and checks the grown corpus's groups of identical
+//! documents (equal hashes) against every n-gram it walks, as the index
+//! merge of `dupgram pairs` checks them.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -41,26 +43,19 @@ use dupgram_lexicon::{Lexicon, Scope};
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFiles, PairFormat};
 use dupgram_pipeline::scratch::Scratch;
 use dupgram_pipeline::{
-    BucketTotals, Control, DocTable, IndexStats, IndexTotals, NgramConfig, NgramStats, PairPasses, PairsConfig, Passes,
-    PipelineError, RunFile, ShardCut, peak_rss,
+    BucketTotals, Control, DocTable, GroupCheck, IndexStats, IndexTotals, NgramConfig, NgramStats, PairPasses,
+    PairsConfig, Passes, PipelineError, RunFile, ShardCut, peak_rss,
 };
 use dupgram_runs::{RunHeader, RunKind, RunReader, RunWriter};
 use serde::{Deserialize, Serialize};
 
-use crate::postings;
+use crate::error::ClusterError;
+use crate::plan::{InputFile, JobPlan};
 use crate::record::{fresh_scratch, read_record, write_file, write_record};
+use crate::room::SharedRoom;
+use crate::state::{docs_table, docs_totals, generation_dir, generation_name, load_corpus_docs};
 use crate::update_pairs::{self, ScoredCorpus};
-use crate::{ClusterError, InputFile, JobPlan, WorkDir};
-
-/// The directory of state generation `generation`, in the work directory.
-pub(crate) fn generation_dir(generation: u32) -> String {
-    format!("state/{}", generation_name(generation))
-}
-
-/// The name of a generation's directory inside `state/`, which segment paths start with.
-fn generation_name(generation: u32) -> String {
-    format!("gen-{generation:04}")
-}
+use crate::workdir::WorkDir;
 
 /// Segments per bucket, by default, before an update merges them into one.
 pub const MAX_SEGMENTS: usize = 8;
@@ -87,7 +82,7 @@ pub struct UpdateOutputs {
 pub struct UpdatePairs {
     pub output: PathBuf,
     pub format: PairFormat,
-    /// Thresholds and `max_df` (its `base` is not used).
+    /// Thresholds, `max_df`, `max_group_pairs` and `expand_groups` (its `base` is not used).
     pub config: PairsConfig,
 }
 
@@ -219,6 +214,33 @@ pub fn update(
         .into());
     }
 
+    // The day's documents join the table of the whole corpus. With --pairs,
+    // that table and its groups of identical documents are needed from
+    // here on: the walk checks the groups against every n-gram.
+    let threads = config.threads.clamp(1, plan.buckets.max(1));
+    let mut grown = None;
+    if let Some((first_new, day)) = docs {
+        let generation = scratch.path();
+        write_file(&generation.join(docs_table(next)), |out| day.table.write_to(first_new, out))?;
+        let day_totals = BucketTotals { totals: day.totals, differing: Vec::new() };
+        write_file(&generation.join(docs_totals(next)), |out| day_totals.write_to(out))?;
+        link_docs(&state, generation, current)?;
+        if outputs.pairs.is_some() {
+            // The whole corpus's table, the day's included, from the files just written.
+            let (table, totals) = load_corpus_docs(generation, next)?;
+            if table.len() as u64 != first_new + day_totals.totals.occurrences.len() as u64 {
+                return Err(ClusterError::corrupt(generation, "the documents' tables do not add up to the job's"));
+            }
+            let room = SharedRoom::new(config.memory, "--pairs");
+            // The table and totals, each document's group, and a mark per document in each walk's check.
+            let docs = table.len() as u64;
+            room.take(table.bytes() + docs * 8 + docs * 4 + docs * threads as u64)?;
+            let rep_of = dupgram_pipeline::exact_groups(&table, config.n as u32);
+            let corpus = ScoredCorpus { table, totals, first_new: first_new as u32, n: config.n as u32, rep_of };
+            grown = Some((corpus, room));
+        }
+    }
+
     let t = Instant::now();
     // ... then the buckets' states are walked beside them, a bucket per thread
     // at a time: each walk holds two readers and three writers, nothing more.
@@ -234,9 +256,9 @@ pub fn update(
         all: all.is_some(),
         shared_room: documents.is_some().then(|| SharedRoom::new(config.memory, "--documents")),
         shared_runs: pair_files.is_some(),
+        groups: grown.as_ref().map(|(corpus, _)| corpus.rep_of.as_slice()),
         control,
     };
-    let threads = config.threads.clamp(1, plan.buckets.max(1));
     let tallies: Vec<Result<Vec<(usize, Tally)>, ClusterError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|thread| {
@@ -254,9 +276,11 @@ pub fn update(
     stats.segments = segments.clone();
     // Buckets are ranges of first word IDs: joined in order, the shared n-grams are sorted.
     let mut shared: Vec<u32> = Vec::new();
+    let mut differing: Vec<u32> = Vec::new();
     for tally in tallies {
         for (bucket, mut tally) in tally? {
             shared.append(&mut tally.shared);
+            differing.append(&mut tally.differing);
             if tally.merged {
                 stats.segments[bucket].clear();
             }
@@ -276,6 +300,7 @@ pub fn update(
         }
     }
     stats.count.seconds.merge = t.elapsed().as_secs_f64();
+    let shared_runs: Vec<PathBuf> = (0..plan.buckets).map(|b| walk.shared_run(b)).collect();
     if let Some(out) = documents {
         stats.shared_ngrams = (shared.len() / config.n) as u64;
         let read =
@@ -283,28 +308,15 @@ pub fn update(
         let shared = SharedNgrams { ids: &shared, n: config.n };
         stats.documents_sharing = report_documents(&day_config.inputs, read, &lexicon, &shared, out, control)?;
     }
-    if let Some((first_new, day)) = docs {
-        let generation = scratch.path();
-        write_file(&generation.join(postings::docs_table(next)), |out| day.table.write_to(first_new, out))?;
-        let day_totals = BucketTotals { totals: day.totals, differing: Vec::new() };
-        write_file(&generation.join(postings::docs_totals(next)), |out| day_totals.write_to(out))?;
-        link_docs(&state, generation, current)?;
-        if let (Some(mut files), Some(p)) = (pair_files, &outputs.pairs) {
-            // The whole corpus's table, the day's included, from the files just written.
-            let (table, totals) = postings::load_corpus_docs(generation, next)?;
-            if table.len() as u64 != first_new + day_totals.totals.occurrences.len() as u64 {
-                return Err(ClusterError::corrupt(generation, "the documents' tables do not add up to the job's"));
-            }
-            let room = SharedRoom::new(config.memory, "--pairs");
-            room.take(table.bytes() + totals.occurrences.len() as u64 * 8)?;
-            let shared: Vec<PathBuf> = (0..plan.buckets).map(|b| walk.shared_run(b)).collect();
-            let corpus =
-                ScoredCorpus { table: &table, totals: &totals, first_new: first_new as u32, n: config.n as u32 };
-            let (candidates, kept) =
-                update_pairs::score_pairs(&shared, &corpus, &p.config, &room, &mut files, control)?;
-            (stats.candidate_pairs, stats.kept_pairs) = (candidates, kept);
-            files.finish()?;
+    if let (Some((mut corpus, room)), Some(mut files), Some(p)) = (grown, pair_files, &outputs.pairs) {
+        // Documents a hash grouped with another but the walk showed to differ stay alone.
+        for d in differing {
+            corpus.rep_of[d as usize] = d;
         }
+        let (candidates, kept) =
+            update_pairs::score_pairs(&shared_runs, &corpus, &p.config, &room, &mut files, control)?;
+        (stats.candidate_pairs, stats.kept_pairs) = (candidates, kept);
+        files.finish()?;
     }
     // Reports first: if the state cannot be committed, running again rewrites them the same.
     newly.finish()?;
@@ -528,7 +540,7 @@ impl dupgram_merge::MergeSink for DaySink<'_> {
 /// into the next generation's directory `to`.
 fn link_docs(from: &Path, to: &Path, current: u32) -> Result<(), ClusterError> {
     for generation in 0..=current {
-        for name in [postings::docs_table(generation), postings::docs_totals(generation)] {
+        for name in [docs_table(generation), docs_totals(generation)] {
             let (source, target) = (from.join(&name), to.join(&name));
             if !source.exists() {
                 continue;
@@ -554,6 +566,8 @@ struct Tally {
     merged: bool,
     /// With a documents report: the bucket's n-grams older text has too.
     shared: Vec<u32>,
+    /// With a pairs report: documents shown to differ from their group's first.
+    differing: Vec<u32>,
 }
 
 /// Copies a file to the end of an output.
@@ -588,6 +602,9 @@ struct Walk<'a> {
     /// With a pairs report: write the occurrences of the n-grams older and
     /// new text share, each bucket's to a run of its own ([`Self::shared_run`]).
     shared_runs: bool,
+    /// With a pairs report: each document's group of identical documents
+    /// (by hash), which the walk checks against every n-gram it sees.
+    groups: Option<&'a [u32]>,
     control: &'a Control,
 }
 
@@ -633,6 +650,8 @@ impl Walk<'_> {
             day,
             day_live,
             shared_run,
+            check: self.groups.map(GroupCheck::new),
+            both: Vec::new(),
             next: NextState {
                 run: RunWriter::create(&self.new.join(bucket_file(bucket)), self.new_header)?,
                 postings: self.new_header.kind == RunKind::Postings,
@@ -652,12 +671,13 @@ impl Walk<'_> {
         };
         dupgram_merge::merge_into(old, &mut walk, self.control).map_err(PipelineError::from)?;
         walk.rest()?;
-        let BucketWalk { day, next, shared, shared_run, .. } = walk;
+        let BucketWalk { day, next, shared, shared_run, check, .. } = walk;
         if let Some((run, _)) = shared_run {
             run.finish()?;
         }
         let NextState { run, newly, all, mut tally, .. } = next;
         tally.shared = shared.map(|(ids, _)| ids).unwrap_or_default();
+        tally.differing = check.map(GroupCheck::differing).unwrap_or_default();
         tally.state_bytes = run.finish()?.1.bytes;
         newly.finish()?;
         if let Some(all) = all {
@@ -669,36 +689,6 @@ impl Walk<'_> {
     }
 }
 
-/// The memory a report on what new and older text share may fill: a
-/// quarter of `--memory`.
-pub(crate) struct SharedRoom {
-    used: std::sync::atomic::AtomicU64,
-    budget: u64,
-    /// The option whose report needs the room.
-    option: &'static str,
-}
-
-impl SharedRoom {
-    pub(crate) fn new(budget: u64, option: &'static str) -> Self {
-        SharedRoom { used: std::sync::atomic::AtomicU64::new(0), budget, option }
-    }
-
-    pub(crate) fn take(&self, bytes: u64) -> Result<(), PipelineError> {
-        let used = self.used.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
-        if used > self.budget / 4 {
-            return Err(PipelineError::Memory {
-                budget: dupgram_pipeline::human_bytes(self.budget),
-                what: format!(
-                    "what the new documents share with older text does not fit a quarter of it; \
-                     add fewer documents at a time, or leave out {}",
-                    self.option
-                ),
-            });
-        }
-        Ok(())
-    }
-}
-
 /// One bucket's walk: the stored counts arrive from the merge of its
 /// segments, the day's from its run.
 struct BucketWalk<'l> {
@@ -706,6 +696,11 @@ struct BucketWalk<'l> {
     day_live: bool,
     /// With a pairs report: the shared n-grams' run, and the next number.
     shared_run: Option<(RunWriter<std::io::BufWriter<std::fs::File>>, u32)>,
+    /// With a pairs report: the check of the groups of identical documents,
+    /// which sees every n-gram's occurrences, old and new.
+    check: Option<GroupCheck<'l>>,
+    /// Room for an n-gram's old and new occurrences together.
+    both: Vec<u64>,
     next: NextState,
     lexicon: &'l Lexicon,
     /// With a documents report: the day's n-grams older text has too (their
@@ -717,9 +712,18 @@ impl BucketWalk<'_> {
     /// The day's n-grams after the last stored one.
     fn rest(&mut self) -> Result<(), PipelineError> {
         while self.day_live {
-            self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count(), &[], self.day.occurrences())?;
-            self.day_live = self.day.advance()?;
+            self.day_only()?;
         }
+        Ok(())
+    }
+
+    /// The day's next n-gram, which older text does not have.
+    fn day_only(&mut self) -> Result<(), PipelineError> {
+        if let Some(check) = self.check.as_mut() {
+            check.ngram(self.day.occurrences());
+        }
+        self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count(), &[], self.day.occurrences())?;
+        self.day_live = self.day.advance()?;
         Ok(())
     }
 }
@@ -731,8 +735,7 @@ impl dupgram_merge::MergeSink for BucketWalk<'_> {
     /// segments: the day's n-grams before it come first.
     fn accept(&mut self, ids: &[u32], before: u64, old: &[u64]) -> Result<(), PipelineError> {
         while self.day_live && self.day.ngram() < ids {
-            self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count(), &[], self.day.occurrences())?;
-            self.day_live = self.day.advance()?;
+            self.day_only()?;
         }
         if self.day_live && self.day.ngram() == ids {
             if let Some((shared, room)) = self.shared.as_mut() {
@@ -740,15 +743,25 @@ impl dupgram_merge::MergeSink for BucketWalk<'_> {
                 shared.extend_from_slice(ids);
             }
             let (after, day) = (before + self.day.count(), self.day.occurrences());
-            if let Some((run, number)) = self.shared_run.as_mut() {
+            if self.shared_run.is_some() || self.check.is_some() {
                 // New documents are numbered after the old ones: old then new is in order.
-                let both: Vec<u64> = old.iter().chain(day).copied().collect();
-                run.push_postings(&[*number], &both)?;
+                self.both.clear();
+                self.both.extend_from_slice(old);
+                self.both.extend_from_slice(day);
+            }
+            if let Some(check) = self.check.as_mut() {
+                check.ngram(&self.both);
+            }
+            if let Some((run, number)) = self.shared_run.as_mut() {
+                run.push_postings(&[*number], &self.both)?;
                 *number += 1;
             }
             self.next.keep(self.lexicon, ids, before, after, old, day)?;
             self.day_live = self.day.advance()?;
         } else {
+            if let Some(check) = self.check.as_mut() {
+                check.ngram(old);
+            }
             self.next.keep(self.lexicon, ids, before, before, old, &[])?;
         }
         Ok(())
@@ -901,15 +914,6 @@ fn report_documents(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shared_ngrams_stay_within_a_quarter_of_the_budget() {
-        let room = SharedRoom::new(400, "--documents");
-        room.take(60).unwrap();
-        room.take(40).unwrap();
-        let err = room.take(1).unwrap_err().to_string();
-        assert!(err.contains("--memory 400 B") && err.contains("--documents"), "{err}");
-    }
 
     #[test]
     fn shared_ngrams_are_found_by_their_ids() {

@@ -798,19 +798,20 @@ pub(crate) struct MergedIndex {
 /// at a time; the caller, who adds up occurrences, sees (1) and (2).
 /// Each n-gram is checked on its own, so a merge per bucket of n-grams
 /// checks its part and the parts' findings add up.
-pub(crate) struct GroupCheck<'a> {
+pub struct GroupCheck<'a> {
     /// Each document's group's first document (itself when alone).
     rep_of: &'a [u32],
     differs: Vec<bool>,
 }
 
 impl<'a> GroupCheck<'a> {
+    /// A check of groups `rep_of` (each document's group's first, see [`crate::exact_groups`]).
     pub fn new(rep_of: &'a [u32]) -> Self {
         GroupCheck { rep_of, differs: vec![false; rep_of.len()] }
     }
 
     /// One n-gram's occurrences, in increasing order (so by document).
-    fn ngram(&mut self, occurrences: &[u64]) {
+    pub fn ngram(&mut self, occurrences: &[u64]) {
         let doc_of = |o: u64| (o >> 32) as u32;
         let mut start = 0;
         while start < occurrences.len() {
@@ -832,7 +833,8 @@ impl<'a> GroupCheck<'a> {
         }
     }
 
-    fn differing(self) -> Vec<u32> {
+    /// The documents shown to differ from their group's first.
+    pub fn differing(self) -> Vec<u32> {
         self.differs.iter().enumerate().filter(|(_, d)| **d).map(|(doc, _)| doc as u32).collect()
     }
 }

@@ -24,6 +24,7 @@ mod control;
 mod dedup;
 mod error;
 mod feed;
+mod groups;
 mod index;
 pub mod memory;
 mod ngrams;
@@ -41,9 +42,12 @@ pub use dupgram_index::PairScores;
 pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
 pub use error::PipelineError;
-pub use index::{DocTable, DupsInput, IndexPart, IndexStats, IndexTotals, ShardCut};
+pub use groups::{Expansion, Groups};
+pub use index::{DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut};
 pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
 pub use output::PairsSink;
-pub use pairs::{PairPasses, PairsConfig, PairsStats, ScoreLayout, find_pairs, index_fraction};
+pub use pairs::{
+    NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, exact_groups, find_pairs, index_fraction,
+};
 pub use parts::BucketTotals;

@@ -6,7 +6,10 @@
 //!    (XXH3-128, and as many tokens) form groups, which the index merge
 //!    checks against the index itself (`GroupCheck`), so a hash collision
 //!    cannot join different documents; only a group's first document takes
-//!    part in the pairing.
+//!    part in the pairing. With `expand_groups`, each pair kept is copied to
+//!    the other members of its documents' groups (copies have the same
+//!    tokens, so the same scores), and every pair within a group is listed
+//!    (see [`crate::groups`]).
 //! 3. **Candidates.** Every pair of documents (group representatives) that
 //!    share an n-gram held by at most `max_df` of them, sorted and made unique
 //!    out of core.
@@ -43,6 +46,7 @@ use dupgram_sieve::Sieve;
 
 use crate::control::Control;
 use crate::error::PipelineError;
+use crate::groups::{Expansion, Groups};
 use crate::index::{
     BlockCache, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, PER_DOC_BYTES, ShardCut,
     WRITER_BYTES,
@@ -65,8 +69,13 @@ pub struct PairsConfig {
     pub min_cover: f64,
     /// N-grams in more documents than this do not make candidates.
     pub max_df: u64,
-    /// Pairs reported per group of identical documents (all members are in the clusters).
+    /// Pairs reported per group of identical documents (all members are in
+    /// the clusters). With `expand_groups`, a group of more documents than
+    /// this plus one is *capped*: reported as without expansion.
     pub max_group_pairs: u64,
+    /// Every member of a group gets its first document's pairs, and every
+    /// pair within a group is listed (see [`Groups`](crate::Groups)).
+    pub expand_groups: bool,
 }
 
 impl PairsConfig {
@@ -79,6 +88,7 @@ impl PairsConfig {
             min_cover: 0.0,
             max_df: 1000,
             max_group_pairs: 100,
+            expand_groups: false,
         }
     }
 
@@ -93,6 +103,11 @@ impl PairsConfig {
             return Err(PipelineError::Usage("--max-df must be at least 2".into()));
         }
         Ok(())
+    }
+
+    /// Which groups of identical documents are expanded.
+    pub fn expansion(&self) -> Expansion {
+        Expansion { expand: self.expand_groups, max_group_pairs: self.max_group_pairs }
     }
 
     /// Whether a pair with these scores passes the thresholds.
@@ -132,6 +147,13 @@ pub struct PairsStats {
     pub kept_pairs: u64,
     /// Pairs of identical documents reported (at most `max_group_pairs` per group).
     pub group_pairs: u64,
+    /// Pairs `expand_groups` added: those of the groups' other members, and
+    /// those within a group beyond its first document's.
+    pub expanded_pairs: u64,
+    /// Groups of more than `max_group_pairs + 1` documents (not expanded),
+    /// and the largest of them as `ID (N documents)`, at most [`NAMED_CAPPED`].
+    pub capped_groups: u64,
+    pub capped_named: Vec<String>,
     pub clusters: u64,
     pub clustered_documents: u64,
     /// Blocks the document-major index was split into to fit in memory.
@@ -393,7 +415,8 @@ impl<'a> PairPasses<'a> {
     /// Scores the candidates of consecutive ranges `ranges` (runs from any
     /// number of buckets: a pair found in several comes once) against the
     /// index `parts`; the kept pairs, and those of the groups whose first
-    /// document is in the ranges, as runs.
+    /// document is in the ranges, as runs. With `expand_groups`, each kept
+    /// pair's copies too, and every pair within a group (see [`Groups`]).
     #[allow(clippy::too_many_arguments)]
     pub fn score(
         &self,
@@ -414,8 +437,12 @@ impl<'a> PairPasses<'a> {
             // Part of the pairs: blocks need hold only the documents they name.
             cache = cache.only(named_documents(&candidates, table.len())?);
         }
+        let groups = Groups::new(rep_of);
+        let expansion = self.config.expansion();
         let mut scorer = Scorer {
             config: self.config,
+            groups: &groups,
+            expansion,
             n: self.n(),
             cache: &mut cache,
             totals,
@@ -432,6 +459,7 @@ impl<'a> PairPasses<'a> {
             pruned: 0,
             scored: 0,
             kept_pairs: 0,
+            expanded_pairs: 0,
         };
         let blocks = &layout.blocks;
         let fan_in = self
@@ -451,16 +479,25 @@ impl<'a> PairPasses<'a> {
             self.control,
         )?;
         stats.index.bytes_spilled += report.bytes_written;
-        // Identical documents: their pairs score 1 on every measure.
+        // Identical documents: every n-gram shared, every token covered (a
+        // group's documents have at least n tokens), so their pairs score 1
+        // on every measure.
         let docs = layout.range_docs(&ranges);
-        let distinct = distinct_ngrams(table, totals, self.n());
-        for group in group_members(rep_of).iter().filter(|g| docs.contains(&g[0])) {
+        for group in groups.iter().filter(|g| docs.contains(&g[0])) {
             let rep = group[0];
+            let whole = totals.distinct(rep as usize, table.tokens[rep as usize], self.n());
+            let tokens = table.tokens[rep as usize];
             for &member in group.iter().skip(1).take(self.config.max_group_pairs as usize) {
-                let whole = distinct[rep as usize];
-                let tokens = table.tokens[rep as usize];
                 scorer.kept.keep([rep, member, whole, tokens, tokens])?;
                 stats.group_pairs += 1;
+            }
+            if expansion.copies(&groups, rep).is_some() {
+                for (i, &x) in group.iter().enumerate().skip(1) {
+                    for &y in &group[i + 1..] {
+                        scorer.kept.keep([x, y, whole, tokens, tokens])?;
+                        stats.expanded_pairs += 1;
+                    }
+                }
             }
         }
         scorer.kept.write()?;
@@ -469,6 +506,7 @@ impl<'a> PairPasses<'a> {
         stats.pruned_pairs += scorer.pruned;
         stats.scored_pairs += scorer.scored;
         stats.kept_pairs += scorer.kept_pairs;
+        stats.expanded_pairs += scorer.expanded_pairs;
         stats.index.bytes_spilled += scorer.kept.bytes;
         Ok(scorer.kept.runs.into_iter().map(|(_, run)| run).collect())
     }
@@ -485,9 +523,15 @@ impl<'a> PairPasses<'a> {
         stats: &mut PairsStats,
     ) -> Result<(), PipelineError> {
         self.control.progress.start("writing", None);
-        let groups = group_members(rep_of);
+        let groups = Groups::new(rep_of);
         stats.exact_groups = groups.len() as u64;
         stats.grouped_documents = groups.iter().map(|g| g.len() as u64).sum();
+        let expansion = self.config.expansion();
+        let mut capped: Vec<&[u32]> = groups.iter().filter(|g| expansion.capped(g)).collect();
+        stats.capped_groups = capped.len() as u64;
+        capped.sort_unstable_by_key(|g| (std::cmp::Reverse(g.len()), g[0]));
+        stats.capped_named =
+            capped.iter().take(NAMED_CAPPED).map(|g| format!("{} ({} documents)", table.id(g[0]), g.len())).collect();
         let distinct = distinct_ngrams(table, totals, self.n());
         let mut clusters = UnionFind::new(table.len());
         let mut out = PairOutput { table, distinct: &distinct, sink, clusters: &mut clusters };
@@ -504,7 +548,7 @@ impl<'a> PairPasses<'a> {
             &mut out,
             self.control,
         )?;
-        for group in &groups {
+        for group in groups.iter() {
             for &member in &group[1..] {
                 clusters.union(group[0], member);
             }
@@ -552,8 +596,9 @@ fn blocks_bytes(blocks: &[Range<u32>]) -> u64 {
 
 /// Groups of documents with identical token sequences (by hash); each
 /// document maps to its group's first document. Documents too short for an
-/// n-gram share nothing and stay alone.
-fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
+/// n-gram share nothing and stay alone. Hashes are not proof: a
+/// [`GroupCheck`](crate::GroupCheck) over the n-grams says who differs.
+pub fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
     let mut rep_of: Vec<u32> = (0..table.len() as u32).collect();
     let mut order: Vec<u32> = (0..table.len() as u32).filter(|&d| table.tokens[d as usize] >= n).collect();
     order.sort_unstable_by_key(|&d| (table.hashes[d as usize], table.tokens[d as usize], d));
@@ -567,16 +612,8 @@ fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
     rep_of
 }
 
-/// Members of each group of identical documents, the representative first.
-fn group_members(rep_of: &[u32]) -> Vec<Vec<u32>> {
-    let mut groups: std::collections::BTreeMap<u32, Vec<u32>> = std::collections::BTreeMap::new();
-    for (d, &rep) in rep_of.iter().enumerate() {
-        if rep != d as u32 {
-            groups.entry(rep).or_insert_with(|| vec![rep]).push(d as u32);
-        }
-    }
-    groups.into_values().collect()
-}
+/// Capped groups named in the summary (the largest).
+pub const NAMED_CAPPED: usize = 10;
 
 /// Sorted pair keys spilled as runs; with a scoring layout, cut by the
 /// range of the key's first field (a block number).
@@ -633,6 +670,8 @@ impl<'a, const L: usize> PairSpill<'a, L> {
 /// Scores candidate pairs as the candidate merge delivers them.
 struct Scorer<'s, 'b> {
     config: &'s PairsConfig,
+    groups: &'s Groups,
+    expansion: Expansion,
     n: u32,
     cache: &'s mut BlockCache<'b>,
     totals: &'s IndexTotals,
@@ -643,9 +682,35 @@ struct Scorer<'s, 'b> {
     pruned: u64,
     scored: u64,
     kept_pairs: u64,
+    expanded_pairs: u64,
 }
 
 impl Scorer<'_, '_> {
+    /// Keeps representatives `a` < `b`'s pair and, with `expand_groups`,
+    /// the same pair of each of their copies: `(x, y)` with `x < y`, the
+    /// counts turned round when a copy of `a` comes after one of `b`.
+    fn keep(&mut self, a: u32, b: u32, counts: PairCounts) -> Result<(), PipelineError> {
+        let PairCounts { shared, covered_a, covered_b } = counts;
+        self.kept.keep([a, b, shared, covered_a, covered_b])?;
+        let (copies_a, copies_b) = (self.expansion.copies(self.groups, a), self.expansion.copies(self.groups, b));
+        if copies_a.is_none() && copies_b.is_none() {
+            return Ok(());
+        }
+        let (only_a, only_b) = ([a], [b]);
+        for &x in copies_a.unwrap_or(&only_a) {
+            for &y in copies_b.unwrap_or(&only_b) {
+                if (x, y) == (a, b) {
+                    continue;
+                }
+                let key =
+                    if x < y { [x, y, shared, covered_a, covered_b] } else { [y, x, shared, covered_b, covered_a] };
+                self.kept.keep(key)?;
+                self.expanded_pairs += 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether an upper bound shows the pair cannot reach the thresholds.
     fn hopeless(&self, a: DocStats, b: DocStats) -> bool {
         let c = self.config;
@@ -680,7 +745,7 @@ impl MergeSink for Scorer<'_, '_> {
         let counts = score(ba.doc(a), bb.doc(b), self.n, &mut self.scratch);
         if self.config.keeps(&counts.scores(sa, sb)) {
             self.kept_pairs += 1;
-            self.kept.keep([a, b, counts.shared, counts.covered_a, counts.covered_b])?;
+            self.keep(a, b, counts)?;
         }
         Ok(())
     }

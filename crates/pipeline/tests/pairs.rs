@@ -6,8 +6,10 @@ use std::io::Write;
 
 use dupgram_corpus::{Format, Input};
 use dupgram_lexicon::Normalization;
-use dupgram_pipeline::{Control, Limits, NgramConfig, PairScores, PairsConfig, PairsSink, PipelineError, find_pairs};
-use dupgram_testkit::{Corpus, CorpusSpec, NaiveOptions, NaivePairOptions, naive_pairs};
+use dupgram_pipeline::{
+    Control, Limits, NgramConfig, PairScores, PairsConfig, PairsSink, PairsStats, PipelineError, find_pairs,
+};
+use dupgram_testkit::{Corpus, CorpusSpec, NaiveOptions, NaivePairOptions, NaiveScores, naive_every_pair, naive_pairs};
 use proptest::prelude::*;
 
 #[derive(Default)]
@@ -35,6 +37,15 @@ fn write_docs(path: &std::path::Path, docs: &[String]) {
 }
 
 fn engine(path: &std::path::Path, tmp: &std::path::Path, n: usize, tweak: impl FnOnce(&mut PairsConfig)) -> Collect {
+    engine_stats(path, tmp, n, tweak).0
+}
+
+fn engine_stats(
+    path: &std::path::Path,
+    tmp: &std::path::Path,
+    n: usize,
+    tweak: impl FnOnce(&mut PairsConfig),
+) -> (Collect, PairsStats) {
     let mut base = NgramConfig::new(vec![Input::Path(path.to_owned())], n);
     base.read.format = Some(Format::Text);
     base.memory = 64 << 20;
@@ -44,15 +55,19 @@ fn engine(path: &std::path::Path, tmp: &std::path::Path, n: usize, tweak: impl F
     config.max_group_pairs = 1000;
     tweak(&mut config);
     let mut out = Collect::default();
-    find_pairs(&config, &Control::default(), &mut out).unwrap();
-    out
+    let stats = find_pairs(&config, &Control::default(), &mut out).unwrap();
+    (out, stats)
 }
 
 fn expected(
     docs: &[String],
     n: usize,
     tweak: impl FnOnce(&mut NaivePairOptions),
-) -> BTreeMap<(usize, usize), dupgram_testkit::NaiveScores> {
+) -> BTreeMap<(usize, usize), NaiveScores> {
+    naive_pairs(docs, &options(n, tweak))
+}
+
+fn options(n: usize, tweak: impl FnOnce(&mut NaivePairOptions)) -> NaivePairOptions {
     let mut o = NaivePairOptions {
         ngrams: NaiveOptions { norm: Normalization::default(), stopwords: vec![], stop_top: 0, n, min_count: 2 },
         max_df: usize::MAX,
@@ -62,16 +77,15 @@ fn expected(
         min_cover: 0.0,
     };
     tweak(&mut o);
-    naive_pairs(docs, &o)
+    o
 }
 
-fn assert_same(got: &Collect, want: &BTreeMap<(usize, usize), dupgram_testkit::NaiveScores>) {
+fn assert_same(got: &Collect, want: &BTreeMap<(usize, usize), NaiveScores>) {
     // Text input: a document's ID is its line number.
-    let got: BTreeMap<(usize, usize), PairScores> = got
-        .pairs
-        .iter()
-        .map(|(a, b, s)| ((a.parse::<usize>().unwrap() - 1, b.parse::<usize>().unwrap() - 1), *s))
-        .collect();
+    let keys: Vec<(usize, usize)> =
+        got.pairs.iter().map(|(a, b, _)| (a.parse::<usize>().unwrap() - 1, b.parse::<usize>().unwrap() - 1)).collect();
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "pairs in input order of a, then b, each once");
+    let got: BTreeMap<(usize, usize), PairScores> = keys.into_iter().zip(got.pairs.iter().map(|p| p.2)).collect();
     assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "the same pairs");
     for (k, w) in want {
         let g = got[k];
@@ -210,4 +224,84 @@ fn reusing_a_duplicate_list_gives_the_same_pairs() {
     config.dups = Some(dupgram_pipeline::DupsInput { dups, lexicon });
     let err = find_pairs(&config, &Control::default(), &mut Collect::default()).unwrap_err().to_string();
     assert!(err.contains("4-gram where n = 5"), "{err}");
+}
+
+/// `docs` with groups of identical documents planted: for each `(pick,
+/// size)`, `size - 1` more copies of document `pick % len`, scattered.
+fn with_groups(mut docs: Vec<String>, groups: &[(usize, usize)], seed: u64) -> Vec<String> {
+    let mut state = seed | 1;
+    let mut next = |bound: usize| {
+        // xorshift: positions only need to be scattered, and reproducible.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound as u64) as usize
+    };
+    for &(pick, size) in groups {
+        let text = docs[pick % docs.len()].clone();
+        for _ in 1..size {
+            let at = next(docs.len() + 1);
+            docs.insert(at, text.clone());
+        }
+    }
+    docs
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    /// With `--expand-groups`, every pair the brute force finds over all
+    /// documents, identical ones included; without, the representatives' pairs.
+    #[test]
+    fn expanded_groups_equal_brute_force(seed in any::<u64>(), groups in prop::collection::vec((any::<usize>(), 2usize..=50), 1..5), n in 2usize..6, small in any::<bool>()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.txt");
+        let docs = with_groups(corpus(seed, 600, 200), &groups, seed);
+        write_docs(&path, &docs);
+        let limits = |c: &mut PairsConfig| {
+            if small {
+                c.base.limits = Limits { chunk_ngrams: Some(7), fan_in: Some(3), batch_bytes: Some(64) };
+            }
+        };
+        let (expanded, stats) = engine_stats(&path, dir.path(), n, |c| {
+            c.expand_groups = true;
+            limits(c);
+        });
+        assert_same(&expanded, &naive_every_pair(&docs, &options(n, |_| {})));
+        let (grouped, grouped_stats) = engine_stats(&path, dir.path(), n, limits);
+        assert_same(&grouped, &expected(&docs, n, |_| {}));
+        // The summary counts what the expansion added.
+        prop_assert_eq!(stats.expanded_pairs, (expanded.pairs.len() - grouped.pairs.len()) as u64);
+        prop_assert_eq!(grouped_stats.expanded_pairs, 0);
+        prop_assert_eq!(stats.kept_pairs + stats.group_pairs, grouped.pairs.len() as u64);
+        prop_assert_eq!(stats.capped_groups, 0);
+        prop_assert_eq!(&expanded.clusters, &grouped.clusters);
+    }
+}
+
+#[test]
+fn a_capped_group_is_not_expanded_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    let base = corpus(11, 800, 150);
+    // Documents 0 and 1 of `base`, copied 30 and 4 times.
+    let docs = with_groups(base.clone(), &[(0, 30), (1, 4)], 5);
+    write_docs(&path, &docs);
+    let (got, stats) = engine_stats(&path, dir.path(), 3, |c| {
+        c.expand_groups = true;
+        c.max_group_pairs = 5;
+    });
+    let copies_of = |text: &String| docs.iter().enumerate().filter(|(_, d)| *d == text).map(|(i, _)| i).collect();
+    let big: Vec<usize> = copies_of(&base[0]);
+    assert!(big.len() >= 30, "{}", big.len());
+    // The brute force, less the pairs of the capped group's other members,
+    // but for its first document's with the next five.
+    let listed: Vec<(usize, usize)> = big[1..6].iter().map(|&m| (big[0], m)).collect();
+    let mut want = naive_every_pair(&docs, &options(3, |o| o.max_group_pairs = 5));
+    want.retain(|&(a, b), _| listed.contains(&(a, b)) || !(big[1..].contains(&a) || big[1..].contains(&b)));
+    assert_same(&got, &want);
+    assert_eq!(stats.capped_groups, 1);
+    assert_eq!(stats.capped_named, [format!("{} ({} documents)", big[0] + 1, big.len())]);
+    // Without expansion the same group is capped (five of its pairs) and named too.
+    let (_, stats) = engine_stats(&path, dir.path(), 3, |c| c.max_group_pairs = 5);
+    assert_eq!((stats.capped_groups, stats.expanded_pairs), (1, 0));
 }

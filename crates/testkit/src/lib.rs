@@ -6,7 +6,7 @@ pub mod generate;
 pub mod naive;
 
 pub use generate::{Corpus, CorpusSpec, Doc, SplitMix};
-pub use naive::{NaiveOptions, NaivePairOptions, NaiveScores, naive_ngrams, naive_pairs};
+pub use naive::{NaiveOptions, NaivePairOptions, NaiveScores, naive_every_pair, naive_ngrams, naive_pairs};
 
 /// A hasher for keys that are already well-mixed 64-bit hashes (n-gram
 /// fingerprints): it hashes them as they are. The baselines' hash tables use it.

@@ -65,6 +65,17 @@ pub struct NaivePairOptions {
 /// Every pair `dupgram pairs` should report, by brute force over all pairs:
 /// keyed by document index (a < b).
 pub fn naive_pairs(docs: &[String], o: &NaivePairOptions) -> BTreeMap<(usize, usize), NaiveScores> {
+    scored_pairs(docs, o, true)
+}
+
+/// Every pair of documents sharing an n-gram, scored, with no grouping of
+/// identical documents: what `dupgram pairs --expand-groups` should report
+/// when no group is capped (`--max-df` counts documents here, groups there).
+pub fn naive_every_pair(docs: &[String], o: &NaivePairOptions) -> BTreeMap<(usize, usize), NaiveScores> {
+    scored_pairs(docs, o, false)
+}
+
+fn scored_pairs(docs: &[String], o: &NaivePairOptions, grouped: bool) -> BTreeMap<(usize, usize), NaiveScores> {
     let n = o.ngrams.n;
     let tokens: Vec<Vec<String>> = docs.iter().map(|d| kept_tokens(d, &o.ngrams, docs)).collect();
     let grams: Vec<Vec<Vec<&str>>> =
@@ -73,7 +84,8 @@ pub fn naive_pairs(docs: &[String], o: &NaivePairOptions) -> BTreeMap<(usize, us
     // Identical documents (at least n tokens) group under the first.
     let mut rep: Vec<usize> = (0..docs.len()).collect();
     for i in 0..docs.len() {
-        if tokens[i].len() >= n
+        if grouped
+            && tokens[i].len() >= n
             && let Some(first) = (0..i).find(|&j| rep[j] == j && tokens[j] == tokens[i])
         {
             rep[i] = first;
