@@ -32,7 +32,7 @@ impl Progress {
 /// Shared between a job and whoever watches it.
 #[derive(Debug, Default, Clone)]
 pub struct Control {
-    /// Set to stop the job (Ctrl-C); it then fails with [`PipelineError::Interrupted`]
+    /// Set to stop the job (Ctrl-C); it then fails with [`PipelineError::Interrupted`](crate::PipelineError::Interrupted)
     /// after removing its temporary files.
     pub stop: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
