@@ -151,7 +151,7 @@ fn one_instance_invariant_on_random_corpora() {
             .map(|d| {
                 d.words
                     .chunks(7 + (seed as usize % 5))
-                    .map(|p| p.iter().map(|&w| corpus.word(w).to_owned()).collect())
+                    .map(|p| p.iter().map(|&w| corpus.word(w).into_owned()).collect())
                     .collect()
             })
             .collect();

@@ -2,6 +2,15 @@
 //! and planted duplication — exact copies, near copies (a few words edited)
 //! and shared passages — deterministic by seed.
 //!
+//! By default the vocabulary is closed (`vocabulary` words), so it stops
+//! growing early, as no real text does. With `open_vocabulary` > 0 that share
+//! of the fresh words comes from an open-ended tail instead — ranks drawn from
+//! an unbounded power law of exponent `open_zipf`, each rank a word of its own —
+//! so the number of distinct words keeps growing with the corpus like
+//! (share × tokens)^(1 / open_zipf) (Heaps' law, as names, typos, numbers
+//! and URLs make web text grow). Tail words are spelled from their rank with
+//! a `c`, a letter core words never use, so no two words are spelled alike.
+//!
 //! It uses its own SplitMix64 so a seed gives the same corpus on every
 //! machine and with every dependency version.
 
@@ -56,6 +65,10 @@ pub struct CorpusSpec {
     pub near_copies: f64,
     /// Share that embed a passage of an earlier document in new text.
     pub passages: f64,
+    /// Share of fresh words drawn from the open-ended tail (0: a closed vocabulary).
+    pub open_vocabulary: f64,
+    /// Power-law exponent of the tail's ranks (> 1; smaller grows faster).
+    pub open_zipf: f64,
 }
 
 impl Default for CorpusSpec {
@@ -69,6 +82,8 @@ impl Default for CorpusSpec {
             exact_copies: 0.05,
             near_copies: 0.15,
             passages: 0.10,
+            open_vocabulary: 0.0,
+            open_zipf: 1.2,
         }
     }
 }
@@ -111,8 +126,11 @@ impl Corpus {
     }
 
     /// The text of word `w`.
-    pub fn word(&self, w: u32) -> &str {
-        &self.words[w as usize]
+    pub fn word(&self, w: u32) -> std::borrow::Cow<'_, str> {
+        match self.words.get(w as usize) {
+            Some(word) => word.as_str().into(),
+            None => tail_word(w - self.spec.vocabulary).into(),
+        }
     }
 
     pub fn text(&self, doc: &Doc) -> String {
@@ -121,14 +139,27 @@ impl Corpus {
             if i > 0 {
                 out.push(' ');
             }
-            out.push_str(self.word(w));
+            out.push_str(&self.word(w));
         }
         out
     }
 
     fn fresh_word(&mut self) -> u32 {
+        // A closed vocabulary draws nothing more, so its corpora stay as they were.
+        if self.spec.open_vocabulary > 0.0 && self.rng.chance(self.spec.open_vocabulary) {
+            return self.tail_rank();
+        }
         let u = self.rng.unit();
         self.cumulative.partition_point(|&c| c < u).min(self.cumulative.len() - 1) as u32
+    }
+
+    /// A word of the open tail: rank r ≥ 1 with P(rank ≥ r) = r^-(open_zipf - 1),
+    /// numbered after the closed vocabulary (at most 2^31 words in all).
+    fn tail_rank(&mut self) -> u32 {
+        let u = 1.0 - self.rng.unit(); // (0, 1]
+        let rank = u.powf(-1.0 / (self.spec.open_zipf - 1.0)).floor();
+        let room = f64::from((1u32 << 31) - 1 - self.spec.vocabulary);
+        self.spec.vocabulary + (rank.min(room) as u32).saturating_sub(1)
     }
 
     fn fresh(&mut self, len: usize) -> Vec<u32> {
@@ -211,10 +242,6 @@ impl Iterator for Corpus {
 
 /// Distinct lower-case pseudo-words, short ones for frequent ranks.
 fn spelling(vocabulary: u32, rng: &mut SplitMix) -> Vec<String> {
-    const SYLLABLES: [&str; 24] = [
-        "ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "pi", "de", "ga", "bu", "zo", "ri", "fa", "hu", "jo", "xe",
-        "wi", "qu", "an", "el", "or", "is",
-    ];
     let mut seen = std::collections::HashSet::new();
     let mut words = Vec::with_capacity(vocabulary as usize);
     while words.len() < vocabulary as usize {
@@ -226,6 +253,32 @@ fn spelling(vocabulary: u32, rng: &mut SplitMix) -> Vec<String> {
     }
     words
 }
+
+/// The spelling of tail word `rank` (from 0): one or two syllables picked by
+/// a hash of the rank, a `c`, then the rank in base 24, one syllable a digit.
+/// Core words have no `c`, and the part after the first `c` gives the rank
+/// back, so every tail word is distinct from every other word.
+fn tail_word(rank: u32) -> String {
+    let mut h = SplitMix::new(u64::from(rank));
+    let mut word = String::new();
+    for _ in 0..1 + h.below(2) {
+        word.push_str(SYLLABLES[h.below(24) as usize]);
+    }
+    word.push('c');
+    let mut rest = rank;
+    loop {
+        word.push_str(SYLLABLES[(rest % 24) as usize]);
+        rest /= 24;
+        if rest == 0 {
+            return word;
+        }
+    }
+}
+
+const SYLLABLES: [&str; 24] = [
+    "ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "pi", "de", "ga", "bu", "zo", "ri", "fa", "hu", "jo", "xe", "wi",
+    "qu", "an", "el", "or", "is",
+];
 
 /// Output layouts of the generator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,5 +332,32 @@ mod tests {
         let c: Vec<Doc> = Corpus::new(CorpusSpec { seed: 2, ..spec }).collect();
         assert_ne!(a, c);
         assert!(a.iter().map(|d| d.words.len()).sum::<usize>() >= 5000);
+    }
+
+    #[test]
+    fn an_open_vocabulary_keeps_growing() {
+        let distinct = |tokens: u64, open_vocabulary: f64| {
+            let spec = CorpusSpec { tokens, vocabulary: 5000, open_vocabulary, ..CorpusSpec::default() };
+            let corpus = Corpus::new(spec.clone());
+            let words: std::collections::HashSet<String> =
+                Corpus::new(spec).flat_map(|d| d.words).map(|w| corpus.word(w).into_owned()).collect();
+            words.len()
+        };
+        // Closed: the vocabulary is all but used up at 200k tokens.
+        let (closed_small, closed_large) = (distinct(200_000, 0.0), distinct(2_000_000, 0.0));
+        assert!(closed_large <= 5000 && closed_large < closed_small * 3 / 2, "{closed_small} → {closed_large}");
+        // Open: ten times the text, several times the words (10^(1/1.2) ≈ 6.8 for the tail).
+        let (open_small, open_large) = (distinct(200_000, 0.1), distinct(2_000_000, 0.1));
+        assert!(open_large > open_small * 3, "{open_small} → {open_large}");
+    }
+
+    #[test]
+    fn tail_words_are_distinct_from_each_other_and_from_core_words() {
+        let spec = CorpusSpec { vocabulary: 3000, ..CorpusSpec::default() };
+        let corpus = Corpus::new(spec);
+        let mut seen = std::collections::HashSet::new();
+        for w in 0..3000 + 100_000 {
+            assert!(seen.insert(corpus.word(w).into_owned()), "word {w} spelled twice");
+        }
     }
 }

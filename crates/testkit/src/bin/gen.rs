@@ -21,6 +21,8 @@ fn main() -> anyhow::Result<()> {
             "--exact" => spec.exact_copies = value()?.parse()?,
             "--near" => spec.near_copies = value()?.parse()?,
             "--passages" => spec.passages = value()?.parse()?,
+            "--open-vocabulary" => spec.open_vocabulary = value()?.parse()?,
+            "--open-zipf" => spec.open_zipf = value()?.parse()?,
             "--format" => {
                 layout = match value()?.as_str() {
                     "jsonl" => Layout::Jsonl,
@@ -31,13 +33,15 @@ fn main() -> anyhow::Result<()> {
             }
             "-h" | "--help" => {
                 println!(
-                    "dupgram-gen [--tokens N] [--seed S] [--vocabulary V] [--mean-doc-len L] [--exact P] [--near P] [--passages P] [--format jsonl|text|vertical]"
+                    "dupgram-gen [--tokens N] [--seed S] [--vocabulary V] [--mean-doc-len L] [--exact P] [--near P] [--passages P] [--open-vocabulary SHARE] [--open-zipf S] [--format jsonl|text|vertical]"
                 );
                 return Ok(());
             }
             other => anyhow::bail!("unknown option {other}"),
         }
     }
+    anyhow::ensure!((0.0..=1.0).contains(&spec.open_vocabulary), "--open-vocabulary is a share, from 0 to 1");
+    anyhow::ensure!(spec.open_zipf > 1.0, "--open-zipf must be more than 1");
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());
     let (docs, tokens) = write_corpus(spec, layout, &mut out)?;
