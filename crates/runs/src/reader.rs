@@ -213,9 +213,10 @@ impl<R: Read + Seek> RunReader<R> {
                     doc = c.read_delta(data)? - 1;
                     pos = c.read_delta(data)? - 1;
                 } else {
+                    // Steps are up to 64 bits: saturate, and let the range check below refuse them.
                     let step = c.read_gamma(data)? - 1;
-                    doc += step;
-                    pos = if step == 0 { pos + c.read_gamma(data)? } else { c.read_delta(data)? - 1 };
+                    doc = doc.saturating_add(step);
+                    pos = if step == 0 { pos.saturating_add(c.read_gamma(data)?) } else { c.read_delta(data)? - 1 };
                 }
                 if doc > u64::from(u32::MAX) || pos > u64::from(u32::MAX) {
                     return Err(CodeError::TooLong);
