@@ -15,7 +15,8 @@
 //!   decoding thread holds at its peak;
 //! * an error that names the file — its `Display` contains the path;
 //! * for formats with checksums, nothing read wrong: a file damaged in
-//!   place (not spliced) is refused or read exactly as before.
+//!   place (not spliced) is refused or read exactly as before;
+//! * for formats any bytes are valid in (plain text), no error at all.
 //!
 //! Formats with checksums are also fuzzed *sealed*: the mutation is applied
 //! to the content and the checksums recomputed, so the decoder's own
@@ -52,6 +53,7 @@ pub struct Fuzz {
     seeds: Vec<Vec<u8>>,
     cases: usize,
     checksummed: bool,
+    always_valid: bool,
     seal: Option<(Transform, Transform)>,
     alloc_limit: usize,
     regressions: Option<PathBuf>,
@@ -84,6 +86,7 @@ impl Fuzz {
             seeds,
             cases: 2000,
             checksummed: false,
+            always_valid: false,
             seal: None,
             alloc_limit: 64 << 20,
             regressions: None,
@@ -100,6 +103,12 @@ impl Fuzz {
     /// The format has checksums: a file damaged in place must be refused or read as it was.
     pub fn checksummed(mut self) -> Fuzz {
         self.checksummed = true;
+        self
+    }
+
+    /// Every file is valid in the format (plain text): any error is a failure.
+    pub fn always_valid(mut self) -> Fuzz {
+        self.always_valid = true;
         self
     }
 
@@ -244,14 +253,18 @@ impl Fuzz {
                         );
                     }
                 }
-                Err(_) => {
+                Err(e) => {
+                    assert!(!self.always_valid, "a file any bytes make valid was refused: {e}");
                     tally.1 += 1;
                     report.refused += 1;
                 }
             }
             report.cases += 1;
         }
-        assert!(cases == 0 || report.refused > 0, "no mutated file was refused: the decoder reads nothing?");
+        assert!(
+            cases == 0 || self.always_valid || report.refused > 0,
+            "no mutated file was refused: the decoder reads nothing?"
+        );
         report
     }
 
