@@ -82,6 +82,9 @@ pub fn write_file(
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
