@@ -43,7 +43,10 @@ fn table(ids: &[&str], first_doc: u64) -> Vec<u8> {
     out
 }
 
-fn read_table(path: &Path) -> Result<(u64, Vec<(u32, u128, String)>), PipelineError> {
+/// A table as read: its first document's number, and (tokens, hash, ID) of each document.
+type Table = (u64, Vec<(u32, u128, String)>);
+
+fn read_table(path: &Path) -> Result<Table, PipelineError> {
     let (first, t) = DocTable::read_from(path)?;
     assert!(t.tokens.len() == t.hashes.len() && t.hashes.len() == t.id_ranges.len());
     Ok((first, (0..t.len() as u32).map(|d| (t.tokens[d as usize], t.hashes[d as usize], t.id(d).to_owned())).collect()))

@@ -233,7 +233,8 @@ fn postings_segments_survive_mutation() {
 /// that large or indexes by it.
 #[test]
 fn impossible_plans_are_refused_when_loaded() {
-    let edits: [(&str, fn(&mut JobPlan)); 5] = [
+    type Edit = fn(&mut JobPlan);
+    let edits: [(&str, Edit); 5] = [
         ("buckets-u64-max", |p| p.buckets = usize::MAX),
         ("buckets-zero", |p| p.buckets = 0),
         ("no-shards", |p| p.shards.clear()),
