@@ -475,6 +475,10 @@ impl Write for HashWriter<'_> {
 // File format
 // ---------------------------------------------------------------------------
 
+/// The largest zstd window (2^this bytes) a lexicon file may ask for:
+/// twice what the writer's level 3 uses.
+const WINDOW_LOG_MAX: u32 = 22;
+
 /// First eight bytes of a lexicon file.
 pub const LEXICON_MAGIC: &[u8; 8] = b"DGLEX\0\r\n";
 /// The newest lexicon format this build writes and reads: version 1 holds
@@ -644,6 +648,9 @@ impl Lexicon {
             return Err(LexiconError::Version { path: path.to_owned(), found: version });
         }
         let mut z = zstd::Decoder::with_buffer(file).map_err(io)?.single_frame();
+        // The writer's level-3 frames ask for at most a 2 MiB window; a
+        // damaged header asking for more must not make the decoder take it.
+        z.window_log_max(WINDOW_LOG_MAX).map_err(io)?;
         let mut hasher = Xxh3::new();
         let mut body = HashingReader { inner: &mut z, hasher: &mut hasher };
         let lex = read_body(&mut body, scope, version).map_err(|e| match e.kind() {

@@ -133,3 +133,23 @@ fn huge_counts_and_lengths_are_refused_without_allocating_them() {
         assert!(peak < 4 << 20, "{peak} bytes held for {body:?}");
     }
 }
+
+#[test]
+fn a_frame_asking_for_a_huge_window_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("window.lex");
+    let file = &seeds().0[0];
+    let body = zstd::decode_all(&file[HEAD_LEN..file.len() - 8]).unwrap();
+    let mut z = zstd::Encoder::new(Vec::new(), 3).unwrap();
+    z.window_log(27).unwrap();
+    std::io::Write::write_all(&mut z, &body).unwrap();
+    let mut out = file[..HEAD_LEN].to_vec();
+    out.extend(z.finish().unwrap());
+    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
+    std::fs::write(&path, &out).unwrap();
+    let err = Lexicon::load(&path, Scope::All).unwrap_err().to_string();
+    assert!(err.starts_with(&path.display().to_string()), "{err}");
+    // The same body in the writer's own frame loads.
+    std::fs::write(&path, close(&open(file))).unwrap();
+    Lexicon::load(&path, Scope::All).unwrap();
+}
