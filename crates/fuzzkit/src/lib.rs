@@ -4,7 +4,7 @@
 //! A [`Fuzz`] takes a few valid files (*seeds*) written by the format's own
 //! writer and a decoder, and feeds the decoder thousands of mutated copies
 //! ([`mutate`]: flipped bits, truncations, splices of two files, huge length
-//! fields, random bytes), from a fixed seed so every run tries the same
+//! fields, numbers in text made huge, random bytes), from a fixed seed so every run tries the same
 //! cases. Each case must give
 //!
 //! * no panic — the driver reports the case and keeps its input;

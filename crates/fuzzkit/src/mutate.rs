@@ -62,10 +62,13 @@ pub enum Mutation {
     Duplicate,
     /// Random bytes, sometimes after the file's first bytes (its magic).
     RandomBytes,
+    /// A number written in digits (JSON, a line number, an attribute)
+    /// replaced by a huge, negative, zero or fractional one.
+    Digits,
 }
 
 impl Mutation {
-    pub const ALL: [Mutation; 9] = [
+    pub const ALL: [Mutation; 10] = [
         Mutation::FlipBits,
         Mutation::SetBytes,
         Mutation::HugeLength,
@@ -75,6 +78,7 @@ impl Mutation {
         Mutation::Delete,
         Mutation::Duplicate,
         Mutation::RandomBytes,
+        Mutation::Digits,
     ];
 
     /// Edits that leave the bytes of one file, damaged: a format with
@@ -84,7 +88,7 @@ impl Mutation {
     }
 
     fn pick(rng: &mut Rng) -> Mutation {
-        const WEIGHTS: [(Mutation, usize); 9] = [
+        const WEIGHTS: [(Mutation, usize); 10] = [
             (Mutation::FlipBits, 20),
             (Mutation::SetBytes, 10),
             (Mutation::HugeLength, 15),
@@ -94,6 +98,7 @@ impl Mutation {
             (Mutation::Delete, 8),
             (Mutation::Duplicate, 6),
             (Mutation::RandomBytes, 9),
+            (Mutation::Digits, 8),
         ];
         let total: usize = WEIGHTS.iter().map(|w| w.1).sum();
         let mut at = rng.below(total);
@@ -194,6 +199,7 @@ pub fn apply(rng: &mut Rng, m: Mutation, data: &mut Vec<u8>, seeds: &[Vec<u8>]) 
             let at = rng.below(len + 1);
             data.splice(at..at, piece);
         }
+        Mutation::Digits => digits(rng, data),
         Mutation::RandomBytes => {
             let keep = if rng.chance(2) { len.min(16) } else { 0 };
             data.truncate(keep);
@@ -217,6 +223,25 @@ fn huge_length(rng: &mut Rng, data: &mut Vec<u8>) {
     let at = rng.below(data.len() + 1);
     let end = (at + field.len()).min(data.len());
     data.splice(at..end, field);
+}
+
+/// Replaces the run of ASCII digits at or after a random offset (or, with
+/// none, inserts one) by another number.
+fn digits(rng: &mut Rng, data: &mut Vec<u8>) {
+    const NUMBERS: [&str; 9] =
+        ["0", "18446744073709551615", "18446744073709551616", "4294967296", "-1", "1e308", "0.5", "99999999999", "7"];
+    let new = NUMBERS[rng.below(NUMBERS.len())].as_bytes().to_vec();
+    let from = rng.below(data.len() + 1);
+    match data[from..].iter().position(u8::is_ascii_digit) {
+        Some(i) => {
+            let start = from + i;
+            let end = start + data[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+            data.splice(start..end, new);
+        }
+        None => {
+            data.splice(from..from, new);
+        }
+    }
 }
 
 /// LEB128, as the lexicon writes counts and lengths.
