@@ -164,3 +164,32 @@ fn candidate_runs_survive_mutation() {
         .regressions(regressions("candidates"))
         .run(move |path| merge_candidates(path, &other));
 }
+
+#[test]
+fn counts_of_u64_max_are_refused_without_allocating_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // Document table: the document count after first_doc; the ID bytes
+    // after the documents. Totals: the document count; the differing count.
+    let table_file = table(&["a", "b"], 0);
+    let totals_file = totals(vec![1, 2], vec![1, 1], vec![1]);
+    let id_bytes_at = 12 + 16 + 2 * 24;
+    let differing_at = 12 + 24 + 2 * 8;
+    for (name, file, at) in [
+        ("docs", &table_file, 20),
+        ("ids", &table_file, id_bytes_at),
+        ("totals", &totals_file, 12),
+        ("diff", &totals_file, differing_at),
+    ] {
+        let path = dir.path().join(name);
+        let mut bytes = file.clone();
+        bytes[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        std::fs::write(&path, seal_parts(&bytes)).unwrap();
+        let (err, peak) = dupgram_fuzzkit::measure(|| match name {
+            "docs" | "ids" => read_table(&path).map(drop).unwrap_err(),
+            _ => read_totals(&path).map(drop).unwrap_err(),
+        });
+        let err = err.to_string();
+        assert!(err.contains(&path.display().to_string()) && err.contains("shorter than"), "{name}: {err}");
+        assert!(peak < 1 << 20, "{name}: {peak} bytes");
+    }
+}
