@@ -46,8 +46,8 @@
 //! is never merged silently. Entries must increase across blocks too, and
 //! every decoded number is range-checked, so even a damaged file whose
 //! checksums were recomputed is refused rather than misread (the fuzz test
-//! in `tests/fuzz.rs` tries thousands of such files). The header's lexicon identity and `n` stop runs of
-//! different jobs from being mixed.
+//! in `tests/fuzz.rs` tries thousands of such files). The header's lexicon
+//! identity and `n` stop runs of different jobs from being mixed.
 
 mod bits;
 mod reader;
