@@ -69,6 +69,13 @@ fn read_with(path: &Path, options: ReadOptions) -> Result<Read, CorpusError> {
     assert!(!open, "the last document never ended");
     let stats = reader.stats();
     assert_eq!(stats.documents, docs.len() as u64);
+    // A U+FFFD that was not in the file (as UTF-8 or a JSON escape) is a repair, and must be counted.
+    let literal = bytes.windows(3).any(|w| w == "\u{fffd}".as_bytes())
+        || bytes.windows(6).any(|w| w.eq_ignore_ascii_case(b"\\ufffd"));
+    let repaired = docs.iter().any(|(id, text)| id.contains('\u{fffd}') || text.contains('\u{fffd}'));
+    if !compressed && !literal && repaired {
+        assert!(stats.replaced_utf8 > 0, "invalid UTF-8 was replaced but not counted");
+    }
     Ok(Read { damaged, docs, replaced: stats.replaced_utf8 })
 }
 
