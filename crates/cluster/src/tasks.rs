@@ -248,7 +248,11 @@ impl<'a> Stage<'a> {
         if !path.exists() {
             return Err(ClusterError::NotReady { task: needed_by.name(), needs: task.name() });
         }
-        read_record(&path)
+        let record: TaskRecord = read_record(&path)?;
+        if task == TaskId::Vocab {
+            check_bounds(&record.bounds, self.plan.buckets, &path)?;
+        }
+        Ok(record)
     }
 
     fn shard_lexicon(&self, shard: usize) -> PathBuf {
@@ -564,6 +568,19 @@ pub(crate) fn keep_dir(scratch: tempfile::TempDir, target: &Path) -> Result<(), 
 /// n-gram occurrences: an n-gram starts with a word as often as the word
 /// occurs (words are numbered by decreasing count, so early buckets hold
 /// few words). Buckets may be empty when one word outweighs a bucket.
+/// Checks the bucket bounds of a vocab record read from `path`: one fewer
+/// than the `buckets` of the plan, in order. Others would cut n-grams into
+/// buckets no reduce task reads, losing them without a word.
+pub(crate) fn check_bounds(bounds: &[u32], buckets: usize, path: &Path) -> Result<(), ClusterError> {
+    if bounds.len() + 1 != buckets || bounds.windows(2).any(|w| w[0] > w[1]) {
+        return Err(ClusterError::corrupt(
+            path,
+            format!("{} bucket bounds, or out of order, for a plan of {buckets} buckets", bounds.len()),
+        ));
+    }
+    Ok(())
+}
+
 fn bucket_bounds(counts: &[u64], buckets: usize) -> Vec<u32> {
     let total: u128 = counts.iter().map(|&c| c as u128).sum();
     let mut bounds = Vec::with_capacity(buckets.saturating_sub(1));
