@@ -257,3 +257,34 @@ fn impossible_plans_are_refused_when_loaded() {
         assert!(peak < 64 << 20, "{name}: {peak} bytes");
     }
 }
+
+/// Reads a vocab record as a task of a 4-bucket job does.
+fn read_vocab(path: &Path) -> Result<Vec<u32>, ClusterError> {
+    let record: TaskRecord = read_record(path)?;
+    crate::tasks::check_bounds(&record.bounds, 4, path)?;
+    Ok(record.bounds)
+}
+
+#[test]
+fn vocab_records_survive_mutation() {
+    let vocab = |bounds: Vec<u32>| TaskRecord { task: "vocab".into(), bounds, sieve: true, ..TaskRecord::default() };
+    let seeds = vec![record_bytes(&vocab(vec![3, 40, 41])), record_bytes(&vocab(vec![0, 0, 1]))];
+    Fuzz::new("record-vocab", "vocab.json", seeds)
+        .cases(1000)
+        .checksummed()
+        .sealed(|b| b.to_vec(), seal_record)
+        .regressions(regressions("vocab"))
+        .run(read_vocab);
+}
+
+#[test]
+fn vocab_bounds_that_lose_buckets_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vocab.json");
+    for bounds in [vec![3, 40], vec![3, 40, 41, 50], vec![40, 3, 41]] {
+        let record = TaskRecord { task: "vocab".into(), bounds, ..TaskRecord::default() };
+        std::fs::write(&path, record_bytes(&record)).unwrap();
+        let err = read_vocab(&path).unwrap_err().to_string();
+        assert!(err.contains("vocab.json") && err.contains("bucket bounds"), "{err}");
+    }
+}
