@@ -97,7 +97,7 @@ fn plans_survive_mutation() {
     ngrams.shards = vec![vec![Piece { input: 1, start: 0, end: 52, whole: true }]];
     let seeds = vec![record_bytes(&plan()), record_bytes(&ngrams)];
     Fuzz::new("record-plan", "job.json", seeds)
-        .cases(1500)
+        .cases(2500)
         .checksummed()
         .sealed(|b| b.to_vec(), seal_record)
         .regressions(regressions("plan"))
@@ -125,7 +125,7 @@ fn task_record() -> TaskRecord {
 fn task_records_survive_mutation() {
     let seeds = vec![record_bytes(&task_record()), record_bytes(&TaskRecord::default())];
     Fuzz::new("record-task", "lexicon-0000.json", seeds)
-        .cases(1500)
+        .cases(2500)
         .checksummed()
         .sealed(|b| b.to_vec(), seal_record)
         .regressions(regressions("task"))
@@ -144,7 +144,7 @@ fn update_records_survive_mutation() {
     };
     let seeds = vec![record_bytes(&stats), record_bytes(&UpdateStats::default())];
     Fuzz::new("record-update", "update-0003.json", seeds)
-        .cases(1000)
+        .cases(2000)
         .checksummed()
         .sealed(|b| b.to_vec(), seal_record)
         .regressions(regressions("update"))
@@ -212,7 +212,7 @@ fn fuzz_segments(name: &str, header: RunHeader) {
     let seeds =
         vec![segment(header, &segment_entries(5)), segment(header, &segment_entries(7)[..3]), segment(header, &[])];
     Fuzz::new(name, "bucket-0000.dgr", seeds)
-        .cases(1500)
+        .cases(2500)
         .checksummed()
         .regressions(regressions(name))
         .run(move |path| walk(path, &older, header).map(|w| w.0));
@@ -270,7 +270,7 @@ fn vocab_records_survive_mutation() {
     let vocab = |bounds: Vec<u32>| TaskRecord { task: "vocab".into(), bounds, sieve: true, ..TaskRecord::default() };
     let seeds = vec![record_bytes(&vocab(vec![3, 40, 41])), record_bytes(&vocab(vec![0, 0, 1]))];
     Fuzz::new("record-vocab", "vocab.json", seeds)
-        .cases(1000)
+        .cases(2000)
         .checksummed()
         .sealed(|b| b.to_vec(), seal_record)
         .regressions(regressions("vocab"))
