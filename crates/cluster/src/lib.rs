@@ -104,6 +104,10 @@ mod update;
 mod update_pairs;
 mod workdir;
 
+// The fuzz tests of every work-directory format, above all the modules they read.
+#[cfg(test)]
+mod fuzz;
+
 pub use error::ClusterError;
 pub use plan::{InputFile, JobPlan, Piece};
 pub use slurm::{SlurmOptions, Submitted, submit, wait, write_scripts};

@@ -104,7 +104,30 @@ pub struct JobPlan {
     pub keep_postings: bool,
 }
 
+/// The most shards or buckets a job may have: each is a task (and a
+/// Slurm array element), so more is a mistyped option or a damaged plan.
+pub const MAX_TASKS_PER_STAGE: usize = 1 << 20;
+
 impl JobPlan {
+    /// Checks what tasks build and index by before they trust a plan read
+    /// from `path`: shard and bucket counts within [`MAX_TASKS_PER_STAGE`],
+    /// every piece naming an input of the plan and running forward.
+    pub fn check_shape(&self, path: &Path) -> Result<(), ClusterError> {
+        let impossible = |what: &str| Err(ClusterError::corrupt(path, format!("impossible plan: {what}")));
+        if !(1..=MAX_TASKS_PER_STAGE).contains(&self.shards.len()) {
+            return impossible(&format!("{} shards", self.shards.len()));
+        }
+        if !(1..=MAX_TASKS_PER_STAGE).contains(&self.buckets) {
+            return impossible(&format!("{} buckets", self.buckets));
+        }
+        for piece in self.shards.iter().flatten() {
+            if piece.input >= self.inputs.len() || piece.start > piece.end {
+                return impossible(&format!("a piece {piece:?} of {} inputs", self.inputs.len()));
+            }
+        }
+        Ok(())
+    }
+
     /// Cuts `paths` into `shards` parts of about equal size, in input
     /// order: whole files where there are enough of them, otherwise plain
     /// files are cut at document boundaries (compressed files cannot be).
@@ -116,6 +139,9 @@ impl JobPlan {
     ) -> Result<(Vec<InputFile>, Vec<Vec<Piece>>), ClusterError> {
         if shards == 0 || buckets == 0 {
             return Err(ClusterError::Plan("--shards and --buckets must be at least 1".into()));
+        }
+        if shards.max(buckets) > MAX_TASKS_PER_STAGE {
+            return Err(ClusterError::Plan(format!("--shards and --buckets must be at most {MAX_TASKS_PER_STAGE}")));
         }
         let inputs = paths.iter().map(|p| InputFile::of(p)).collect::<Result<Vec<_>, _>>()?;
         let total: u64 = inputs.iter().map(|i| i.size).sum();

@@ -37,10 +37,10 @@ pub const RECORD_MAGIC: &str = "dupgram-workdir";
 pub const RECORD_VERSION: u32 = 1;
 
 #[derive(Serialize, Deserialize)]
-struct Header {
-    magic: String,
-    version: u32,
-    xxh3: String,
+pub(crate) struct Header {
+    pub(crate) magic: String,
+    pub(crate) version: u32,
+    pub(crate) xxh3: String,
 }
 
 /// Writes `value` to `path` atomically, under the header.

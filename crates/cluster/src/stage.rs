@@ -170,7 +170,11 @@ impl<'a> Stage<'a> {
         if !path.exists() {
             return Err(ClusterError::NotReady { task: needed_by.name(), needs: task.name() });
         }
-        read_record(&path)
+        let record: TaskRecord = read_record(&path)?;
+        if task == TaskId::Vocab {
+            check_bounds(&record.bounds, self.plan.buckets, &path)?;
+        }
+        Ok(record)
     }
 
     pub(crate) fn vocab_lexicon(&self) -> PathBuf {
@@ -263,4 +267,17 @@ pub(crate) fn keep_dir(scratch: Scratch, target: &Path) -> Result<(), ClusterErr
     }
     let kept = scratch.keep()?;
     std::fs::rename(&kept, target).map_err(|e| ClusterError::io(target, e))
+}
+
+/// Checks the bucket bounds of a vocab record read from `path`: one fewer
+/// than the `buckets` of the plan, in order. Others would cut n-grams into
+/// buckets no reduce task reads, losing them without a word.
+pub(crate) fn check_bounds(bounds: &[u32], buckets: usize, path: &Path) -> Result<(), ClusterError> {
+    if bounds.len() + 1 != buckets || bounds.windows(2).any(|w| w[0] > w[1]) {
+        return Err(ClusterError::corrupt(
+            path,
+            format!("{} bucket bounds, or out of order, for a plan of {buckets} buckets", bounds.len()),
+        ));
+    }
+    Ok(())
 }

@@ -195,7 +195,7 @@ pub fn update(
     lexicon.save(&scratch.path().join("lexicon.lex"))?;
 
     let t = Instant::now();
-    let bounds = bucket_bounds(work)?;
+    let bounds = bucket_bounds(work, plan.buckets)?;
     let new_header = RunHeader { kind, ..RunHeader::counts(config.n as u8, lexicon.identity()) };
     let day = DayPass { passes: &passes, config: &day_config, lexicon: &lexicon, bounds: &bounds, header: new_header };
     let (read, docs) = if plan.keep_postings {
@@ -425,12 +425,14 @@ fn commit(work: &WorkDir, scratch: Scratch, current: u32, next: u32) -> Result<(
 }
 
 /// The job's buckets, from its vocab task.
-fn bucket_bounds(work: &WorkDir) -> Result<Vec<u32>, ClusterError> {
+fn bucket_bounds(work: &WorkDir, buckets: usize) -> Result<Vec<u32>, ClusterError> {
     #[derive(Deserialize)]
     struct Bounds {
         bounds: Vec<u32>,
     }
-    let record: Bounds = read_record(&work.path("tasks/vocab.json"))?;
+    let path = work.path("tasks/vocab.json");
+    let record: Bounds = read_record(&path)?;
+    crate::stage::check_bounds(&record.bounds, buckets, &path)?;
     Ok(record.bounds)
 }
 

@@ -42,7 +42,9 @@ impl WorkDir {
         if !path.exists() {
             return Ok(None);
         }
-        read_record(&path).map(Some)
+        let plan: JobPlan = read_record(&path)?;
+        plan.check_shape(&path)?;
+        Ok(Some(plan))
     }
 
     /// Records the plan; a directory holds one job for its whole life.

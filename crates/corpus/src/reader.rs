@@ -608,7 +608,7 @@ impl OpenInput {
                             return Ok(false);
                         }
                     }
-                    let id = attribute(attrs, b"id").map(|v| String::from_utf8_lossy(v).into_owned());
+                    let id = attribute(attrs, b"id").map(|v| self.repaired_id(v, stats));
                     self.start_vertical_doc(batch, next_doc, id);
                 }
                 VerticalLine::DocClose => {
@@ -635,6 +635,17 @@ impl OpenInput {
             }
         }
         Ok(false)
+    }
+
+    /// A document ID from a `<doc>` line, invalid UTF-8 replaced and counted like the text's.
+    fn repaired_id(&self, bytes: &[u8], stats: &mut ReadStats) -> String {
+        let id = String::from_utf8_lossy(bytes);
+        let replaced = id.matches(char::REPLACEMENT_CHARACTER).count() - count_literal_replacements(bytes);
+        if replaced > 0 {
+            stats.replaced_utf8 += replaced as u64;
+            stats.first_replaced_at.get_or_insert_with(|| format!("{}: line {}", self.name, self.line));
+        }
+        id.into_owned()
     }
 
     fn start_vertical_doc(&mut self, batch: &mut Batch, next_doc: &mut u64, id: Option<String>) {

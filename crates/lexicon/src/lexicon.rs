@@ -263,7 +263,8 @@ impl Lexicon {
         }
         lex.total_words = lex.counts.len() as u64;
         lex.identity = lex.compute_identity();
-        lex.build_table();
+        let distinct = lex.build_table();
+        debug_assert!(distinct, "a builder counts each word once");
         lex
     }
 
@@ -287,11 +288,18 @@ impl Lexicon {
         self.counts.push(count);
     }
 
-    fn build_table(&mut self) {
+    /// Builds the lookup table; false if a word came twice (a damaged
+    /// file: two IDs for one word would split its n-grams' counts).
+    fn build_table(&mut self) -> bool {
         let mut table = HashTable::with_capacity(self.counts.len() + self.stopwords.len());
+        let mut distinct = true;
         for id in 0..self.counts.len() as u32 {
             let bytes = self.word_bytes(id);
             let slot = Slot { hash: word_hash(bytes), key: long_key(bytes), len: bytes.len() as u32, value: id };
+            if table.find(slot.hash, |s: &Slot| s.hash == slot.hash && self.word_bytes(s.value) == bytes).is_some() {
+                distinct = false;
+                continue;
+            }
             table.insert_unique(slot.hash, slot, |s| s.hash);
         }
         self.table = table;
@@ -303,6 +311,7 @@ impl Lexicon {
                 self.table.insert_unique(hash, slot, |s| s.hash);
             }
         }
+        distinct
     }
 
     fn slot_bytes(&self, value: u32) -> &[u8] {
@@ -401,7 +410,8 @@ impl Lexicon {
         lex.total_words = lex.counts.len() as u64;
         lex.fixed_ids = true;
         lex.identity = lex.compute_identity();
-        lex.build_table();
+        let distinct = lex.build_table();
+        debug_assert!(distinct, "new words are those the lexicon does not know");
         Some(lex)
     }
 
@@ -464,6 +474,10 @@ impl Write for HashWriter<'_> {
 // ---------------------------------------------------------------------------
 // File format
 // ---------------------------------------------------------------------------
+
+/// The largest zstd window (2^this bytes) a lexicon file may ask for:
+/// twice what the writer's level 3 uses.
+const WINDOW_LOG_MAX: u32 = 22;
 
 /// First eight bytes of a lexicon file.
 pub const LEXICON_MAGIC: &[u8; 8] = b"DGLEX\0\r\n";
@@ -637,6 +651,9 @@ impl Lexicon {
             return Err(LexiconError::Version { path: path.to_owned(), found: version });
         }
         let mut z = zstd::Decoder::with_buffer(file).map_err(io)?.single_frame();
+        // The writer's level-3 frames ask for at most a 2 MiB window; a
+        // damaged header asking for more must not make the decoder take it.
+        z.window_log_max(WINDOW_LOG_MAX).map_err(io)?;
         let mut hasher = Xxh3::new();
         let mut body = HashingReader { inner: &mut z, hasher: &mut hasher };
         let lex = read_body(&mut body, scope, version).map_err(|e| match e.kind() {
@@ -657,7 +674,9 @@ impl Lexicon {
         }
         let mut lex = lex;
         lex.identity = identity;
-        lex.build_table();
+        if !lex.build_table() {
+            return Err(corrupt("a word appears twice"));
+        }
         Ok(lex)
     }
 }

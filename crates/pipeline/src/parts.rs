@@ -138,6 +138,9 @@ impl BucketTotals {
             totals.occurrences.push(r.u32()?);
             totals.types.push(r.u32()?);
         }
+        if totals.types.iter().zip(&totals.occurrences).any(|(t, o)| t > o) {
+            return Err(r.corrupt("a document with more n-grams than occurrences"));
+        }
         let differing = r.count(4)?;
         let differing = (0..differing).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
         if differing.iter().any(|&d| d as usize >= docs) {
@@ -173,7 +176,11 @@ impl IndexTotals {
     /// `|S_X|` of document `doc`: its n-gram positions less its repeats
     /// (when these totals hold every n-gram of it, or every repeated one).
     pub fn distinct(&self, doc: usize, tokens: u32, n: u32) -> u32 {
-        tokens.saturating_sub(n - 1) - (self.occurrences[doc] - self.types[doc])
+        // Totals never hold more repeats than the document has positions,
+        // but they come from other files than the tokens: saturate rather
+        // than panic on a pair of files that disagree.
+        let repeats = self.occurrences[doc].saturating_sub(self.types[doc]);
+        tokens.saturating_sub(n - 1).saturating_sub(repeats)
     }
 
     /// Adds the totals of another bucket of n-grams (over the same documents).
@@ -185,14 +192,15 @@ impl IndexTotals {
                 other.occurrences.len()
             )));
         }
+        let overflow = || PipelineError::Corrupt("index parts' totals add up to more than 2^32 per document".into());
         for (a, b) in self.occurrences.iter_mut().zip(&other.occurrences) {
-            *a += b;
+            *a = a.checked_add(*b).ok_or_else(overflow)?;
         }
         for (a, b) in self.types.iter_mut().zip(&other.types) {
-            *a += b;
+            *a = a.checked_add(*b).ok_or_else(overflow)?;
         }
-        self.ngrams += other.ngrams;
-        self.total_occurrences += other.total_occurrences;
+        self.ngrams = self.ngrams.saturating_add(other.ngrams);
+        self.total_occurrences = self.total_occurrences.saturating_add(other.total_occurrences);
         Ok(())
     }
 }

@@ -134,6 +134,8 @@ pub enum CodeError {
     Exhausted,
     #[error("code longer than 64 bits")]
     TooLong,
+    #[error("a block's first entry is not greater than the previous block's last")]
+    OutOfOrder,
 }
 
 /// Reads a bit stream written by [`BitWriter`]. It keeps only its position, so a

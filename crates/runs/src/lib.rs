@@ -43,8 +43,11 @@
 //! Every block carries a CRC-32 of its payload and the footer repeats the
 //! totals, so a flipped byte, a truncated file or a file cut at a block
 //! boundary is reported as an error naming the file and offset — a damaged run
-//! is never merged silently. The header's lexicon identity and `n` stop runs of
-//! different jobs from being mixed.
+//! is never merged silently. Entries must increase across blocks too, and
+//! every decoded number is range-checked, so even a damaged file whose
+//! checksums were recomputed is refused rather than misread (the fuzz test
+//! in `tests/fuzz.rs` tries thousands of such files). The header's lexicon
+//! identity and `n` stop runs of different jobs from being mixed.
 
 mod bits;
 mod reader;

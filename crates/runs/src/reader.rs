@@ -184,8 +184,15 @@ impl<R: Read + Seek> RunReader<R> {
         let data = &self.payload[..];
         let c = &mut self.cursor;
         let n = self.current.len();
+        // A block's first entry is stored whole, so nothing in the code keeps
+        // it above the previous block's last: check it, or a damaged run
+        // would be merged out of order.
+        let mut previous = None;
         let start = if self.at_block_start {
             self.at_block_start = false;
+            if self.entries_seen > 0 {
+                previous = Some(self.current.clone());
+            }
             0
         } else {
             let lcp = c.read_gamma(data)? - 1;
@@ -200,6 +207,9 @@ impl<R: Read + Seek> RunReader<R> {
         for slot in &mut self.current[start..] {
             *slot = u32::try_from(c.read_delta(data)? - 1).map_err(|_| CodeError::TooLong)?;
         }
+        if previous.is_some_and(|p| self.current <= p) {
+            return Err(CodeError::OutOfOrder);
+        }
         self.count = c.read_gamma(data)?;
         if self.header.kind == RunKind::Postings {
             // A block cannot hold more occurrences than it has bits.
@@ -213,9 +223,10 @@ impl<R: Read + Seek> RunReader<R> {
                     doc = c.read_delta(data)? - 1;
                     pos = c.read_delta(data)? - 1;
                 } else {
+                    // Steps are up to 64 bits: saturate, and let the range check below refuse them.
                     let step = c.read_gamma(data)? - 1;
-                    doc += step;
-                    pos = if step == 0 { pos + c.read_gamma(data)? } else { c.read_delta(data)? - 1 };
+                    doc = doc.saturating_add(step);
+                    pos = if step == 0 { pos.saturating_add(c.read_gamma(data)?) } else { c.read_delta(data)? - 1 };
                 }
                 if doc > u64::from(u32::MAX) || pos > u64::from(u32::MAX) {
                     return Err(CodeError::TooLong);

@@ -192,7 +192,10 @@ impl Sieve {
         if into.is_some_and(|s| s.words != words) {
             return Err(bad("sieves of different sizes cannot be combined"));
         }
-        let fresh = if into.is_none() { Some(Sieve::with_bytes(words * 8)?) } else { None };
+        // A damaged size must be an error, not an overflow; a huge one fails
+        // to map, or maps untouched memory until the file runs out.
+        let bytes = words.checked_mul(8).ok_or_else(|| bad("implausible size"))?;
+        let fresh = if into.is_none() { Some(Sieve::with_bytes(bytes)?) } else { None };
         let target = into.or(fresh.as_ref()).expect("a sieve to fill");
         let mut crc = crc32fast::Hasher::new();
         let mut buf = vec![0u8; 64 * 1024];
@@ -211,6 +214,11 @@ impl Sieve {
         input.read_exact(&mut tail)?;
         if u32::from_le_bytes(tail) != crc.finalize() {
             return Err(bad("checksum mismatch"));
+        }
+        // The size field is outside the checksum: a damaged one that still
+        // finds a matching checksum is caught by what is left over.
+        if input.read(&mut [0u8; 1])? != 0 {
+            return Err(bad("trailing bytes after the checksum"));
         }
         Ok(fresh)
     }

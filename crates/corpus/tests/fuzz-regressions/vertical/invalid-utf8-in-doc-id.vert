@@ -1,0 +1,3 @@
+<doc id="oîly">
+word
+/doc>

@@ -1,0 +1,195 @@
+//! The files the pairs passes hand each other meet hostile input (see
+//! `dupgram_fuzzkit`): document tables and bucket totals (the `parts`
+//! format), also with their checksum recomputed, and candidate pair runs
+//! merged as the scoring merges them. Each mutated file is refused with an
+//! error naming it, or read as a table, totals or pairs the scoring can use
+//! without panicking.
+
+use std::path::{Path, PathBuf};
+
+use dupgram_fuzzkit::{Fuzz, TrackingAlloc};
+use dupgram_merge::MergeSink;
+use dupgram_pipeline::{BucketTotals, DocTable, IndexTotals, PipelineError};
+use dupgram_runs::{RunError, RunHeader, RunReader, RunWriter};
+
+#[global_allocator]
+static ALLOC: TrackingAlloc = TrackingAlloc;
+
+fn regressions(target: &str) -> String {
+    format!("{}/tests/fuzz-regressions/{target}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The body of a `parts` file, its XXH3 checksum recomputed.
+fn seal_parts(content: &[u8]) -> Vec<u8> {
+    let mut out = content.to_vec();
+    if out.len() >= 8 {
+        let body = out.len() - 8;
+        let sum = xxhash_rust::xxh3::xxh3_64(&out[..body]);
+        out[body..].copy_from_slice(&sum.to_le_bytes());
+    }
+    out
+}
+
+fn table(ids: &[&str], first_doc: u64) -> Vec<u8> {
+    let mut t = DocTable::default();
+    for (i, id) in ids.iter().enumerate() {
+        t.tokens.push(i as u32 * 17 + 3);
+        t.hashes.push(u128::MAX / (i as u128 + 3));
+        t.id_ranges.push((t.ids.len() as u64, id.len() as u32));
+        t.ids.push_str(id);
+    }
+    let mut out = Vec::new();
+    t.write_to(first_doc, &mut out).unwrap();
+    out
+}
+
+/// A table as read: its first document's number, and (tokens, hash, ID) of each document.
+type Table = (u64, Vec<(u32, u128, String)>);
+
+fn read_table(path: &Path) -> Result<Table, PipelineError> {
+    let (first, t) = DocTable::read_from(path)?;
+    assert!(t.tokens.len() == t.hashes.len() && t.hashes.len() == t.id_ranges.len());
+    Ok((first, (0..t.len() as u32).map(|d| (t.tokens[d as usize], t.hashes[d as usize], t.id(d).to_owned())).collect()))
+}
+
+fn totals(occurrences: Vec<u32>, types: Vec<u32>, differing: Vec<u32>) -> Vec<u8> {
+    let ngrams = types.iter().map(|&t| u64::from(t)).sum();
+    let total_occurrences = occurrences.iter().map(|&o| u64::from(o)).sum();
+    let part = BucketTotals { totals: IndexTotals { occurrences, types, ngrams, total_occurrences }, differing };
+    let mut out = Vec::new();
+    part.write_to(&mut out).unwrap();
+    out
+}
+
+type Totals = (Vec<u32>, Vec<u32>, u64, u64, Vec<u32>);
+
+fn read_totals(path: &Path) -> Result<Totals, PipelineError> {
+    let BucketTotals { totals: t, differing } = BucketTotals::read_from(path)?;
+    assert_eq!(t.occurrences.len(), t.types.len());
+    assert!(differing.iter().all(|&d| (d as usize) < t.occurrences.len()));
+    // What the scoring computes from them (|S_X| of each document) must not overflow.
+    for d in 0..t.occurrences.len() {
+        assert!(t.types[d] <= t.occurrences[d], "document {d}: more n-gram types than occurrences");
+        assert!(t.distinct(d, u32::MAX, 5) <= u32::MAX - 4 && t.distinct(d, 0, 5) == 0);
+    }
+    // Added to itself, as the buckets' totals are added up: an overflow is an error, not a panic.
+    let mut sum = IndexTotals::empty(t.occurrences.len());
+    for _ in 0..2 {
+        if sum.absorb(&t).is_err() {
+            assert!(t.occurrences.iter().any(|&o| o > u32::MAX / 2));
+        }
+    }
+    Ok((t.occurrences, t.types, t.ngrams, t.total_occurrences, differing))
+}
+
+#[test]
+fn document_tables_survive_mutation() {
+    let seeds = vec![table(&["a", "βeta", "", "doc-0003", "日本"], 7), table(&[], 0), table(&["x"; 40], u64::MAX)];
+    Fuzz::new("parts-doc-table", "docs-0000.table", seeds)
+        .cases(2500)
+        .checksummed()
+        .sealed(|b| b.to_vec(), seal_parts)
+        .regressions(regressions("doc-table"))
+        .run(read_table);
+}
+
+#[test]
+fn bucket_totals_survive_mutation() {
+    let seeds = vec![
+        totals(vec![3, 0, 2, 9, 1], vec![2, 0, 1, 4, 1], vec![2, 4]),
+        totals(vec![], vec![], vec![]),
+        totals(vec![u32::MAX; 8], vec![1; 8], vec![0, 7]),
+    ];
+    Fuzz::new("parts-bucket-totals", "bucket-0000.totals", seeds)
+        .cases(2500)
+        .checksummed()
+        .sealed(|b| b.to_vec(), seal_parts)
+        .regressions(regressions("bucket-totals"))
+        .run(read_totals);
+}
+
+/// What the scoring merge hands its sink: each pair key and its count, in order.
+#[derive(Default)]
+struct Pairs(Vec<(Vec<u32>, u64)>);
+
+impl MergeSink for Pairs {
+    type Error = RunError;
+    fn accept(&mut self, key: &[u32], count: u64, _: &[u64]) -> Result<(), RunError> {
+        if let Some((last, _)) = self.0.last() {
+            assert!(last.as_slice() < key, "the merge went backwards: {last:?} then {key:?}");
+        }
+        self.0.push((key.to_vec(), count));
+        Ok(())
+    }
+}
+
+/// Candidate pairs as the candidates pass writes them: (block of a, block of b, a, b), counted.
+const CANDIDATES: RunHeader = RunHeader { n: 4, lexicon_id: 0xCA4D_1DA7, kind: dupgram_runs::RunKind::Counts };
+
+fn candidates(pairs: &[[u32; 4]]) -> Vec<u8> {
+    let mut sorted = pairs.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut w = RunWriter::new(Vec::new(), Path::new("seed"), CANDIDATES).unwrap();
+    for p in sorted {
+        w.push(&p, 1 + u64::from(p[3] % 3)).unwrap();
+    }
+    w.finish().unwrap().0
+}
+
+/// Merges the candidates at `path` with a valid run beside it, as a score task merges buckets' candidates.
+fn merge_candidates(path: &Path, other: &Path) -> Result<Vec<(Vec<u32>, u64)>, RunError> {
+    let runs = vec![RunReader::open(path)?, RunReader::open(other)?];
+    for r in &runs {
+        r.expect_header(CANDIDATES)?;
+    }
+    let mut pairs = Pairs::default();
+    dupgram_merge::merge_into(runs, &mut pairs, &()).map_err(|e| match e {
+        dupgram_merge::MergeError::Run(e) | dupgram_merge::MergeError::Sink(e) => e,
+        other => panic!("{other}"),
+    })?;
+    Ok(pairs.0)
+}
+
+#[test]
+fn candidate_runs_survive_mutation() {
+    let dir = tempfile::tempdir().unwrap();
+    let other: PathBuf = dir.path().join("cand-other.dgr");
+    std::fs::write(&other, candidates(&[[0, 0, 1, 2], [0, 1, 3, 70], [2, 2, 90, 91]])).unwrap();
+    let many: Vec<[u32; 4]> = (0..300u32).map(|i| [i / 50, i / 40, i, i + 1 + i % 7]).collect();
+    let seeds = vec![candidates(&many), candidates(&[[0, 0, 0, 1]]), candidates(&[])];
+    Fuzz::new("pairs-candidates", "cand-r0000-000001.dgr", seeds)
+        .cases(2500)
+        .checksummed()
+        .regressions(regressions("candidates"))
+        .run(move |path| merge_candidates(path, &other));
+}
+
+#[test]
+fn counts_of_u64_max_are_refused_without_allocating_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // Document table: the document count after first_doc; the ID bytes
+    // after the documents. Totals: the document count; the differing count.
+    let table_file = table(&["a", "b"], 0);
+    let totals_file = totals(vec![1, 2], vec![1, 1], vec![1]);
+    let id_bytes_at = 12 + 16 + 2 * 24;
+    let differing_at = 12 + 24 + 2 * 8;
+    for (name, file, at) in [
+        ("docs", &table_file, 20),
+        ("ids", &table_file, id_bytes_at),
+        ("totals", &totals_file, 12),
+        ("diff", &totals_file, differing_at),
+    ] {
+        let path = dir.path().join(name);
+        let mut bytes = file.clone();
+        bytes[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        std::fs::write(&path, seal_parts(&bytes)).unwrap();
+        let (err, peak) = dupgram_fuzzkit::measure(|| match name {
+            "docs" | "ids" => read_table(&path).map(drop).unwrap_err(),
+            _ => read_totals(&path).map(drop).unwrap_err(),
+        });
+        let err = err.to_string();
+        assert!(err.contains(&path.display().to_string()) && err.contains("shorter than"), "{name}: {err}");
+        assert!(peak < 1 << 20, "{name}: {peak} bytes");
+    }
+}
