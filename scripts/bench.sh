@@ -85,6 +85,16 @@ for real in reuters21578 20newsgroups; do
     echo "skipping $real: $src not found" >&2
   fi
 done
+# Project Gutenberg books (long documents, a large vocabulary, boilerplate in
+# every file), built by scripts/fetch-corpora.sh from a fetched copy of the
+# public repository rcdm-uga/Gutenberg_Text.
+if section ngrams; then
+  if [ -s "$work/gutenberg.jsonl.zst" ]; then
+    corpora+=("$work/gutenberg")
+  else
+    echo "skipping gutenberg: $work/gutenberg.jsonl.zst not found (see scripts/fetch-corpora.sh)" >&2
+  fi
+fi
 # Plain one-document-per-line text for the awk baseline, made once, untimed.
 for c in "${corpora[@]}"; do
   if [ ! -s "$c.txt" ]; then
