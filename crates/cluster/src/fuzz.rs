@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use dupgram_fuzzkit::{Fuzz, TrackingAlloc};
 use dupgram_merge::MergeSink;
-use dupgram_runs::{RunError, RunHeader, RunKind, RunReader, RunWriter};
+use dupgram_pipeline::{GroupCheck, IndexTotals, PipelineError};
+use dupgram_runs::{RunHeader, RunKind, RunReader, RunWriter};
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -155,35 +156,62 @@ fn update_records_survive_mutation() {
         .run(|path| read_record::<UpdateStats>(path).map(|r| format!("{r:?}")));
 }
 
-/// What a walk of the state hands on: n-grams in order, with counts and occurrences.
-#[derive(Default)]
-struct Walked(Vec<(Vec<u32>, u64, Vec<u64>)>);
+/// An n-gram as walked: its IDs, count and occurrences.
+type WalkedEntry = (Vec<u32>, u64, Vec<u64>);
+
+/// Documents the seeds' occurrences name: the corpus's document table.
+const SEGMENT_DOCS: usize = 8;
+
+/// What a walk of the state hands on: n-grams in order, with counts and
+/// occurrences; a postings walk also goes one step further, as an update
+/// with `--pairs` and a postings reduce do: the groups' check and the
+/// per-document totals index by the documents the occurrences name.
+struct Walked {
+    entries: Vec<WalkedEntry>,
+    totals: IndexTotals,
+    check: GroupCheck<'static>,
+    path: String,
+}
+
+/// Groups of identical documents over the seeds' documents (some share a first).
+static SEGMENT_GROUPS: [u32; SEGMENT_DOCS] = [0, 0, 2, 3, 2, 5, 6, 0];
 
 impl MergeSink for Walked {
-    type Error = RunError;
-    fn accept(&mut self, ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), RunError> {
-        if let Some(last) = self.0.last() {
+    type Error = PipelineError;
+    fn accept(&mut self, ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), PipelineError> {
+        if let Some(last) = self.entries.last() {
             assert!(last.0.as_slice() < ngram, "the walk went backwards: {:?} then {ngram:?}", last.0);
         }
         assert!(occurrences.is_empty() || occurrences.len() as u64 == count);
-        self.0.push((ngram.to_vec(), count, occurrences.to_vec()));
+        self.check.ngram(occurrences).map_err(|e| e.in_file(&self.path))?;
+        self.totals.add_ngram(occurrences, 0).map_err(|e| e.in_file(&self.path))?;
+        self.entries.push((ngram.to_vec(), count, occurrences.to_vec()));
         Ok(())
     }
 }
 
 /// Opens a segment as an update does (its shape checked), and walks it beside an older one.
-fn walk(path: &Path, older: &Path, header: RunHeader) -> Result<Walked, ClusterError> {
+fn walk(path: &Path, older: &Path, header: RunHeader) -> Result<Vec<WalkedEntry>, ClusterError> {
     let reader = RunReader::open(path)?;
     let found = reader.header();
     if found.n != header.n || found.kind != header.kind {
         return Err(ClusterError::corrupt(path, "a state segment of another job"));
     }
-    let mut walked = Walked::default();
+    let mut walked = Walked {
+        entries: Vec::new(),
+        totals: IndexTotals::empty(SEGMENT_DOCS),
+        check: GroupCheck::new(&SEGMENT_GROUPS),
+        path: path.display().to_string(),
+    };
     dupgram_merge::merge_into(vec![reader, RunReader::open(older)?], &mut walked, &()).map_err(|e| match e {
-        dupgram_merge::MergeError::Run(e) | dupgram_merge::MergeError::Sink(e) => ClusterError::from(e),
+        dupgram_merge::MergeError::Run(e) => ClusterError::from(e),
+        dupgram_merge::MergeError::Sink(e) => ClusterError::from(e),
         other => panic!("{other}"),
     })?;
-    Ok(walked)
+    let distinct: Vec<u32> = (0..SEGMENT_DOCS).map(|d| walked.totals.distinct(d, 100, 3)).collect();
+    assert!(distinct.iter().all(|&d| d <= 98));
+    let _ = walked.check.differing();
+    Ok(walked.entries)
 }
 
 fn segment(header: RunHeader, entries: &[(Vec<u32>, Vec<u64>)]) -> Vec<u8> {
@@ -218,8 +246,9 @@ fn fuzz_segments(name: &str, header: RunHeader) {
     Fuzz::new(name, "bucket-0000.dgr", seeds)
         .cases(2500)
         .checksummed()
+        .sealed(|b| b.to_vec(), dupgram_runs::reseal)
         .regressions(regressions(name))
-        .run(move |path| walk(path, &older, header).map(|w| w.0));
+        .run(move |path| walk(path, &older, header));
 }
 
 #[test]

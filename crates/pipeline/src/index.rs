@@ -412,6 +412,7 @@ impl<'a> IndexJob<'a> {
         let mut next = 0u64;
         let work = self.work;
         let totals = IndexTotals { occurrences: vec![0; docs], types: vec![0; docs], ngrams: 0, total_occurrences: 0 };
+        let inputs = run_names(&runs);
         let merge = |sink: &mut IndexMerge| {
             merge_all(
                 runs,
@@ -428,7 +429,7 @@ impl<'a> IndexJob<'a> {
         let Some(builder) = lists else {
             // The index keeps each n-gram's rank, not its words: nothing after the merge needs them.
             let writer = RunWriter::create(path, RunHeader::postings(1, lexicon.identity()))?;
-            let mut sink = IndexMerge { out: IndexOut::File(writer), totals, check };
+            let mut sink = IndexMerge { out: IndexOut::File(writer), totals, check, inputs };
             let report = merge(&mut sink)?;
             let IndexOut::File(writer) = sink.out else { unreachable!("the sink writes a file") };
             let (_, summary) = writer.finish()?;
@@ -458,6 +459,7 @@ impl<'a> IndexJob<'a> {
                 out: IndexOut::Lists { batch: Vec::with_capacity(GATHER_BATCH), full: full_tx, empty: empty_rx },
                 totals,
                 check,
+                inputs,
             };
             let report = merge(&mut sink).map_err(PipelineError::from).and_then(|report| {
                 sink.flush()?;
@@ -778,6 +780,48 @@ struct IndexMerge<'a> {
     out: IndexOut,
     totals: IndexTotals,
     check: Option<GroupCheck<'a>>,
+    /// The runs merged, named in errors.
+    inputs: String,
+}
+
+/// An occurrence of a document outside the document table: the postings
+/// and the table are of different corpora, or one is damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocPastTable {
+    pub doc: u64,
+    pub first_doc: u64,
+    pub docs: u64,
+}
+
+impl DocPastTable {
+    /// The error, naming the runs whose merge held the occurrence.
+    pub fn in_runs(self, runs: &[RunFile]) -> PipelineError {
+        self.in_file(&run_names(runs))
+    }
+
+    /// The error, naming the file (or files) that held the occurrence.
+    pub fn in_file(self, source: &str) -> PipelineError {
+        PipelineError::Corrupt(format!("{source}: {self}"))
+    }
+}
+
+impl std::fmt::Display for DocPastTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let DocPastTable { doc, first_doc, docs } = self;
+        write!(
+            f,
+            "corrupt postings: an occurrence in document {doc}, outside the document table's {docs} documents from {first_doc}"
+        )
+    }
+}
+
+/// The runs of a merge, for a message: the first, and how many more.
+pub fn run_names(runs: &[RunFile]) -> String {
+    match runs {
+        [] => "no runs".into(),
+        [one] => one.path.display().to_string(),
+        [first, rest @ ..] => format!("{} (or one of {} other runs merged with it)", first.path.display(), rest.len()),
+    }
 }
 
 /// What the index merge made.
@@ -811,7 +855,12 @@ impl<'a> GroupCheck<'a> {
     }
 
     /// One n-gram's occurrences, in increasing order (so by document).
-    pub fn ngram(&mut self, occurrences: &[u64]) {
+    /// Fails, checking nothing, on a document past the groups'.
+    pub fn ngram(&mut self, occurrences: &[u64]) -> Result<(), DocPastTable> {
+        let docs = self.rep_of.len() as u64;
+        if let Some(doc) = occurrences.iter().map(|&o| o >> 32).find(|&d| d >= docs) {
+            return Err(DocPastTable { doc, first_doc: 0, docs });
+        }
         let doc_of = |o: u64| (o >> 32) as u32;
         let mut start = 0;
         while start < occurrences.len() {
@@ -831,6 +880,7 @@ impl<'a> GroupCheck<'a> {
             }
             start = end;
         }
+        Ok(())
     }
 
     /// The documents shown to differ from their group's first.
@@ -877,6 +927,8 @@ impl MergeSink for IndexMerge<'_> {
         }
         let id = u32::try_from(self.totals.ngrams)
             .map_err(|_| PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()))?;
+        // First: what follows indexes per-document arrays by these documents.
+        self.totals.add_ngram(occurrences, 0).map_err(|e| e.in_file(&self.inputs))?;
         let full = match &mut self.out {
             IndexOut::File(writer) => {
                 writer.push_postings(&[id], occurrences)?;
@@ -892,9 +944,8 @@ impl MergeSink for IndexMerge<'_> {
             self.flush()?;
         }
         if let Some(check) = &mut self.check {
-            check.ngram(occurrences);
+            check.ngram(occurrences).map_err(|e| e.in_file(&self.inputs))?;
         }
-        self.totals.add_ngram(occurrences, 0);
         Ok(())
     }
 }
@@ -1158,15 +1209,25 @@ mod tests {
         let rep_of = [0, 0, 0, 3, 0];
         let mut check = GroupCheck::new(&rep_of);
         // N-gram A: documents 0 and 1 at the same positions; 2 at another; 3 anywhere.
-        check.ngram(&[at(0, 1), at(0, 5), at(1, 1), at(1, 5), at(2, 1), at(2, 6), at(3, 0)]);
+        check.ngram(&[at(0, 1), at(0, 5), at(1, 1), at(1, 5), at(2, 1), at(2, 6), at(3, 0)]).unwrap();
         // N-gram B: document 4 holds it, its first does not.
-        check.ngram(&[at(3, 2), at(4, 0)]);
+        check.ngram(&[at(3, 2), at(4, 0)]).unwrap();
         // N-gram C: 1 holds it once where 0 holds it twice.
-        check.ngram(&[at(0, 7), at(0, 9), at(1, 7), at(3, 3)]);
+        check.ngram(&[at(0, 7), at(0, 9), at(1, 7), at(3, 3)]).unwrap();
         assert_eq!(check.differing(), [1, 2, 4]);
         // Alike everywhere: nobody differs.
         let mut check = GroupCheck::new(&rep_of);
-        check.ngram(&[at(0, 3), at(1, 3), at(2, 3), at(4, 3)]);
+        check.ngram(&[at(0, 3), at(1, 3), at(2, 3), at(4, 3)]).unwrap();
+        assert!(check.differing().is_empty());
+    }
+
+    #[test]
+    fn group_check_refuses_a_document_past_its_groups() {
+        let rep_of = [0, 0];
+        let mut check = GroupCheck::new(&rep_of);
+        let past = check.ngram(&[at(0, 1), at(2, 1)]).unwrap_err();
+        assert_eq!((past.doc, past.docs), (2, 2));
+        assert!(past.in_file("bucket-0000.dgr").to_string().starts_with("bucket-0000.dgr: corrupt postings"));
         assert!(check.differing().is_empty());
     }
 }

@@ -48,8 +48,8 @@ use crate::control::Control;
 use crate::error::PipelineError;
 use crate::groups::{Expansion, Groups};
 use crate::index::{
-    BlockCache, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, PER_DOC_BYTES, ShardCut,
-    WRITER_BYTES,
+    BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, PER_DOC_BYTES,
+    ShardCut, WRITER_BYTES,
 };
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
@@ -394,7 +394,13 @@ impl<'a> PairPasses<'a> {
                 return Err(PipelineError::Interrupted);
             }
             reps.clear();
-            reps.extend(reader.occurrences().iter().map(|&o| rep_of[(o >> 32) as usize]));
+            for &o in reader.occurrences() {
+                let doc = o >> 32;
+                let rep = rep_of.get(doc as usize).ok_or_else(|| {
+                    DocPastTable { doc, first_doc: 0, docs: rep_of.len() as u64 }.in_file(&index.display().to_string())
+                })?;
+                reps.push(*rep);
+            }
             reps.sort_unstable();
             reps.dedup();
             if reps.len() as u64 > self.config.max_df {
@@ -570,7 +576,15 @@ fn named_documents(candidates: &[RunFile], docs: usize) -> Result<Vec<u64>, Pipe
         let mut reader = RunReader::open(&run.path)?;
         while reader.advance()? {
             for &doc in &reader.ngram()[2..4] {
-                bits[(doc / 64) as usize] |= 1 << (doc % 64);
+                let past = || {
+                    let docs = docs as u64;
+                    PipelineError::Corrupt(format!(
+                        "{}: corrupt candidates: document {doc}, outside the document table's {docs} documents",
+                        run.path.display()
+                    ))
+                };
+                let word = bits.get_mut((doc / 64) as usize).filter(|_| (doc as usize) < docs).ok_or_else(past)?;
+                *word |= 1 << (doc % 64);
             }
         }
     }
@@ -774,5 +788,27 @@ impl MergeSink for PairOutput<'_, '_> {
         self.sink.pair(self.table.id(a), self.table.id(b), &scores)?;
         self.clusters.union(a, b);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dupgram_runs::RunWriter;
+
+    #[test]
+    fn candidates_naming_a_document_past_the_table_are_refused_naming_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cand-r0001-000001.dgr");
+        let mut w = RunWriter::create(&path, RunHeader::counts(4, CANDIDATE_RUNS)).unwrap();
+        w.push(&[0, 0, 1, 2], 1).unwrap();
+        w.push(&[0, 1, 2, 70], 1).unwrap();
+        let bytes = w.finish().unwrap().1.bytes;
+        let run = RunFile { path: path.clone(), bytes, depth: 0 };
+        assert_eq!(named_documents(std::slice::from_ref(&run), 71).unwrap(), [0b110, 1 << 6]);
+        for docs in [3, 70] {
+            let err = named_documents(std::slice::from_ref(&run), docs).unwrap_err().to_string();
+            assert!(err.contains(&path.display().to_string()) && err.contains("document 70"), "{err}");
+        }
     }
 }

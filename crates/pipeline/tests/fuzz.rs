@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 
 use dupgram_fuzzkit::{Fuzz, TrackingAlloc};
 use dupgram_merge::MergeSink;
-use dupgram_pipeline::{BucketTotals, DocTable, IndexTotals, PipelineError};
+use dupgram_pipeline::{
+    BucketTotals, Control, DocTable, IndexTotals, NgramConfig, PairPasses, PairsConfig, PairsStats, PipelineError,
+    ScoreLayout,
+};
 use dupgram_runs::{RunError, RunHeader, RunReader, RunWriter};
 
 #[global_allocator]
@@ -192,4 +195,73 @@ fn counts_of_u64_max_are_refused_without_allocating_them() {
         assert!(err.contains(&path.display().to_string()) && err.contains("shorter than"), "{name}: {err}");
         assert!(peak < 1 << 20, "{name}: {peak} bytes");
     }
+}
+
+/// The duplicate-only index as the postings merge writes it: each n-gram's rank, with its occurrences.
+fn index_run(entries: &[(u32, Vec<u64>)]) -> Vec<u8> {
+    let mut w = RunWriter::new(Vec::new(), Path::new("seed"), RunHeader::postings(1, 0x1de8)).unwrap();
+    for (id, occurrences) in entries {
+        w.push_postings(&[*id], occurrences).unwrap();
+    }
+    w.finish().unwrap().0
+}
+
+/// Documents of the index seeds, and their groups of identical documents.
+const INDEX_GROUPS: [u32; 6] = [0, 1, 0, 3, 4, 1];
+
+/// The candidates pass over the index at `path` (a corpus of six
+/// documents, two blocks): the candidate keys it spills, read back.
+fn index_candidates(path: &Path) -> Result<Vec<Vec<u32>>, PipelineError> {
+    let work = tempfile::tempdir().unwrap();
+    let mut base = NgramConfig::new(Vec::new(), 3);
+    base.memory = 64 << 20;
+    base.limits.chunk_ngrams = Some(64);
+    let config = PairsConfig::new(base);
+    let control = Control::default();
+    let passes = PairPasses::new(&config, &control, work.path())?;
+    let layout = ScoreLayout { blocks: vec![0..3, 3..6], range_starts: vec![0], resident: 1 << 20 };
+    let runs = passes.candidates(path, &INDEX_GROUPS, &layout, &mut PairsStats::default())?;
+    let mut keys = Vec::new();
+    for (_, run) in runs {
+        let mut reader = RunReader::open(&run.path)?;
+        while reader.advance()? {
+            keys.push(reader.ngram().to_vec());
+        }
+    }
+    keys.sort_unstable();
+    Ok(keys)
+}
+
+fn at(doc: u64, pos: u64) -> u64 {
+    (doc << 32) | pos
+}
+
+/// Mutated and sealed, the index reaches the candidates pass, which looks
+/// each document's group up by the number the postings give.
+#[test]
+fn index_runs_survive_the_candidates_pass() {
+    let entries: Vec<(u32, Vec<u64>)> = (0..40u32)
+        .map(|i| (i, (0..2 + u64::from(i % 4)).map(|k| at((u64::from(i) + k) % 6, k * 7)).collect()))
+        .collect();
+    let mut entries = entries;
+    for (_, o) in &mut entries {
+        o.sort_unstable();
+        o.dedup();
+    }
+    let seeds = vec![index_run(&entries), index_run(&[(0, vec![at(0, 1), at(5, 2)])]), index_run(&[])];
+    Fuzz::new("pairs-index", "bucket-0000.dgr", seeds)
+        .cases(1500)
+        .checksummed()
+        .sealed(|b| b.to_vec(), dupgram_runs::reseal)
+        .regressions(regressions("index"))
+        .run(index_candidates);
+}
+
+#[test]
+fn an_index_naming_a_document_past_the_table_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bucket-0003.dgr");
+    std::fs::write(&path, index_run(&[(0, vec![at(0, 1), at(2, 4)]), (1, vec![at(1, 0), at(6, 0)])])).unwrap();
+    let err = index_candidates(&path).unwrap_err().to_string();
+    assert!(err.contains(&path.display().to_string()) && err.contains("document 6"), "{err}");
 }
