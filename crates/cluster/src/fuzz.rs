@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use dupgram_fuzzkit::{Fuzz, TrackingAlloc};
 use dupgram_merge::MergeSink;
-use dupgram_pipeline::{GroupCheck, IndexTotals, PipelineError};
+use dupgram_pipeline::{GroupCheck, IndexTotals, PipelineError, ScoreLayout};
 use dupgram_runs::{RunHeader, RunKind, RunReader, RunWriter};
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
@@ -135,6 +135,69 @@ fn task_records_survive_mutation() {
         .sealed(|b| b.to_vec(), seal_record)
         .regressions(regressions("task"))
         .run(|path| read_record::<TaskRecord>(path).map(|r| format!("{r:?}")));
+}
+
+/// A candidates task's record: its runs by slice, and the score layout it cut by.
+fn candidates_record(layout: ScoreLayout) -> TaskRecord {
+    TaskRecord { task: "candidates-0001".into(), layout: Some(layout), ..task_record() }
+}
+
+/// Reads a candidates record as a score task of a 2-shard job does, and uses its layout as it does.
+fn read_candidates(path: &Path) -> Result<String, ClusterError> {
+    let record: TaskRecord = read_record(path)?;
+    let Some(layout) = record.layout else { return Ok(format!("{record:?}")) };
+    crate::stage::check_layout(&layout, 2, path)?;
+    let docs = layout.docs();
+    for range in 0..layout.ranges() {
+        let covered = layout.range_docs(&(range..range + 1));
+        assert!(covered.start <= covered.end && covered.end <= docs, "{covered:?} of {docs}");
+    }
+    assert_eq!(layout.range_docs(&(0..layout.ranges())), 0..docs);
+    Ok(format!("{layout:?}"))
+}
+
+fn layout(blocks: Vec<std::ops::Range<u32>>, range_starts: Vec<u32>) -> ScoreLayout {
+    ScoreLayout { blocks, range_starts, resident: 1 << 30 }
+}
+
+#[test]
+#[allow(clippy::single_range_in_vec_init)] // A list of one block, not the block's documents.
+fn candidates_records_survive_mutation() {
+    let seeds = vec![
+        record_bytes(&candidates_record(layout(vec![0..4, 4..4, 4..9, 9..30], vec![0, 1, 3]))),
+        record_bytes(&candidates_record(layout(vec![0..0], vec![0]))),
+    ];
+    Fuzz::new("record-candidates", "candidates-0001.json", seeds)
+        .cases(2000)
+        .checksummed()
+        .sealed(|b| b.to_vec(), seal_record)
+        .regressions(regressions("candidates"))
+        .run(read_candidates);
+}
+
+/// Layouts a checksum-valid record may carry that no candidates task
+/// writes: refused when the record is read, naming it.
+#[test]
+#[allow(clippy::single_range_in_vec_init)] // Lists of one block, not the block's documents.
+fn impossible_score_layouts_are_refused_when_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("candidates-0001.json");
+    let bad = [
+        layout(vec![0..4, 5..9], vec![0]),
+        layout(vec![1..4], vec![0]),
+        layout(vec![0..4, std::ops::Range { start: 4, end: 2 }], vec![0]),
+        layout(vec![0..4, 4..9], vec![0, 2]),
+        layout(vec![0..4, 4..9], vec![1]),
+        layout(vec![0..4, 4..9], vec![0, 1, 1]),
+        layout(vec![], vec![0]),
+        layout(vec![0..1], vec![]),
+        layout((0..17).map(|d| d..d + 1).collect(), (0..17).collect()),
+    ];
+    for layout in bad {
+        write_record(&path, &candidates_record(layout.clone())).unwrap();
+        let err = read_candidates(&path).unwrap_err().to_string();
+        assert!(err.contains("candidates-0001.json") && err.contains("score layout"), "{layout:?}: {err}");
+    }
 }
 
 #[test]

@@ -236,6 +236,31 @@ impl ScoreLayout {
     pub fn ranges(&self) -> usize {
         self.range_starts.len()
     }
+
+    /// The documents the layout covers (its blocks', from the first).
+    pub fn docs(&self) -> u32 {
+        self.blocks.last().map_or(0, |b| b.end)
+    }
+
+    /// Whether the layout has the shape [`PairPasses::layout`] gives it:
+    /// consecutive blocks from document 0, each range starting at a block of
+    /// its own, in order. What fails says how (a layout read from a file).
+    pub fn check(&self) -> Result<(), String> {
+        let mut at = 0;
+        for block in &self.blocks {
+            if block.start != at || block.end < block.start {
+                return Err(format!("block {}..{} does not follow document {at}", block.start, block.end));
+            }
+            at = block.end;
+        }
+        let starts_in_order = self.range_starts.first().is_none_or(|&s| s == 0)
+            && self.range_starts.windows(2).all(|w| w[0] < w[1])
+            && self.range_starts.last().is_none_or(|&s| (s as usize) < self.blocks.len());
+        if !starts_in_order || self.range_starts.is_empty() != self.blocks.is_empty() {
+            return Err("ranges that do not start at blocks of their own, in order".into());
+        }
+        Ok(())
+    }
 }
 
 /// Run tags for the pair runs (they carry no lexicon).
