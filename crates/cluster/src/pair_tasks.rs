@@ -158,8 +158,9 @@ impl Stage<'_> {
         let mut differing = Vec::new();
         for bucket in 0..self.plan.buckets {
             self.record(TaskId::Postings(bucket), me)?;
-            let part = BucketTotals::read_from(&self.bucket_totals(bucket)?)?;
-            totals.absorb(&part.totals)?;
+            let path = self.bucket_totals(bucket)?;
+            let part = BucketTotals::read_from(&path)?;
+            totals.absorb(&part.totals).map_err(|e| ClusterError::corrupt(&path, e.to_string()))?;
             differing.extend(part.differing);
         }
         let rep_of = passes.groups(&table, &totals, &differing);

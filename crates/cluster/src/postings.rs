@@ -129,7 +129,8 @@ impl Stage<'_> {
         let bucket_totals: Vec<PathBuf> =
             (0..self.plan.buckets).map(|b| parts.join(format!("totals-{b:04}"))).collect();
         for path in &bucket_totals {
-            totals.absorb(&BucketTotals::read_from(path)?.totals)?;
+            let part = BucketTotals::read_from(path)?;
+            totals.absorb(&part.totals).map_err(|e| ClusterError::corrupt(path, e.to_string()))?;
         }
         write_file(&parts.join(docs_table(0)), |out| table.write_to(0, out))?;
         write_file(&parts.join(docs_totals(0)), |out| BucketTotals { totals, differing: Vec::new() }.write_to(out))?;
