@@ -145,7 +145,7 @@ fn inconsistent_work_files_are_refused_naming_them() {
     let config = config(&path, None, 1000);
     let out = dir.path().join("pairs.tsv");
     type Tamper = fn(&Path);
-    let cases: [(TaskId, Tamper, &str, &str); 3] = [
+    let cases: [(TaskId, Tamper, &str, &str); 4] = [
         // Totals that add up past 2^32 per document.
         (
             TaskId::Candidates(0),
@@ -159,6 +159,13 @@ fn inconsistent_work_files_are_refused_naming_them() {
             |work| index_past_table(&work.join("pairs/index/bucket-0001.dgr")),
             "bucket-0001.dgr",
             "outside the document table",
+        ),
+        // Totals that count fewer occurrences than the index holds (a block is sized by them).
+        (
+            TaskId::Score(0),
+            |work| no_totals(&work.join("pairs/index/bucket-0000.totals")),
+            "bucket-0000.dgr",
+            "more duplicate occurrences than",
         ),
         // A score layout (checked when read) that covers fewer documents than the corpus has.
         (TaskId::Score(0), |work| short_layout(&work.join("tasks")), "candidates-0000", "layout of"),
@@ -179,6 +186,15 @@ fn huge_totals(path: &Path) {
     let mut part = dupgram_pipeline::BucketTotals::read_from(path).unwrap();
     part.totals.occurrences.iter_mut().for_each(|o| *o = u32::MAX);
     part.totals.types.iter_mut().for_each(|t| *t = 1);
+    let mut bytes = Vec::new();
+    part.write_to(&mut bytes).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn no_totals(path: &Path) {
+    let mut part = dupgram_pipeline::BucketTotals::read_from(path).unwrap();
+    part.totals.occurrences.iter_mut().for_each(|o| *o = 0);
+    part.totals.types.iter_mut().for_each(|t| *t = 0);
     let mut bytes = Vec::new();
     part.write_to(&mut bytes).unwrap();
     std::fs::write(path, bytes).unwrap();

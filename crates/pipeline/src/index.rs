@@ -817,10 +817,16 @@ impl std::fmt::Display for DocPastTable {
 
 /// The runs of a merge, for a message: the first, and how many more.
 pub fn run_names(runs: &[RunFile]) -> String {
-    match runs {
-        [] => "no runs".into(),
-        [one] => one.path.display().to_string(),
-        [first, rest @ ..] => format!("{} (or one of {} other runs merged with it)", first.path.display(), rest.len()),
+    files_named(runs.iter().map(|r| r.path.as_path()))
+}
+
+/// Files read together, for a message: the first, and how many more.
+fn files_named<'a>(mut paths: impl ExactSizeIterator<Item = &'a Path>) -> String {
+    let others = paths.len().saturating_sub(1);
+    match paths.next() {
+        None => "no files".into(),
+        Some(first) if others == 0 => first.display().to_string(),
+        Some(first) => format!("{} (or one of {others} other files read with it)", first.display()),
     }
 }
 
@@ -1170,7 +1176,9 @@ impl<'a> BlockCache<'a> {
                     // The last block starting at or before the document, if it holds it.
                     let i = starts.partition_point(|&s| s <= doc);
                     if i > 0 && builders[i - 1].wants(doc) && self.is_needed(doc) {
-                        builders[i - 1].push(doc, id, o as u32);
+                        builders[i - 1].push(doc, id, o as u32).map_err(|e| {
+                            PipelineError::Corrupt(format!("{}: corrupt index part: {e}", part.path.display()))
+                        })?;
                     }
                 }
                 id += 1;
@@ -1181,9 +1189,13 @@ impl<'a> BlockCache<'a> {
             .zip(builders)
             .map(|(&number, builder)| {
                 let range = &self.blocks[number as usize];
-                (number, builder.finish(&tokens[range.start as usize..range.end as usize]))
+                let block = builder.finish(&tokens[range.start as usize..range.end as usize]).map_err(|e| {
+                    let parts = files_named(self.parts.iter().map(|p| p.path.as_path()));
+                    PipelineError::Corrupt(format!("{parts}: corrupt index part: {e}"))
+                })?;
+                Ok((number, block))
             })
-            .collect();
+            .collect::<Result<_, PipelineError>>()?;
         // Back in the order asked for.
         Ok(numbers
             .iter()
