@@ -226,7 +226,7 @@ impl<'a> IndexJob<'a> {
         let n = self.base.n;
         let lexicon = Lexicon::load(&d.lexicon, Scope::Repeated)?;
         let fingerprints = self.work.join("dups.fp");
-        let count = read_dups(&d.dups, &lexicon, n, &fingerprints)?;
+        let count = read_dups(&d.dups, &lexicon, n, self.plan.max_record, &fingerprints)?;
         // Eight bytes (32 counters) per duplicate: about 3 % of other n-grams get through.
         let bytes = (count * 8).clamp(1 << 20, self.working() / 4);
         let sieve = Sieve::with_bytes(bytes as usize).map_err(|e| PipelineError::io("anonymous memory map", e))?;
@@ -531,18 +531,32 @@ pub(crate) const PER_DOC_BYTES: u64 = 4 + 4 + 4 + 4 + 8 + 12 + 16;
 /// Buffers of one run writer.
 pub(crate) const WRITER_BYTES: u64 = 256 * 1024;
 
-/// Reads a `dupgram ngrams` list and writes the fingerprint of each n-gram; returns how many.
-fn read_dups(path: &Path, lexicon: &Lexicon, n: usize, out: &Path) -> Result<u64, PipelineError> {
-    let reader = dupgram_corpus::open_decoded(path)
+/// Reads a `dupgram ngrams` list and writes the fingerprint of each n-gram;
+/// returns how many. A line longer than `max_line` bytes is refused before
+/// it is held whole: no list of n-grams has one, and memory is planned.
+fn read_dups(path: &Path, lexicon: &Lexicon, n: usize, max_line: usize, out: &Path) -> Result<u64, PipelineError> {
+    let mut reader = dupgram_corpus::open_decoded(path)
         .map_err(|error| CorpusError::Open { name: path.display().to_string(), error })?;
     let mut writer = FingerprintWriter::create(out, n)?;
     let mut ids = Vec::with_capacity(n);
-    for (i, line) in reader.lines().enumerate() {
+    let mut bytes = Vec::new();
+    for i in 0u64.. {
         let bad = |what: String| {
-            PipelineError::Corpus(CorpusError::BadRecord { name: path.display().to_string(), line: i as u64 + 1, what })
+            PipelineError::Corpus(CorpusError::BadRecord { name: path.display().to_string(), line: i + 1, what })
         };
-        let line = line.map_err(|e| bad(e.to_string()))?;
-        let gram = line.rsplit_once('\t').map_or(line.as_str(), |(g, _)| g);
+        bytes.clear();
+        let limit = max_line as u64 + 1;
+        let read =
+            std::io::Read::take(&mut reader, limit).read_until(b'\n', &mut bytes).map_err(|e| bad(e.to_string()))?;
+        if read == 0 {
+            break;
+        }
+        let content = bytes.strip_suffix(b"\n").map(|l| l.strip_suffix(b"\r").unwrap_or(l)).unwrap_or(&bytes);
+        if content.len() > max_line || (read as u64 == limit && !bytes.ends_with(b"\n")) {
+            return Err(bad(format!("longer than {max_line} bytes: not a list of n-grams")));
+        }
+        let line = std::str::from_utf8(content).map_err(|_| bad("not UTF-8".into()))?;
+        let gram = line.rsplit_once('\t').map_or(line, |(g, _)| g);
         ids.clear();
         for word in gram.split(' ') {
             match lexicon.lookup(word) {

@@ -265,3 +265,98 @@ fn an_index_naming_a_document_past_the_table_is_refused_naming_it() {
     let err = index_candidates(&path).unwrap_err().to_string();
     assert!(err.contains(&path.display().to_string()) && err.contains("document 6"), "{err}");
 }
+
+/// The pairs a job found: each pair's IDs, in order.
+#[derive(Default)]
+struct PairIds(Vec<(String, String)>);
+
+impl dupgram_pipeline::PairsSink for PairIds {
+    fn pair(&mut self, a: &str, b: &str, _: &dupgram_pipeline::PairScores) -> Result<(), PipelineError> {
+        self.0.push((a.into(), b.into()));
+        Ok(())
+    }
+    fn cluster(&mut self, _: &[&str]) -> Result<(), PipelineError> {
+        Ok(())
+    }
+}
+
+/// A small corpus with shared text, as plain text (a document a line).
+const DUPS_CORPUS: &str = "the cat sat on the mat and the dog sat on the log\n\
+    a cat sat on the mat and a dog sat on a log today\n\
+    the cat sat on the mat and then it slept all day long\n\
+    nothing in common here at all\n";
+
+/// `dupgram pairs --dups` config over the corpus at `corpus`, n = 3.
+fn dups_config(corpus: &Path, tmp: &Path, dups: Option<dupgram_pipeline::DupsInput>) -> PairsConfig {
+    let mut base = NgramConfig::new(vec![dupgram_corpus::Input::Path(corpus.to_owned())], 3);
+    base.read.format = Some(dupgram_corpus::Format::Text);
+    base.tmp_dir = tmp.to_owned();
+    base.memory = 64 << 20;
+    base.threads = 1;
+    base.lexicon_dir = Some(tmp.to_owned());
+    PairsConfig { min_sscr: 0.1, dups, ..PairsConfig::new(base) }
+}
+
+/// `dupgram ngrams` output over the corpus at `corpus`, and its lexicon written to `lexicon`.
+fn ngrams_output(corpus: &Path, tmp: &Path, lexicon: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    let base = dups_config(corpus, tmp, None).base;
+    let outcome = dupgram_pipeline::count_ngrams(&base, &Control::default(), &mut |lex, ids, count| {
+        let words: Vec<&str> = ids.iter().map(|&i| lex.word(i)).collect();
+        out.extend_from_slice(format!("{}\t{count}\n", words.join(" ")).as_bytes());
+        Ok(())
+    })
+    .unwrap();
+    outcome.lexicon_file.unwrap().persist(lexicon).unwrap();
+    out
+}
+
+/// `dupgram pairs --dups` reads a mutated duplicate list beside its lexicon: pairs, or an error naming the list.
+#[test]
+fn duplicate_lists_survive_mutation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, lexicon) = (dir.path().join("c.txt"), dir.path().join("dups.lex"));
+    std::fs::write(&corpus, DUPS_CORPUS).unwrap();
+    let list = ngrams_output(&corpus, dir.path(), &lexicon);
+    assert!(list.len() > 40, "{}", String::from_utf8_lossy(&list));
+    let first_line = list.split_inclusive(|&b| b == b'\n').next().unwrap().to_vec();
+    let seeds = vec![list, first_line, Vec::new()];
+    let dir = std::sync::Arc::new(dir);
+    let report =
+        Fuzz::new("pairs-dups", "dups.tsv", seeds).cases(600).regressions(regressions("dups")).run(move |path| {
+            let tmp = tempfile::tempdir_in(dir.path()).unwrap();
+            let dups = dupgram_pipeline::DupsInput { dups: path.to_owned(), lexicon: lexicon.clone() };
+            let mut pairs = PairIds::default();
+            dupgram_pipeline::find_pairs(
+                &dups_config(&corpus, tmp.path(), Some(dups)),
+                &Control::default(),
+                &mut pairs,
+            )?;
+            Ok::<_, PipelineError>(pairs.0)
+        });
+    // Both ways out are taken: lists that still read (giving pairs or not), and lists refused.
+    assert!(report.accepted > 0 && report.refused > 0, "{report:?}");
+}
+
+/// A list with a line longer than any n-gram's is refused before the line is held whole.
+#[test]
+fn a_duplicate_list_with_a_huge_line_is_refused_without_holding_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, lexicon) = (dir.path().join("c.txt"), dir.path().join("dups.lex"));
+    std::fs::write(&corpus, DUPS_CORPUS).unwrap();
+    ngrams_output(&corpus, dir.path(), &lexicon);
+    let path = dir.path().join("dups.tsv");
+    // Words of the lexicon, 48 MiB of them on one line.
+    std::fs::write(&path, "the cat sat on ".repeat((48 << 20) / 15)).unwrap();
+    let dups = dupgram_pipeline::DupsInput { dups: path.clone(), lexicon };
+    let config = dups_config(&corpus, dir.path(), Some(dups));
+    let (result, peak) = dupgram_fuzzkit::measure(|| {
+        dupgram_pipeline::find_pairs(&config, &Control::default(), &mut PairIds::default())
+    });
+    let err = result.unwrap_err().to_string();
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains("line 1") && err.contains("longer than"),
+        "{err}"
+    );
+    assert!(peak < 24 << 20, "{peak} bytes held");
+}
