@@ -145,7 +145,7 @@ fn inconsistent_work_files_are_refused_naming_them() {
     let config = config(&path, None, 1000);
     let out = dir.path().join("pairs.tsv");
     type Tamper = fn(&Path);
-    let cases: [(TaskId, Tamper, &str, &str); 4] = [
+    let cases: [(TaskId, Tamper, &str, &str); 6] = [
         // Totals that add up past 2^32 per document.
         (
             TaskId::Candidates(0),
@@ -166,6 +166,20 @@ fn inconsistent_work_files_are_refused_naming_them() {
             |work| no_totals(&work.join("pairs/index/bucket-0000.totals")),
             "bucket-0000.dgr",
             "more duplicate occurrences than",
+        ),
+        // Candidate pairs whose documents are not in the blocks they name.
+        (
+            TaskId::Score(0),
+            |work| rewrite_runs(&work.join("pairs/candidates"), &[0, 0, 400, 401]),
+            "cand-r0000",
+            "not in blocks",
+        ),
+        // Kept pairs of documents past the table.
+        (
+            TaskId::Finish,
+            |work| rewrite_runs(&work.join("pairs/kept"), &[100_000, 100_001, 1, 1, 1]),
+            "kept-r0000",
+            "outside the document table",
         ),
         // A score layout (checked when read) that covers fewer documents than the corpus has.
         (TaskId::Score(0), |work| short_layout(&work.join("tasks")), "candidates-0000", "layout of"),
@@ -198,6 +212,19 @@ fn no_totals(path: &Path) {
     let mut bytes = Vec::new();
     part.write_to(&mut bytes).unwrap();
     std::fs::write(path, bytes).unwrap();
+}
+
+/// Every run under `dir` rewritten (sealed, its header kept) to hold `key` alone.
+fn rewrite_runs(dir: &Path, key: &[u32]) {
+    for bucket in std::fs::read_dir(dir).unwrap() {
+        for run in std::fs::read_dir(bucket.unwrap().path()).unwrap() {
+            let path = run.unwrap().path();
+            let header = dupgram_runs::RunReader::open(&path).unwrap().header();
+            let mut w = dupgram_runs::RunWriter::create(&path, header).unwrap();
+            w.push(key, 1).unwrap();
+            w.finish().unwrap();
+        }
+    }
 }
 
 fn index_past_table(path: &Path) {

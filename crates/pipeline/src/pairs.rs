@@ -49,7 +49,7 @@ use crate::error::PipelineError;
 use crate::groups::{Expansion, Groups};
 use crate::index::{
     BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, PER_DOC_BYTES,
-    ShardCut, WRITER_BYTES,
+    ShardCut, WRITER_BYTES, run_names,
 };
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
@@ -491,6 +491,7 @@ impl<'a> PairPasses<'a> {
             scored: 0,
             kept_pairs: 0,
             expanded_pairs: 0,
+            inputs: run_names(&candidates),
         };
         let blocks = &layout.blocks;
         let fan_in = self
@@ -565,7 +566,8 @@ impl<'a> PairPasses<'a> {
             capped.iter().take(NAMED_CAPPED).map(|g| format!("{} ({} documents)", table.id(g[0]), g.len())).collect();
         let distinct = distinct_ngrams(table, totals, self.n());
         let mut clusters = UnionFind::new(table.len());
-        let mut out = PairOutput { table, distinct: &distinct, sink, clusters: &mut clusters };
+        let inputs = run_names(&kept);
+        let mut out = PairOutput { table, distinct: &distinct, sink, clusters: &mut clusters, inputs };
         let mut next = 0u64;
         let work = self.work;
         merge_all(
@@ -722,6 +724,8 @@ struct Scorer<'s, 'b> {
     scored: u64,
     kept_pairs: u64,
     expanded_pairs: u64,
+    /// The candidate runs merged, named in errors.
+    inputs: String,
 }
 
 impl Scorer<'_, '_> {
@@ -770,6 +774,15 @@ impl MergeSink for Scorer<'_, '_> {
 
     fn accept(&mut self, key: &[u32], _count: u64, _: &[u64]) -> Result<(), PipelineError> {
         let (block_a, block_b, a, b) = (key[0], key[1], key[2], key[3]);
+        // The key's documents index the blocks: each must be in the block it names.
+        let blocks = self.cache.blocks;
+        let holds = |block: u32, doc: u32| blocks.get(block as usize).is_some_and(|r| r.contains(&doc));
+        if !holds(block_a, a) || !holds(block_b, b) {
+            return Err(PipelineError::Corrupt(format!(
+                "{}: corrupt candidates: documents {a} and {b} are not in blocks {block_a} and {block_b} of the layout",
+                self.inputs
+            )));
+        }
         self.candidates += 1;
         let (occurrences, tokens) = (&self.totals.occurrences, &self.table.tokens);
         self.cache.ensure(block_a, (block_b != block_a).then_some(block_b), occurrences, tokens)?;
@@ -796,6 +809,8 @@ struct PairOutput<'a, 's> {
     distinct: &'a [u32],
     sink: &'s mut dyn PairsSink,
     clusters: &'s mut UnionFind,
+    /// The kept runs merged, named in errors.
+    inputs: String,
 }
 
 impl MergeSink for PairOutput<'_, '_> {
@@ -803,6 +818,13 @@ impl MergeSink for PairOutput<'_, '_> {
 
     fn accept(&mut self, key: &[u32], _count: u64, _: &[u64]) -> Result<(), PipelineError> {
         let (a, b) = (key[0], key[1]);
+        let docs = self.table.len() as u64;
+        if let Some(doc) = [a, b].into_iter().find(|&d| u64::from(d) >= docs) {
+            return Err(PipelineError::Corrupt(format!(
+                "{}: corrupt kept pairs: document {doc}, outside the document table's {docs} documents",
+                self.inputs
+            )));
+        }
         let counts = PairCounts { shared: key[2], covered_a: key[3], covered_b: key[4] };
         let stats = |d: u32| DocStats {
             tokens: self.table.tokens[d as usize],
