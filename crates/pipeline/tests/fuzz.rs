@@ -360,3 +360,86 @@ fn a_duplicate_list_with_a_huge_line_is_refused_without_holding_it() {
     );
     assert!(peak < 24 << 20, "{peak} bytes held");
 }
+
+/// The index seeds' first entries, as one index part over the six documents of [`INDEX_GROUPS`].
+fn scoring_index() -> Vec<(u32, Vec<u64>)> {
+    (0..40u32)
+        .map(|i| {
+            let mut o: Vec<u64> =
+                (0..2 + u64::from(i % 4)).map(|k| at((u64::from(i) + k) % 6, u64::from(i) + k)).collect();
+            o.sort_unstable();
+            o.dedup();
+            (i, o)
+        })
+        .collect()
+}
+
+/// Scores the candidates at `path` against the index at `index` (six
+/// documents of 60 tokens, two blocks), as a score task does: the kept
+/// pairs, read back.
+fn score_candidates(path: &Path, index: &Path) -> Result<Vec<Vec<u32>>, PipelineError> {
+    let work = tempfile::tempdir().unwrap();
+    // The scoring merge removes its inputs: it gets a copy.
+    let run = work.path().join("cand-r0000-000001.dgr");
+    std::fs::copy(path, &run).unwrap();
+    let mut base = NgramConfig::new(Vec::new(), 3);
+    base.memory = 64 << 20;
+    base.limits.chunk_ngrams = Some(64);
+    let config = PairsConfig { min_sscr: 0.05, ..PairsConfig::new(base) };
+    let control = Control::default();
+    let passes = PairPasses::new(&config, &control, work.path())?;
+    let mut table = DocTable::default();
+    let mut totals = IndexTotals::empty(INDEX_GROUPS.len());
+    for (d, _) in INDEX_GROUPS.iter().enumerate() {
+        table.tokens.push(60);
+        table.hashes.push(d as u128);
+        table.id_ranges.push((d as u64, 1));
+        table.ids.push(char::from(b'a' + d as u8));
+    }
+    for (_, o) in scoring_index() {
+        totals.add_ngram(&o, 0).unwrap();
+    }
+    let layout = ScoreLayout { blocks: vec![0..3, 3..6], range_starts: vec![0, 1], resident: 1 << 20 };
+    let parts = [dupgram_pipeline::IndexPart { path: index.to_owned(), first_id: 0 }];
+    let rep_of: Vec<u32> = (0..INDEX_GROUPS.len() as u32).collect();
+    let size = std::fs::metadata(&run).unwrap().len();
+    let candidates = vec![dupgram_pipeline::RunFile { path: run, bytes: size, depth: 0 }];
+    let kept = passes.score(0..2, candidates, &parts, &table, &totals, &rep_of, &layout, &mut PairsStats::default())?;
+    let mut keys = Vec::new();
+    for run in kept {
+        let mut reader = RunReader::open(&run.path)?;
+        while reader.advance()? {
+            keys.push(reader.ngram().to_vec());
+        }
+    }
+    keys.sort_unstable();
+    Ok(keys)
+}
+
+/// Mutated and sealed, candidate pairs reach the scorer, which looks their
+/// documents up in the blocks their keys name.
+#[test]
+fn candidate_runs_survive_the_scoring() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("bucket-0000.dgr");
+    std::fs::write(&index, index_run(&scoring_index())).unwrap();
+    let pairs: Vec<[u32; 4]> =
+        (0..6u32).flat_map(|a| (a + 1..6).map(move |b| [a / 3, b / 3, a, b])).filter(|p| p[0] == 0).collect();
+    let seeds = vec![candidates(&pairs), candidates(&pairs[..2]), candidates(&[])];
+    let report = Fuzz::new("pairs-scoring", "cand-r0000-000001.dgr", seeds)
+        .cases(800)
+        .checksummed()
+        .sealed(|b| b.to_vec(), dupgram_runs::reseal)
+        .regressions(regressions("scoring"))
+        .run(move |path| {
+            // Errors name the copy the scoring merged: say which file it was a copy of.
+            score_candidates(path, &index).map_err(|e| {
+                let said = e.to_string();
+                match said.split_once("cand-r0000-000001.dgr") {
+                    Some((_, rest)) => format!("{}{rest}", path.display()),
+                    None => said,
+                }
+            })
+        });
+    assert!(report.accepted > 0 && report.refused > 0, "{report:?}");
+}
