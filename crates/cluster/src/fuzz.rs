@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use dupgram_fuzzkit::{Fuzz, TrackingAlloc};
 use dupgram_merge::MergeSink;
-use dupgram_runs::{RunError, RunHeader, RunKind, RunReader, RunWriter};
+use dupgram_pipeline::{GroupCheck, IndexTotals, PipelineError, ScoreLayout};
+use dupgram_runs::{RunHeader, RunKind, RunReader, RunWriter};
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -136,6 +137,69 @@ fn task_records_survive_mutation() {
         .run(|path| read_record::<TaskRecord>(path).map(|r| format!("{r:?}")));
 }
 
+/// A candidates task's record: its runs by slice, and the score layout it cut by.
+fn candidates_record(layout: ScoreLayout) -> TaskRecord {
+    TaskRecord { task: "candidates-0001".into(), layout: Some(layout), ..task_record() }
+}
+
+/// Reads a candidates record as a score task of a 2-shard job does, and uses its layout as it does.
+fn read_candidates(path: &Path) -> Result<String, ClusterError> {
+    let record: TaskRecord = read_record(path)?;
+    let Some(layout) = record.layout else { return Ok(format!("{record:?}")) };
+    crate::stage::check_layout(&layout, 2, path)?;
+    let docs = layout.docs();
+    for range in 0..layout.ranges() {
+        let covered = layout.range_docs(&(range..range + 1));
+        assert!(covered.start <= covered.end && covered.end <= docs, "{covered:?} of {docs}");
+    }
+    assert_eq!(layout.range_docs(&(0..layout.ranges())), 0..docs);
+    Ok(format!("{layout:?}"))
+}
+
+fn layout(blocks: Vec<std::ops::Range<u32>>, range_starts: Vec<u32>) -> ScoreLayout {
+    ScoreLayout { blocks, range_starts, resident: 1 << 30 }
+}
+
+#[test]
+#[allow(clippy::single_range_in_vec_init)] // A list of one block, not the block's documents.
+fn candidates_records_survive_mutation() {
+    let seeds = vec![
+        record_bytes(&candidates_record(layout(vec![0..4, 4..4, 4..9, 9..30], vec![0, 1, 3]))),
+        record_bytes(&candidates_record(layout(vec![0..0], vec![0]))),
+    ];
+    Fuzz::new("record-candidates", "candidates-0001.json", seeds)
+        .cases(2000)
+        .checksummed()
+        .sealed(|b| b.to_vec(), seal_record)
+        .regressions(regressions("candidates"))
+        .run(read_candidates);
+}
+
+/// Layouts a checksum-valid record may carry that no candidates task
+/// writes: refused when the record is read, naming it.
+#[test]
+#[allow(clippy::single_range_in_vec_init)] // Lists of one block, not the block's documents.
+fn impossible_score_layouts_are_refused_when_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("candidates-0001.json");
+    let bad = [
+        layout(vec![0..4, 5..9], vec![0]),
+        layout(vec![1..4], vec![0]),
+        layout(vec![0..4, std::ops::Range { start: 4, end: 2 }], vec![0]),
+        layout(vec![0..4, 4..9], vec![0, 2]),
+        layout(vec![0..4, 4..9], vec![1]),
+        layout(vec![0..4, 4..9], vec![0, 1, 1]),
+        layout(vec![], vec![0]),
+        layout(vec![0..1], vec![]),
+        layout((0..17).map(|d| d..d + 1).collect(), (0..17).collect()),
+    ];
+    for layout in bad {
+        write_record(&path, &candidates_record(layout.clone())).unwrap();
+        let err = read_candidates(&path).unwrap_err().to_string();
+        assert!(err.contains("candidates-0001.json") && err.contains("score layout"), "{layout:?}: {err}");
+    }
+}
+
 #[test]
 fn update_records_survive_mutation() {
     let stats = UpdateStats {
@@ -155,35 +219,62 @@ fn update_records_survive_mutation() {
         .run(|path| read_record::<UpdateStats>(path).map(|r| format!("{r:?}")));
 }
 
-/// What a walk of the state hands on: n-grams in order, with counts and occurrences.
-#[derive(Default)]
-struct Walked(Vec<(Vec<u32>, u64, Vec<u64>)>);
+/// An n-gram as walked: its IDs, count and occurrences.
+type WalkedEntry = (Vec<u32>, u64, Vec<u64>);
+
+/// Documents the seeds' occurrences name: the corpus's document table.
+const SEGMENT_DOCS: usize = 8;
+
+/// What a walk of the state hands on: n-grams in order, with counts and
+/// occurrences; a postings walk also goes one step further, as an update
+/// with `--pairs` and a postings reduce do: the groups' check and the
+/// per-document totals index by the documents the occurrences name.
+struct Walked {
+    entries: Vec<WalkedEntry>,
+    totals: IndexTotals,
+    check: GroupCheck<'static>,
+    path: String,
+}
+
+/// Groups of identical documents over the seeds' documents (some share a first).
+static SEGMENT_GROUPS: [u32; SEGMENT_DOCS] = [0, 0, 2, 3, 2, 5, 6, 0];
 
 impl MergeSink for Walked {
-    type Error = RunError;
-    fn accept(&mut self, ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), RunError> {
-        if let Some(last) = self.0.last() {
+    type Error = PipelineError;
+    fn accept(&mut self, ngram: &[u32], count: u64, occurrences: &[u64]) -> Result<(), PipelineError> {
+        if let Some(last) = self.entries.last() {
             assert!(last.0.as_slice() < ngram, "the walk went backwards: {:?} then {ngram:?}", last.0);
         }
         assert!(occurrences.is_empty() || occurrences.len() as u64 == count);
-        self.0.push((ngram.to_vec(), count, occurrences.to_vec()));
+        self.check.ngram(occurrences).map_err(|e| e.in_file(&self.path))?;
+        self.totals.add_ngram(occurrences, 0).map_err(|e| e.in_file(&self.path))?;
+        self.entries.push((ngram.to_vec(), count, occurrences.to_vec()));
         Ok(())
     }
 }
 
 /// Opens a segment as an update does (its shape checked), and walks it beside an older one.
-fn walk(path: &Path, older: &Path, header: RunHeader) -> Result<Walked, ClusterError> {
+fn walk(path: &Path, older: &Path, header: RunHeader) -> Result<Vec<WalkedEntry>, ClusterError> {
     let reader = RunReader::open(path)?;
     let found = reader.header();
     if found.n != header.n || found.kind != header.kind {
         return Err(ClusterError::corrupt(path, "a state segment of another job"));
     }
-    let mut walked = Walked::default();
+    let mut walked = Walked {
+        entries: Vec::new(),
+        totals: IndexTotals::empty(SEGMENT_DOCS),
+        check: GroupCheck::new(&SEGMENT_GROUPS),
+        path: path.display().to_string(),
+    };
     dupgram_merge::merge_into(vec![reader, RunReader::open(older)?], &mut walked, &()).map_err(|e| match e {
-        dupgram_merge::MergeError::Run(e) | dupgram_merge::MergeError::Sink(e) => ClusterError::from(e),
+        dupgram_merge::MergeError::Run(e) => ClusterError::from(e),
+        dupgram_merge::MergeError::Sink(e) => ClusterError::from(e),
         other => panic!("{other}"),
     })?;
-    Ok(walked)
+    let distinct: Vec<u32> = (0..SEGMENT_DOCS).map(|d| walked.totals.distinct(d, 100, 3)).collect();
+    assert!(distinct.iter().all(|&d| d <= 98));
+    let _ = walked.check.differing();
+    Ok(walked.entries)
 }
 
 fn segment(header: RunHeader, entries: &[(Vec<u32>, Vec<u64>)]) -> Vec<u8> {
@@ -218,8 +309,9 @@ fn fuzz_segments(name: &str, header: RunHeader) {
     Fuzz::new(name, "bucket-0000.dgr", seeds)
         .cases(2500)
         .checksummed()
+        .sealed(|b| b.to_vec(), dupgram_runs::reseal)
         .regressions(regressions(name))
-        .run(move |path| walk(path, &older, header).map(|w| w.0));
+        .run(move |path| walk(path, &older, header));
 }
 
 #[test]

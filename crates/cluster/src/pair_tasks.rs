@@ -27,7 +27,7 @@ use dupgram_pipeline::{
 
 use crate::error::ClusterError;
 use crate::record::write_file;
-use crate::stage::{PairsOutputs, Stage, TaskId, TaskRecord, keep_dir, link_runs, run_entries};
+use crate::stage::{PairsOutputs, SLICES, Stage, TaskId, TaskRecord, keep_dir, link_runs, run_entries};
 
 /// What every task after the index merge knows of the whole corpus.
 struct Corpus {
@@ -158,8 +158,9 @@ impl Stage<'_> {
         let mut differing = Vec::new();
         for bucket in 0..self.plan.buckets {
             self.record(TaskId::Postings(bucket), me)?;
-            let part = BucketTotals::read_from(&self.bucket_totals(bucket)?)?;
-            totals.absorb(&part.totals)?;
+            let path = self.bucket_totals(bucket)?;
+            let part = BucketTotals::read_from(&path)?;
+            totals.absorb(&part.totals).map_err(|e| ClusterError::corrupt(&path, e.to_string()))?;
             differing.extend(part.differing);
         }
         let rep_of = passes.groups(&table, &totals, &differing);
@@ -211,13 +212,7 @@ impl Stage<'_> {
     pub(crate) fn score(&self, range: usize) -> Result<TaskRecord, ClusterError> {
         let me = TaskId::Score(range);
         let (layout, candidates) = self.score_layout(me)?;
-        let mut weights = vec![0u64; layout.ranges()];
-        for run in candidates.iter().flat_map(|r| &r.runs) {
-            let weight = weights.get_mut(run.bucket).ok_or_else(|| {
-                ClusterError::Plan(format!("a candidates record names slice {}, past the layout's", run.bucket))
-            })?;
-            *weight += run.bytes;
-        }
+        let weights = slice_weights(layout.ranges(), &candidates, |b| self.record_path(TaskId::Candidates(b)))?;
         let slices = share_out(&weights, self.plan.shards.len())[range].clone();
         let target = self.range_kept(range)?;
         let scratch = self.scratch(target.parent().expect("under pairs/"), me)?;
@@ -241,6 +236,11 @@ impl Stage<'_> {
         let config = self.pairs_config()?;
         let passes = PairPasses::new(&config, self.control, scratch.path())?;
         let corpus = self.corpus(me, &passes)?;
+        if layout.docs() as usize != corpus.table.len() {
+            let path = self.record_path(TaskId::Candidates(0));
+            let what = format!("a layout of {} documents, for a corpus of {}", layout.docs(), corpus.table.len());
+            return Err(ClusterError::corrupt(&path, what));
+        }
         let mut stats = PairsStats::default();
         let started = Instant::now();
         let kept =
@@ -277,10 +277,28 @@ impl Stage<'_> {
     }
 }
 
-/// Slices each shard's documents are cut into for scoring, so the scoring
-/// tasks can share them out evenly: a pair is scored with its first
-/// document, so earlier documents carry more pairs.
-const SLICES: usize = 8;
+/// The bytes of candidates of each of `ranges` slices, from the candidates
+/// tasks' records (`path_of` names bucket `b`'s record in errors).
+fn slice_weights(
+    ranges: usize,
+    records: &[TaskRecord],
+    path_of: impl Fn(usize) -> PathBuf,
+) -> Result<Vec<u64>, ClusterError> {
+    let mut weights = vec![0u64; ranges];
+    for (bucket, record) in records.iter().enumerate() {
+        for run in &record.runs {
+            let corrupt = |what: String| ClusterError::corrupt(&path_of(bucket), what);
+            let weight = weights
+                .get_mut(run.bucket)
+                .ok_or_else(|| corrupt(format!("a run of slice {}, past the layout's {ranges}", run.bucket)))?;
+            // Run sizes are the record's word: no real job's add up past 2^64 bytes.
+            *weight = weight
+                .checked_add(run.bytes)
+                .ok_or_else(|| corrupt(format!("candidate runs of slice {} add up past 2^64 bytes", run.bucket)))?;
+        }
+    }
+    Ok(weights)
+}
 
 /// Cuts `docs` into `parts` consecutive ranges of about equal weight.
 fn split_by_weight(docs: Range<u32>, weights: &[u32], parts: usize) -> Vec<Range<u32>> {
@@ -343,5 +361,22 @@ mod tests {
         let shares = share_out(&[5, 3, 8, 1, 1, 9, 2, 2], 3);
         assert_eq!(shares.len(), 3);
         assert_eq!(shares.iter().flat_map(|r| r.clone()).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn slice_weights_past_2_to_64_bytes_or_past_the_layout_are_refused_naming_the_record() {
+        use crate::stage::RunEntry;
+        let record = |runs: &[(usize, u64)]| TaskRecord {
+            runs: runs.iter().map(|&(bucket, bytes)| RunEntry { bucket, file: "c.dgr".into(), bytes }).collect(),
+            ..TaskRecord::default()
+        };
+        let path_of = |b: usize| PathBuf::from(format!("tasks/candidates-{b:04}.json"));
+        let fine = [record(&[(0, 5), (1, 7)]), record(&[(1, u64::MAX - 7)])];
+        assert_eq!(slice_weights(2, &fine, path_of).unwrap(), [5, u64::MAX]);
+        let huge = [record(&[(0, 5), (1, 7)]), record(&[(1, u64::MAX - 6)])];
+        let err = slice_weights(2, &huge, path_of).unwrap_err().to_string();
+        assert!(err.contains("candidates-0001.json") && err.contains("2^64"), "{err}");
+        let err = slice_weights(1, &fine, path_of).unwrap_err().to_string();
+        assert!(err.contains("candidates-0000.json") && err.contains("slice 1"), "{err}");
     }
 }

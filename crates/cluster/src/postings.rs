@@ -29,6 +29,7 @@ use dupgram_lexicon::{Lexicon, Scope};
 use dupgram_pipeline::output::DupTsvWriter;
 use dupgram_pipeline::{
     BucketTotals, DocTable, IndexTotals, NgramStats, PairPasses, PairsConfig, PipelineError, RunFile, ShardCut,
+    run_names,
 };
 use dupgram_runs::{RunHeader, RunWriter};
 
@@ -100,6 +101,7 @@ impl Stage<'_> {
             min_count: self.config.min_count,
             totals: IndexTotals::empty(documents as usize),
             stats,
+            source: run_names(&runs),
         };
         sink.stats.merge_bytes = passes.merge_runs(runs, header, &lexicon, &mut sink)?;
         let StateSink { state, totals, .. } = sink;
@@ -127,7 +129,8 @@ impl Stage<'_> {
         let bucket_totals: Vec<PathBuf> =
             (0..self.plan.buckets).map(|b| parts.join(format!("totals-{b:04}"))).collect();
         for path in &bucket_totals {
-            totals.absorb(&BucketTotals::read_from(path)?.totals)?;
+            let part = BucketTotals::read_from(path)?;
+            totals.absorb(&part.totals).map_err(|e| ClusterError::corrupt(path, e.to_string()))?;
         }
         write_file(&parts.join(docs_table(0)), |out| table.write_to(0, out))?;
         write_file(&parts.join(docs_totals(0)), |out| BucketTotals { totals, differing: Vec::new() }.write_to(out))?;
@@ -147,6 +150,8 @@ pub(crate) struct StateSink<'a> {
     pub min_count: u64,
     pub totals: IndexTotals,
     pub stats: &'a mut NgramStats,
+    /// The postings runs merged, named in errors.
+    pub source: String,
 }
 
 impl dupgram_merge::MergeSink for StateSink<'_> {
@@ -154,7 +159,7 @@ impl dupgram_merge::MergeSink for StateSink<'_> {
 
     fn accept(&mut self, ids: &[u32], count: u64, occurrences: &[u64]) -> Result<(), PipelineError> {
         self.state.push_postings(ids, occurrences)?;
-        self.totals.add_ngram(occurrences, 0);
+        self.totals.add_ngram(occurrences, 0).map_err(|e| e.in_file(&self.source))?;
         if count >= 2 {
             self.stats.duplicate_types += 1;
             self.stats.duplicate_occurrences += count;

@@ -174,6 +174,9 @@ impl<'a> Stage<'a> {
         if task == TaskId::Vocab {
             check_bounds(&record.bounds, self.plan.buckets, &path)?;
         }
+        if let Some(layout) = &record.layout {
+            check_layout(layout, self.plan.shards.len(), &path)?;
+        }
         Ok(record)
     }
 
@@ -272,6 +275,22 @@ pub(crate) fn keep_dir(scratch: Scratch, target: &Path) -> Result<(), ClusterErr
 /// Checks the bucket bounds of a vocab record read from `path`: one fewer
 /// than the `buckets` of the plan, in order. Others would cut n-grams into
 /// buckets no reduce task reads, losing them without a word.
+/// Slices each shard's documents are cut into for scoring, so the scoring
+/// tasks can share them out evenly: a pair is scored with its first
+/// document, so earlier documents carry more pairs.
+pub(crate) const SLICES: usize = 8;
+
+/// Fails unless a record's score layout has the shape the candidates tasks
+/// give it, in no more slices than the plan's shards are cut into.
+pub(crate) fn check_layout(layout: &ScoreLayout, shards: usize, path: &Path) -> Result<(), ClusterError> {
+    layout.check().map_err(|what| ClusterError::corrupt(path, format!("score layout: {what}")))?;
+    if layout.ranges() > shards.saturating_mul(SLICES) {
+        let what = format!("score layout of {} slices, for a plan of {shards} shards", layout.ranges());
+        return Err(ClusterError::corrupt(path, what));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_bounds(bounds: &[u32], buckets: usize, path: &Path) -> Result<(), ClusterError> {
     if bounds.len() + 1 != buckets || bounds.windows(2).any(|w| w[0] > w[1]) {
         return Err(ClusterError::corrupt(

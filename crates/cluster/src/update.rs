@@ -44,7 +44,7 @@ use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFiles, PairFormat};
 use dupgram_pipeline::scratch::Scratch;
 use dupgram_pipeline::{
     BucketTotals, Control, DocTable, GroupCheck, IndexStats, IndexTotals, NgramConfig, NgramStats, PairPasses,
-    PairsConfig, Passes, PipelineError, RunFile, ShardCut, peak_rss,
+    PairsConfig, Passes, PipelineError, RunFile, ShardCut, peak_rss, run_names,
 };
 use dupgram_runs::{RunHeader, RunKind, RunReader, RunWriter};
 use serde::{Deserialize, Serialize};
@@ -513,7 +513,8 @@ impl DayPass<'_> {
         for bucket in 0..self.buckets() {
             let runs: Vec<RunFile> = runs.iter().filter(|(b, _)| *b == bucket).map(|(_, run)| run.clone()).collect();
             let run = RunWriter::create(&dir.join(format!("day-{bucket:04}.dgr")), self.header)?;
-            let mut sink = DaySink { run, totals: &mut totals, first_doc };
+            let source = run_names(&runs);
+            let mut sink = DaySink { run, totals: &mut totals, first_doc, source };
             stats.merge_bytes += self.passes.merge_runs(runs, self.header, self.lexicon, &mut sink)?;
             sink.run.finish()?;
         }
@@ -526,6 +527,8 @@ struct DaySink<'a> {
     run: RunWriter<std::io::BufWriter<std::fs::File>>,
     totals: &'a mut IndexTotals,
     first_doc: u64,
+    /// The day's postings runs of the bucket, named in errors.
+    source: String,
 }
 
 impl dupgram_merge::MergeSink for DaySink<'_> {
@@ -533,7 +536,7 @@ impl dupgram_merge::MergeSink for DaySink<'_> {
 
     fn accept(&mut self, ids: &[u32], _count: u64, occurrences: &[u64]) -> Result<(), PipelineError> {
         self.run.push_postings(ids, occurrences)?;
-        self.totals.add_ngram(occurrences, self.first_doc);
+        self.totals.add_ngram(occurrences, self.first_doc).map_err(|e| e.in_file(&self.source))?;
         Ok(())
     }
 }
@@ -670,6 +673,7 @@ impl Walk<'_> {
             },
             lexicon: self.lexicon,
             shared: self.shared_room.as_ref().map(|room| (Vec::new(), room)),
+            segments: segments_named(self.state, segments, &day_path),
         };
         dupgram_merge::merge_into(old, &mut walk, self.control).map_err(PipelineError::from)?;
         walk.rest()?;
@@ -691,6 +695,13 @@ impl Walk<'_> {
     }
 }
 
+/// A bucket's stored segments and the day's run, for a message.
+fn segments_named(state: &Path, segments: &[String], day: &Path) -> String {
+    let mut names: Vec<String> = segments.iter().map(|s| state.join(s).display().to_string()).collect();
+    names.push(day.display().to_string());
+    format!("{} (one of them)", names.join(", "))
+}
+
 /// One bucket's walk: the stored counts arrive from the merge of its
 /// segments, the day's from its run.
 struct BucketWalk<'l> {
@@ -708,6 +719,8 @@ struct BucketWalk<'l> {
     /// With a documents report: the day's n-grams older text has too (their
     /// IDs, one after another), and the memory left for them.
     shared: Option<(Vec<u32>, &'l SharedRoom)>,
+    /// The bucket's stored segments (and the day's run), named in errors.
+    segments: String,
 }
 
 impl BucketWalk<'_> {
@@ -722,7 +735,7 @@ impl BucketWalk<'_> {
     /// The day's next n-gram, which older text does not have.
     fn day_only(&mut self) -> Result<(), PipelineError> {
         if let Some(check) = self.check.as_mut() {
-            check.ngram(self.day.occurrences());
+            check.ngram(self.day.occurrences()).map_err(|e| e.in_file(&self.day.path().display().to_string()))?;
         }
         self.next.keep(self.lexicon, self.day.ngram(), 0, self.day.count(), &[], self.day.occurrences())?;
         self.day_live = self.day.advance()?;
@@ -752,7 +765,7 @@ impl dupgram_merge::MergeSink for BucketWalk<'_> {
                 self.both.extend_from_slice(day);
             }
             if let Some(check) = self.check.as_mut() {
-                check.ngram(&self.both);
+                check.ngram(&self.both).map_err(|e| e.in_file(&self.segments))?;
             }
             if let Some((run, number)) = self.shared_run.as_mut() {
                 run.push_postings(&[*number], &self.both)?;
@@ -762,7 +775,7 @@ impl dupgram_merge::MergeSink for BucketWalk<'_> {
             self.day_live = self.day.advance()?;
         } else {
             if let Some(check) = self.check.as_mut() {
-                check.ngram(old);
+                check.ngram(old).map_err(|e| e.in_file(&self.segments))?;
             }
             self.next.keep(self.lexicon, ids, before, before, old, &[])?;
         }

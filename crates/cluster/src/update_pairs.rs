@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use dupgram_index::{DocStats, Occurrence, PairCounts, ScoreScratch, score};
-use dupgram_pipeline::{Control, DocTable, Groups, IndexTotals, PairsConfig, PairsSink, PipelineError};
+use dupgram_pipeline::{Control, DocPastTable, DocTable, Groups, IndexTotals, PairsConfig, PairsSink, PipelineError};
 use dupgram_runs::RunReader;
 
 use crate::error::ClusterError;
@@ -79,6 +79,12 @@ pub(crate) fn score_pairs(
                 return Err(PipelineError::Interrupted.into());
             }
             let occurrences = reader.occurrences();
+            // Every document number below indexes the corpus's arrays.
+            let corpus_docs = rep_of.len() as u64;
+            if let Some(doc) = occurrences.iter().map(|&o| o >> 32).find(|&d| d >= corpus_docs) {
+                let past = DocPastTable { doc, first_doc: 0, docs: corpus_docs };
+                return Err(past.in_file(&path.display().to_string()).into());
+            }
             room.take(occurrences.len() as u64 * OCCURRENCE_BYTES)?;
             for &o in occurrences {
                 let list = match lists.entry((o >> 32) as u32) {

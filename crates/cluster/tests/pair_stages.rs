@@ -39,6 +39,19 @@ fn one_machine(config: &PairsConfig, out: &Path) -> PairsStats {
 }
 
 fn staged(config: &PairsConfig, work: &Path, shards: usize, buckets: usize, out: &Path) -> PairsStats {
+    run_staged(config, work, shards, buckets, out, |_| ()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs a staged job's tasks in order, calling `before` with each task
+/// before it runs; the first task's error, with its name.
+fn run_staged(
+    config: &PairsConfig,
+    work: &Path,
+    shards: usize,
+    buckets: usize,
+    out: &Path,
+    mut before: impl FnMut(TaskId),
+) -> Result<PairsStats, String> {
     let control = Control::default();
     let base = &config.base;
     let paths: Vec<PathBuf> =
@@ -69,9 +82,10 @@ fn staged(config: &PairsConfig, work: &Path, shards: usize, buckets: usize, out:
     };
     let stage = Stage::new(&work, &plan, base, &control, &outputs);
     for task in TaskId::all(&plan) {
-        stage.run(task).unwrap_or_else(|e| panic!("{}: {e}", task.name()));
+        before(task);
+        stage.run(task).map_err(|e| format!("{}: {e}", task.name()))?;
     }
-    stage.pairs_summary().unwrap()
+    Ok(stage.pairs_summary().unwrap())
 }
 
 /// The counts a summary shares with the one-machine job's (times, blocks and spill differ).
@@ -119,5 +133,125 @@ fn staged_pairs_are_the_one_machine_pairs() {
         assert_eq!(std::fs::read(many.with_extension("clusters")).unwrap(), clusters, "round {round}");
         assert!(blocks >= shards as u64 && (chunk.is_none() || blocks > 1), "round {round}: {blocks} blocks");
         assert!(chunk.is_none() || one_blocks > 1, "round {round}: {one_blocks} blocks");
+    }
+}
+
+/// Checksum-valid work files that do not fit the job: each task that reads
+/// one fails naming it, no panic.
+#[test]
+fn inconsistent_work_files_are_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = corpus(dir.path(), 7);
+    let config = config(&path, None, 1000);
+    let out = dir.path().join("pairs.tsv");
+    type Tamper = fn(&Path);
+    let cases: [(TaskId, Tamper, &str, &str); 6] = [
+        // Totals that add up past 2^32 per document.
+        (
+            TaskId::Candidates(0),
+            |work| huge_totals(&work.join("pairs/index/bucket-0001.totals")),
+            "bucket-0001.totals",
+            "2^32",
+        ),
+        // An index part naming a document past the table.
+        (
+            TaskId::Candidates(1),
+            |work| index_past_table(&work.join("pairs/index/bucket-0001.dgr")),
+            "bucket-0001.dgr",
+            "outside the document table",
+        ),
+        // Totals that count fewer occurrences than the index holds (a block is sized by them).
+        (
+            TaskId::Score(0),
+            |work| no_totals(&work.join("pairs/index/bucket-0000.totals")),
+            "bucket-0000.dgr",
+            "more duplicate occurrences than",
+        ),
+        // Candidate pairs whose documents are not in the blocks they name.
+        (
+            TaskId::Score(0),
+            |work| rewrite_runs(&work.join("pairs/candidates"), &[0, 0, 400, 401]),
+            "cand-r0000",
+            "not in blocks",
+        ),
+        // Kept pairs of documents past the table.
+        (
+            TaskId::Finish,
+            |work| rewrite_runs(&work.join("pairs/kept"), &[100_000, 100_001, 1, 1, 1]),
+            "kept-r0000",
+            "outside the document table",
+        ),
+        // A score layout (checked when read) that covers fewer documents than the corpus has.
+        (TaskId::Score(0), |work| short_layout(&work.join("tasks")), "candidates-0000", "layout of"),
+    ];
+    for (at, tamper, file, what) in cases {
+        let work = dir.path().join(format!("work-{}", at.name()));
+        let mut before = |task: TaskId| {
+            if task == at {
+                tamper(&work);
+            }
+        };
+        let err = run_staged(&config, &work, 2, 2, &out, &mut before).unwrap_err();
+        assert!(err.starts_with(&at.name()) && err.contains(file) && err.contains(what), "{err}");
+    }
+}
+
+fn huge_totals(path: &Path) {
+    let mut part = dupgram_pipeline::BucketTotals::read_from(path).unwrap();
+    part.totals.occurrences.iter_mut().for_each(|o| *o = u32::MAX);
+    part.totals.types.iter_mut().for_each(|t| *t = 1);
+    let mut bytes = Vec::new();
+    part.write_to(&mut bytes).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn no_totals(path: &Path) {
+    let mut part = dupgram_pipeline::BucketTotals::read_from(path).unwrap();
+    part.totals.occurrences.iter_mut().for_each(|o| *o = 0);
+    part.totals.types.iter_mut().for_each(|t| *t = 0);
+    let mut bytes = Vec::new();
+    part.write_to(&mut bytes).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Every run under `dir` rewritten (sealed, its header kept) to hold `key` alone.
+fn rewrite_runs(dir: &Path, key: &[u32]) {
+    for bucket in std::fs::read_dir(dir).unwrap() {
+        for run in std::fs::read_dir(bucket.unwrap().path()).unwrap() {
+            let path = run.unwrap().path();
+            let header = dupgram_runs::RunReader::open(&path).unwrap().header();
+            let mut w = dupgram_runs::RunWriter::create(&path, header).unwrap();
+            w.push(key, 1).unwrap();
+            w.finish().unwrap();
+        }
+    }
+}
+
+fn index_past_table(path: &Path) {
+    let header = dupgram_runs::RunReader::open(path).unwrap().header();
+    let mut w = dupgram_runs::RunWriter::create(path, header).unwrap();
+    w.push_postings(&[0], &[1 << 32, 1_000_000 << 32]).unwrap();
+    w.finish().unwrap();
+}
+
+fn short_layout(tasks: &Path) {
+    for entry in std::fs::read_dir(tasks).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.file_name().unwrap().to_string_lossy().starts_with("candidates-") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (_, body) = text.split_once('\n').unwrap();
+        let mut record: serde_json::Value = serde_json::from_str(body).unwrap();
+        let blocks = record["layout"]["blocks"].as_array_mut().unwrap();
+        let last = blocks.last_mut().unwrap();
+        last["end"] = serde_json::json!(last["end"].as_u64().unwrap() - 1);
+        let body = serde_json::to_string(&record).unwrap();
+        let header = serde_json::json!({
+            "magic": "dupgram-workdir",
+            "version": 1,
+            "xxh3": format!("{:016x}", xxhash_rust::xxh3::xxh3_64(body.as_bytes())),
+        });
+        std::fs::write(&path, format!("{header}\n{body}\n")).unwrap();
     }
 }

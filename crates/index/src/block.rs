@@ -97,22 +97,33 @@ impl DocBlockBuilder {
     }
 
     /// Adds an occurrence; n-grams must come in increasing ID order.
+    /// Fails, adding nothing, on more occurrences of the document than the
+    /// block was sized for (an index that disagrees with its totals).
     #[inline]
-    pub fn push(&mut self, doc: u32, ngram: u32, pos: u32) {
+    pub fn push(&mut self, doc: u32, ngram: u32, pos: u32) -> Result<(), CountMismatch> {
         let i = (doc - self.block.first) as usize;
         let slot = self.fill[i];
-        debug_assert!(slot < self.block.offsets[i + 1], "more occurrences than counted");
+        let end = self.block.offsets[i + 1];
+        if slot >= end {
+            return Err(CountMismatch { doc, counted: end - self.block.offsets[i], found: None });
+        }
         self.block.entries[slot as usize] = Occurrence { ngram, pos };
         self.fill[i] = slot + 1;
+        Ok(())
     }
 
     /// Finishes the block; `tokens[i]` is the token count of document `first + i`.
-    pub fn finish(mut self, tokens: &[u32]) -> DocBlock {
+    /// Fails on a document with fewer occurrences than the block was sized for.
+    pub fn finish(mut self, tokens: &[u32]) -> Result<DocBlock, CountMismatch> {
         let n = self.n;
         let mut starts = Vec::new();
         for (i, stats) in self.block.stats.iter_mut().enumerate() {
-            let list = &self.block.entries[self.block.offsets[i] as usize..self.block.offsets[i + 1] as usize];
-            debug_assert_eq!(self.fill[i], self.block.offsets[i + 1], "fewer occurrences than counted");
+            let (start, end) = (self.block.offsets[i], self.block.offsets[i + 1]);
+            if self.fill[i] != end {
+                let doc = self.block.first + i as u32;
+                return Err(CountMismatch { doc, counted: end - start, found: Some(self.fill[i] - start) });
+            }
+            let list = &self.block.entries[start as usize..end as usize];
             let types = list.iter().enumerate().filter(|&(j, o)| j == 0 || list[j - 1].ngram != o.ngram).count() as u32;
             let positions = tokens[i].saturating_sub(n - 1);
             starts.clear();
@@ -120,21 +131,46 @@ impl DocBlockBuilder {
             starts.sort_unstable();
             *stats = DocStats {
                 tokens: tokens[i],
-                distinct: positions - (list.len() as u32 - types),
+                // Saturating: the tokens come from another file than the occurrences.
+                distinct: positions.saturating_sub(list.len() as u32 - types),
                 dup_types: types,
                 dup_covered: covered(&starts, n),
             };
         }
-        self.block
+        Ok(self.block)
     }
 }
+
+/// A document whose occurrences in the index are not as many as the
+/// totals a block was sized by: the index and the totals disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountMismatch {
+    pub doc: u32,
+    /// Occurrences the totals count.
+    pub counted: u64,
+    /// Occurrences the index held, when fewer (`None`: more).
+    pub found: Option<u64>,
+}
+
+impl std::fmt::Display for CountMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let CountMismatch { doc, counted, found } = self;
+        match found {
+            Some(found) => write!(f, "document {doc} has {found} duplicate occurrences, its totals count {counted}"),
+            None => write!(f, "document {doc} has more duplicate occurrences than the {counted} its totals count"),
+        }
+    }
+}
+
+impl std::error::Error for CountMismatch {}
 
 /// Tokens covered by n-grams starting at `starts` (sorted).
 fn covered(starts: &[u32], n: u32) -> u32 {
     let mut total = 0;
     let mut end = 0u32;
     for &s in starts {
-        let stop = s + n;
+        // Saturating: positions come from a file; a real one is far below 2^32 - n.
+        let stop = s.saturating_add(n);
         if stop > end {
             total += stop - s.max(end);
             end = stop;
@@ -277,11 +313,36 @@ mod tests {
         let mut b = DocBlock::builder(0, &per_doc, n as u32);
         for (id, (_, occ)) in dups.iter().enumerate() {
             for &(d, p) in occ {
-                b.push(d, id as u32, p);
+                b.push(d, id as u32, p).unwrap();
             }
         }
         let tokens: Vec<u32> = docs.iter().map(|t| t.len() as u32).collect();
-        b.finish(&tokens)
+        b.finish(&tokens).unwrap()
+    }
+
+    #[test]
+    fn an_index_disagreeing_with_its_totals_is_refused() {
+        // Totals: document 5 has 2 occurrences, document 6 has 1.
+        let mut b = DocBlock::builder(5, &[2, 1], 3);
+        b.push(5, 0, 1).unwrap();
+        b.push(5, 1, 4).unwrap();
+        let more = b.push(5, 2, 9).unwrap_err();
+        assert_eq!(more, CountMismatch { doc: 5, counted: 2, found: None });
+        assert_eq!(more.to_string(), "document 5 has more duplicate occurrences than the 2 its totals count");
+        // The refused occurrence took nobody's slot: document 6 is still empty, so fewer than counted.
+        let fewer = b.finish(&[10, 10]).unwrap_err();
+        assert_eq!(fewer, CountMismatch { doc: 6, counted: 1, found: Some(0) });
+        // The last document too (its slots end the block's).
+        let mut b = DocBlock::builder(0, &[0, 1], 3);
+        b.push(1, 0, 0).unwrap();
+        assert!(b.push(1, 1, 2).is_err());
+        // Occurrences at positions near 2^32 and more repeats than the tokens allow: no overflow.
+        let mut b = DocBlock::builder(0, &[3], 3);
+        for (id, pos) in [(0, u32::MAX - 1), (0, u32::MAX), (0, 5)] {
+            b.push(0, id, pos).unwrap();
+        }
+        let stats = b.finish(&[2]).unwrap().stats(0);
+        assert_eq!((stats.distinct, stats.dup_types), (0, 1));
     }
 
     proptest! {

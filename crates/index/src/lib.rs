@@ -26,5 +26,7 @@
 mod block;
 mod union_find;
 
-pub use block::{DocBlock, DocBlockBuilder, DocStats, Occurrence, PairCounts, PairScores, ScoreScratch, score};
+pub use block::{
+    CountMismatch, DocBlock, DocBlockBuilder, DocStats, Occurrence, PairCounts, PairScores, ScoreScratch, score,
+};
 pub use union_find::UnionFind;

@@ -656,12 +656,15 @@ impl Lexicon {
         z.window_log_max(WINDOW_LOG_MAX).map_err(io)?;
         let mut hasher = Xxh3::new();
         let mut body = HashingReader { inner: &mut z, hasher: &mut hasher };
-        let lex = read_body(&mut body, scope, version).map_err(|e| match e.kind() {
+        // The decoder's own errors (a damaged frame) come as I/O errors without an OS error code.
+        let from_body = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::InvalidData => corrupt(&e.to_string()),
+            std::io::ErrorKind::Other if e.raw_os_error().is_none() => corrupt(&zstd_damage(&e)),
             _ => io(e),
-        })?;
+        };
+        let lex = read_body(&mut body, scope, version).map_err(from_body)?;
         let mut rest = [0u8; 1];
-        if body.read(&mut rest).map_err(io)? != 0 {
+        if body.read(&mut rest).map_err(from_body)? != 0 {
             return Err(corrupt("trailing bytes in body"));
         }
         let digest = hasher.digest();
@@ -679,6 +682,19 @@ impl Lexicon {
         }
         Ok(lex)
     }
+}
+
+/// What a zstd decoder's error says of the file, in the lexicon's words.
+fn zstd_damage(e: &std::io::Error) -> String {
+    let said = e.to_string();
+    if said.contains("too much memory") {
+        // The window the frame asks for is past WINDOW_LOG_MAX: no lexicon writer made it.
+        return format!(
+            "zstd window larger than the {} KiB a lexicon may use ({said})",
+            (1u64 << WINDOW_LOG_MAX) >> 10
+        );
+    }
+    format!("zstd frame: {said}")
 }
 
 fn read_body(r: &mut impl Read, scope: Scope, version: u16) -> std::io::Result<Lexicon> {

@@ -226,7 +226,7 @@ impl<'a> IndexJob<'a> {
         let n = self.base.n;
         let lexicon = Lexicon::load(&d.lexicon, Scope::Repeated)?;
         let fingerprints = self.work.join("dups.fp");
-        let count = read_dups(&d.dups, &lexicon, n, &fingerprints)?;
+        let count = read_dups(&d.dups, &lexicon, n, self.plan.max_record, &fingerprints)?;
         // Eight bytes (32 counters) per duplicate: about 3 % of other n-grams get through.
         let bytes = (count * 8).clamp(1 << 20, self.working() / 4);
         let sieve = Sieve::with_bytes(bytes as usize).map_err(|e| PipelineError::io("anonymous memory map", e))?;
@@ -412,6 +412,7 @@ impl<'a> IndexJob<'a> {
         let mut next = 0u64;
         let work = self.work;
         let totals = IndexTotals { occurrences: vec![0; docs], types: vec![0; docs], ngrams: 0, total_occurrences: 0 };
+        let inputs = run_names(&runs);
         let merge = |sink: &mut IndexMerge| {
             merge_all(
                 runs,
@@ -428,7 +429,7 @@ impl<'a> IndexJob<'a> {
         let Some(builder) = lists else {
             // The index keeps each n-gram's rank, not its words: nothing after the merge needs them.
             let writer = RunWriter::create(path, RunHeader::postings(1, lexicon.identity()))?;
-            let mut sink = IndexMerge { out: IndexOut::File(writer), totals, check };
+            let mut sink = IndexMerge { out: IndexOut::File(writer), totals, check, inputs };
             let report = merge(&mut sink)?;
             let IndexOut::File(writer) = sink.out else { unreachable!("the sink writes a file") };
             let (_, summary) = writer.finish()?;
@@ -458,6 +459,7 @@ impl<'a> IndexJob<'a> {
                 out: IndexOut::Lists { batch: Vec::with_capacity(GATHER_BATCH), full: full_tx, empty: empty_rx },
                 totals,
                 check,
+                inputs,
             };
             let report = merge(&mut sink).map_err(PipelineError::from).and_then(|report| {
                 sink.flush()?;
@@ -529,18 +531,32 @@ pub(crate) const PER_DOC_BYTES: u64 = 4 + 4 + 4 + 4 + 8 + 12 + 16;
 /// Buffers of one run writer.
 pub(crate) const WRITER_BYTES: u64 = 256 * 1024;
 
-/// Reads a `dupgram ngrams` list and writes the fingerprint of each n-gram; returns how many.
-fn read_dups(path: &Path, lexicon: &Lexicon, n: usize, out: &Path) -> Result<u64, PipelineError> {
-    let reader = dupgram_corpus::open_decoded(path)
+/// Reads a `dupgram ngrams` list and writes the fingerprint of each n-gram;
+/// returns how many. A line longer than `max_line` bytes is refused before
+/// it is held whole: no list of n-grams has one, and memory is planned.
+fn read_dups(path: &Path, lexicon: &Lexicon, n: usize, max_line: usize, out: &Path) -> Result<u64, PipelineError> {
+    let mut reader = dupgram_corpus::open_decoded(path)
         .map_err(|error| CorpusError::Open { name: path.display().to_string(), error })?;
     let mut writer = FingerprintWriter::create(out, n)?;
     let mut ids = Vec::with_capacity(n);
-    for (i, line) in reader.lines().enumerate() {
+    let mut bytes = Vec::new();
+    for i in 0u64.. {
         let bad = |what: String| {
-            PipelineError::Corpus(CorpusError::BadRecord { name: path.display().to_string(), line: i as u64 + 1, what })
+            PipelineError::Corpus(CorpusError::BadRecord { name: path.display().to_string(), line: i + 1, what })
         };
-        let line = line.map_err(|e| bad(e.to_string()))?;
-        let gram = line.rsplit_once('\t').map_or(line.as_str(), |(g, _)| g);
+        bytes.clear();
+        let limit = max_line as u64 + 1;
+        let read =
+            std::io::Read::take(&mut reader, limit).read_until(b'\n', &mut bytes).map_err(|e| bad(e.to_string()))?;
+        if read == 0 {
+            break;
+        }
+        let content = bytes.strip_suffix(b"\n").map(|l| l.strip_suffix(b"\r").unwrap_or(l)).unwrap_or(&bytes);
+        if content.len() > max_line || (read as u64 == limit && !bytes.ends_with(b"\n")) {
+            return Err(bad(format!("longer than {max_line} bytes: not a list of n-grams")));
+        }
+        let line = std::str::from_utf8(content).map_err(|_| bad("not UTF-8".into()))?;
+        let gram = line.rsplit_once('\t').map_or(line, |(g, _)| g);
         ids.clear();
         for word in gram.split(' ') {
             match lexicon.lookup(word) {
@@ -778,6 +794,54 @@ struct IndexMerge<'a> {
     out: IndexOut,
     totals: IndexTotals,
     check: Option<GroupCheck<'a>>,
+    /// The runs merged, named in errors.
+    inputs: String,
+}
+
+/// An occurrence of a document outside the document table: the postings
+/// and the table are of different corpora, or one is damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocPastTable {
+    pub doc: u64,
+    pub first_doc: u64,
+    pub docs: u64,
+}
+
+impl DocPastTable {
+    /// The error, naming the runs whose merge held the occurrence.
+    pub fn in_runs(self, runs: &[RunFile]) -> PipelineError {
+        self.in_file(&run_names(runs))
+    }
+
+    /// The error, naming the file (or files) that held the occurrence.
+    pub fn in_file(self, source: &str) -> PipelineError {
+        PipelineError::Corrupt(format!("{source}: {self}"))
+    }
+}
+
+impl std::fmt::Display for DocPastTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let DocPastTable { doc, first_doc, docs } = self;
+        write!(
+            f,
+            "corrupt postings: an occurrence in document {doc}, outside the document table's {docs} documents from {first_doc}"
+        )
+    }
+}
+
+/// The runs of a merge, for a message: the first, and how many more.
+pub fn run_names(runs: &[RunFile]) -> String {
+    files_named(runs.iter().map(|r| r.path.as_path()))
+}
+
+/// Files read together, for a message: the first, and how many more.
+fn files_named<'a>(mut paths: impl ExactSizeIterator<Item = &'a Path>) -> String {
+    let others = paths.len().saturating_sub(1);
+    match paths.next() {
+        None => "no files".into(),
+        Some(first) if others == 0 => first.display().to_string(),
+        Some(first) => format!("{} (or one of {others} other files read with it)", first.display()),
+    }
 }
 
 /// What the index merge made.
@@ -811,7 +875,12 @@ impl<'a> GroupCheck<'a> {
     }
 
     /// One n-gram's occurrences, in increasing order (so by document).
-    pub fn ngram(&mut self, occurrences: &[u64]) {
+    /// Fails, checking nothing, on a document past the groups'.
+    pub fn ngram(&mut self, occurrences: &[u64]) -> Result<(), DocPastTable> {
+        let docs = self.rep_of.len() as u64;
+        if let Some(doc) = occurrences.iter().map(|&o| o >> 32).find(|&d| d >= docs) {
+            return Err(DocPastTable { doc, first_doc: 0, docs });
+        }
         let doc_of = |o: u64| (o >> 32) as u32;
         let mut start = 0;
         while start < occurrences.len() {
@@ -831,6 +900,7 @@ impl<'a> GroupCheck<'a> {
             }
             start = end;
         }
+        Ok(())
     }
 
     /// The documents shown to differ from their group's first.
@@ -877,6 +947,8 @@ impl MergeSink for IndexMerge<'_> {
         }
         let id = u32::try_from(self.totals.ngrams)
             .map_err(|_| PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()))?;
+        // First: what follows indexes per-document arrays by these documents.
+        self.totals.add_ngram(occurrences, 0).map_err(|e| e.in_file(&self.inputs))?;
         let full = match &mut self.out {
             IndexOut::File(writer) => {
                 writer.push_postings(&[id], occurrences)?;
@@ -892,9 +964,8 @@ impl MergeSink for IndexMerge<'_> {
             self.flush()?;
         }
         if let Some(check) = &mut self.check {
-            check.ngram(occurrences);
+            check.ngram(occurrences).map_err(|e| e.in_file(&self.inputs))?;
         }
-        self.totals.add_ngram(occurrences, 0);
         Ok(())
     }
 }
@@ -1119,7 +1190,9 @@ impl<'a> BlockCache<'a> {
                     // The last block starting at or before the document, if it holds it.
                     let i = starts.partition_point(|&s| s <= doc);
                     if i > 0 && builders[i - 1].wants(doc) && self.is_needed(doc) {
-                        builders[i - 1].push(doc, id, o as u32);
+                        builders[i - 1].push(doc, id, o as u32).map_err(|e| {
+                            PipelineError::Corrupt(format!("{}: corrupt index part: {e}", part.path.display()))
+                        })?;
                     }
                 }
                 id += 1;
@@ -1130,9 +1203,13 @@ impl<'a> BlockCache<'a> {
             .zip(builders)
             .map(|(&number, builder)| {
                 let range = &self.blocks[number as usize];
-                (number, builder.finish(&tokens[range.start as usize..range.end as usize]))
+                let block = builder.finish(&tokens[range.start as usize..range.end as usize]).map_err(|e| {
+                    let parts = files_named(self.parts.iter().map(|p| p.path.as_path()));
+                    PipelineError::Corrupt(format!("{parts}: corrupt index part: {e}"))
+                })?;
+                Ok((number, block))
             })
-            .collect();
+            .collect::<Result<_, PipelineError>>()?;
         // Back in the order asked for.
         Ok(numbers
             .iter()
@@ -1158,15 +1235,25 @@ mod tests {
         let rep_of = [0, 0, 0, 3, 0];
         let mut check = GroupCheck::new(&rep_of);
         // N-gram A: documents 0 and 1 at the same positions; 2 at another; 3 anywhere.
-        check.ngram(&[at(0, 1), at(0, 5), at(1, 1), at(1, 5), at(2, 1), at(2, 6), at(3, 0)]);
+        check.ngram(&[at(0, 1), at(0, 5), at(1, 1), at(1, 5), at(2, 1), at(2, 6), at(3, 0)]).unwrap();
         // N-gram B: document 4 holds it, its first does not.
-        check.ngram(&[at(3, 2), at(4, 0)]);
+        check.ngram(&[at(3, 2), at(4, 0)]).unwrap();
         // N-gram C: 1 holds it once where 0 holds it twice.
-        check.ngram(&[at(0, 7), at(0, 9), at(1, 7), at(3, 3)]);
+        check.ngram(&[at(0, 7), at(0, 9), at(1, 7), at(3, 3)]).unwrap();
         assert_eq!(check.differing(), [1, 2, 4]);
         // Alike everywhere: nobody differs.
         let mut check = GroupCheck::new(&rep_of);
-        check.ngram(&[at(0, 3), at(1, 3), at(2, 3), at(4, 3)]);
+        check.ngram(&[at(0, 3), at(1, 3), at(2, 3), at(4, 3)]).unwrap();
+        assert!(check.differing().is_empty());
+    }
+
+    #[test]
+    fn group_check_refuses_a_document_past_its_groups() {
+        let rep_of = [0, 0];
+        let mut check = GroupCheck::new(&rep_of);
+        let past = check.ngram(&[at(0, 1), at(2, 1)]).unwrap_err();
+        assert_eq!((past.doc, past.docs), (2, 2));
+        assert!(past.in_file("bucket-0000.dgr").to_string().starts_with("bucket-0000.dgr: corrupt postings"));
         assert!(check.differing().is_empty());
     }
 }

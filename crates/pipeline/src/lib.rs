@@ -43,7 +43,9 @@ pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
 pub use error::PipelineError;
 pub use groups::{Expansion, Groups};
-pub use index::{DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut};
+pub use index::{
+    DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut, run_names,
+};
 pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
 pub use output::PairsSink;

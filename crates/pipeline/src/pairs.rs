@@ -48,8 +48,8 @@ use crate::control::Control;
 use crate::error::PipelineError;
 use crate::groups::{Expansion, Groups};
 use crate::index::{
-    BlockCache, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, PER_DOC_BYTES, ShardCut,
-    WRITER_BYTES,
+    BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, PER_DOC_BYTES,
+    ShardCut, WRITER_BYTES, run_names,
 };
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
@@ -236,6 +236,31 @@ impl ScoreLayout {
     pub fn ranges(&self) -> usize {
         self.range_starts.len()
     }
+
+    /// The documents the layout covers (its blocks', from the first).
+    pub fn docs(&self) -> u32 {
+        self.blocks.last().map_or(0, |b| b.end)
+    }
+
+    /// Whether the layout has the shape [`PairPasses::layout`] gives it:
+    /// consecutive blocks from document 0, each range starting at a block of
+    /// its own, in order. What fails says how (a layout read from a file).
+    pub fn check(&self) -> Result<(), String> {
+        let mut at = 0;
+        for block in &self.blocks {
+            if block.start != at || block.end < block.start {
+                return Err(format!("block {}..{} does not follow document {at}", block.start, block.end));
+            }
+            at = block.end;
+        }
+        let starts_in_order = self.range_starts.first().is_none_or(|&s| s == 0)
+            && self.range_starts.windows(2).all(|w| w[0] < w[1])
+            && self.range_starts.last().is_none_or(|&s| (s as usize) < self.blocks.len());
+        if !starts_in_order || self.range_starts.is_empty() != self.blocks.is_empty() {
+            return Err("ranges that do not start at blocks of their own, in order".into());
+        }
+        Ok(())
+    }
 }
 
 /// Run tags for the pair runs (they carry no lexicon).
@@ -394,7 +419,13 @@ impl<'a> PairPasses<'a> {
                 return Err(PipelineError::Interrupted);
             }
             reps.clear();
-            reps.extend(reader.occurrences().iter().map(|&o| rep_of[(o >> 32) as usize]));
+            for &o in reader.occurrences() {
+                let doc = o >> 32;
+                let rep = rep_of.get(doc as usize).ok_or_else(|| {
+                    DocPastTable { doc, first_doc: 0, docs: rep_of.len() as u64 }.in_file(&index.display().to_string())
+                })?;
+                reps.push(*rep);
+            }
             reps.sort_unstable();
             reps.dedup();
             if reps.len() as u64 > self.config.max_df {
@@ -460,6 +491,7 @@ impl<'a> PairPasses<'a> {
             scored: 0,
             kept_pairs: 0,
             expanded_pairs: 0,
+            inputs: run_names(&candidates),
         };
         let blocks = &layout.blocks;
         let fan_in = self
@@ -534,7 +566,8 @@ impl<'a> PairPasses<'a> {
             capped.iter().take(NAMED_CAPPED).map(|g| format!("{} ({} documents)", table.id(g[0]), g.len())).collect();
         let distinct = distinct_ngrams(table, totals, self.n());
         let mut clusters = UnionFind::new(table.len());
-        let mut out = PairOutput { table, distinct: &distinct, sink, clusters: &mut clusters };
+        let inputs = run_names(&kept);
+        let mut out = PairOutput { table, distinct: &distinct, sink, clusters: &mut clusters, inputs };
         let mut next = 0u64;
         let work = self.work;
         merge_all(
@@ -570,7 +603,15 @@ fn named_documents(candidates: &[RunFile], docs: usize) -> Result<Vec<u64>, Pipe
         let mut reader = RunReader::open(&run.path)?;
         while reader.advance()? {
             for &doc in &reader.ngram()[2..4] {
-                bits[(doc / 64) as usize] |= 1 << (doc % 64);
+                let past = || {
+                    let docs = docs as u64;
+                    PipelineError::Corrupt(format!(
+                        "{}: corrupt candidates: document {doc}, outside the document table's {docs} documents",
+                        run.path.display()
+                    ))
+                };
+                let word = bits.get_mut((doc / 64) as usize).filter(|_| (doc as usize) < docs).ok_or_else(past)?;
+                *word |= 1 << (doc % 64);
             }
         }
     }
@@ -683,6 +724,8 @@ struct Scorer<'s, 'b> {
     scored: u64,
     kept_pairs: u64,
     expanded_pairs: u64,
+    /// The candidate runs merged, named in errors.
+    inputs: String,
 }
 
 impl Scorer<'_, '_> {
@@ -731,6 +774,15 @@ impl MergeSink for Scorer<'_, '_> {
 
     fn accept(&mut self, key: &[u32], _count: u64, _: &[u64]) -> Result<(), PipelineError> {
         let (block_a, block_b, a, b) = (key[0], key[1], key[2], key[3]);
+        // The key's documents index the blocks: each must be in the block it names.
+        let blocks = self.cache.blocks;
+        let holds = |block: u32, doc: u32| blocks.get(block as usize).is_some_and(|r| r.contains(&doc));
+        if !holds(block_a, a) || !holds(block_b, b) {
+            return Err(PipelineError::Corrupt(format!(
+                "{}: corrupt candidates: documents {a} and {b} are not in blocks {block_a} and {block_b} of the layout",
+                self.inputs
+            )));
+        }
         self.candidates += 1;
         let (occurrences, tokens) = (&self.totals.occurrences, &self.table.tokens);
         self.cache.ensure(block_a, (block_b != block_a).then_some(block_b), occurrences, tokens)?;
@@ -757,6 +809,8 @@ struct PairOutput<'a, 's> {
     distinct: &'a [u32],
     sink: &'s mut dyn PairsSink,
     clusters: &'s mut UnionFind,
+    /// The kept runs merged, named in errors.
+    inputs: String,
 }
 
 impl MergeSink for PairOutput<'_, '_> {
@@ -764,6 +818,13 @@ impl MergeSink for PairOutput<'_, '_> {
 
     fn accept(&mut self, key: &[u32], _count: u64, _: &[u64]) -> Result<(), PipelineError> {
         let (a, b) = (key[0], key[1]);
+        let docs = self.table.len() as u64;
+        if let Some(doc) = [a, b].into_iter().find(|&d| u64::from(d) >= docs) {
+            return Err(PipelineError::Corrupt(format!(
+                "{}: corrupt kept pairs: document {doc}, outside the document table's {docs} documents",
+                self.inputs
+            )));
+        }
         let counts = PairCounts { shared: key[2], covered_a: key[3], covered_b: key[4] };
         let stats = |d: u32| DocStats {
             tokens: self.table.tokens[d as usize],
@@ -774,5 +835,27 @@ impl MergeSink for PairOutput<'_, '_> {
         self.sink.pair(self.table.id(a), self.table.id(b), &scores)?;
         self.clusters.union(a, b);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dupgram_runs::RunWriter;
+
+    #[test]
+    fn candidates_naming_a_document_past_the_table_are_refused_naming_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cand-r0001-000001.dgr");
+        let mut w = RunWriter::create(&path, RunHeader::counts(4, CANDIDATE_RUNS)).unwrap();
+        w.push(&[0, 0, 1, 2], 1).unwrap();
+        w.push(&[0, 1, 2, 70], 1).unwrap();
+        let bytes = w.finish().unwrap().1.bytes;
+        let run = RunFile { path: path.clone(), bytes, depth: 0 };
+        assert_eq!(named_documents(std::slice::from_ref(&run), 71).unwrap(), [0b110, 1 << 6]);
+        for docs in [3, 70] {
+            let err = named_documents(std::slice::from_ref(&run), docs).unwrap_err().to_string();
+            assert!(err.contains(&path.display().to_string()) && err.contains("document 70"), "{err}");
+        }
     }
 }

@@ -27,7 +27,7 @@ use std::path::Path;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::PipelineError;
-use crate::index::{DocTable, IndexTotals};
+use crate::index::{DocPastTable, DocTable, IndexTotals};
 
 const DOCS_MAGIC: &[u8; 8] = b"DGDOCS\0\0";
 const TOTALS_MAGIC: &[u8; 8] = b"DGTOTAL\0";
@@ -159,18 +159,27 @@ impl IndexTotals {
 
     /// Adds an n-gram with these occurrences (in increasing order), of
     /// documents numbered from `first_doc` (the totals' first document).
-    pub fn add_ngram(&mut self, occurrences: &[u64], first_doc: u64) {
+    /// Fails, counting nothing, on an occurrence of a document these totals
+    /// do not cover (a checksum-valid run of another corpus, say).
+    pub fn add_ngram(&mut self, occurrences: &[u64], first_doc: u64) -> Result<(), DocPastTable> {
+        let docs = self.occurrences.len() as u64;
+        let past = occurrences.iter().map(|&o| o >> 32).find(|&d| d.checked_sub(first_doc).is_none_or(|d| d >= docs));
+        if let Some(doc) = past {
+            return Err(DocPastTable { doc, first_doc, docs });
+        }
         self.ngrams += 1;
         self.total_occurrences += occurrences.len() as u64;
         let mut last = u64::MAX;
         for &o in occurrences {
             let doc = ((o >> 32) - first_doc) as usize;
-            self.occurrences[doc] += 1;
+            // Saturating: a document holds fewer than 2^32 positions, but the runs are input.
+            self.occurrences[doc] = self.occurrences[doc].saturating_add(1);
             if doc as u64 != last {
-                self.types[doc] += 1;
+                self.types[doc] = self.types[doc].saturating_add(1);
                 last = doc as u64;
             }
         }
+        Ok(())
     }
 
     /// `|S_X|` of document `doc`: its n-gram positions less its repeats
@@ -377,5 +386,20 @@ mod tests {
         table().write_to(0, &mut docs).unwrap();
         std::fs::write(&path, &docs).unwrap();
         assert!(BucketTotals::read_from(&path).unwrap_err().to_string().contains("magic"));
+    }
+
+    #[test]
+    fn an_occurrence_past_the_totals_documents_is_refused_counting_nothing() {
+        let at = |doc: u64, pos: u64| (doc << 32) | pos;
+        let mut totals = IndexTotals::empty(3);
+        totals.add_ngram(&[at(10, 0), at(10, 4), at(12, 1)], 10).unwrap();
+        assert_eq!((totals.occurrences.clone(), totals.types.clone()), (vec![2, 0, 1], vec![1, 0, 1]));
+        let past = totals.add_ngram(&[at(11, 0), at(13, 0)], 10).unwrap_err();
+        assert_eq!(past, DocPastTable { doc: 13, first_doc: 10, docs: 3 });
+        // Before the first document too (a shard's day run numbered from an earlier one).
+        assert_eq!(totals.add_ngram(&[at(9, 0)], 10).unwrap_err().doc, 9);
+        assert_eq!((totals.occurrences, totals.ngrams, totals.total_occurrences), (vec![2, 0, 1], 1, 3));
+        let err = past.in_file("bucket-0001.dgr").to_string();
+        assert!(err.starts_with("bucket-0001.dgr: corrupt postings") && err.contains("document 13"), "{err}");
     }
 }

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 
 use dupgram_fuzzkit::{Fuzz, TrackingAlloc};
 use dupgram_merge::MergeSink;
-use dupgram_pipeline::{BucketTotals, DocTable, IndexTotals, PipelineError};
+use dupgram_pipeline::{
+    BucketTotals, Control, DocTable, IndexTotals, NgramConfig, PairPasses, PairsConfig, PairsStats, PipelineError,
+    ScoreLayout,
+};
 use dupgram_runs::{RunError, RunHeader, RunReader, RunWriter};
 
 #[global_allocator]
@@ -192,4 +195,251 @@ fn counts_of_u64_max_are_refused_without_allocating_them() {
         assert!(err.contains(&path.display().to_string()) && err.contains("shorter than"), "{name}: {err}");
         assert!(peak < 1 << 20, "{name}: {peak} bytes");
     }
+}
+
+/// The duplicate-only index as the postings merge writes it: each n-gram's rank, with its occurrences.
+fn index_run(entries: &[(u32, Vec<u64>)]) -> Vec<u8> {
+    let mut w = RunWriter::new(Vec::new(), Path::new("seed"), RunHeader::postings(1, 0x1de8)).unwrap();
+    for (id, occurrences) in entries {
+        w.push_postings(&[*id], occurrences).unwrap();
+    }
+    w.finish().unwrap().0
+}
+
+/// Documents of the index seeds, and their groups of identical documents.
+const INDEX_GROUPS: [u32; 6] = [0, 1, 0, 3, 4, 1];
+
+/// The candidates pass over the index at `path` (a corpus of six
+/// documents, two blocks): the candidate keys it spills, read back.
+fn index_candidates(path: &Path) -> Result<Vec<Vec<u32>>, PipelineError> {
+    let work = tempfile::tempdir().unwrap();
+    let mut base = NgramConfig::new(Vec::new(), 3);
+    base.memory = 64 << 20;
+    base.limits.chunk_ngrams = Some(64);
+    let config = PairsConfig::new(base);
+    let control = Control::default();
+    let passes = PairPasses::new(&config, &control, work.path())?;
+    let layout = ScoreLayout { blocks: vec![0..3, 3..6], range_starts: vec![0], resident: 1 << 20 };
+    let runs = passes.candidates(path, &INDEX_GROUPS, &layout, &mut PairsStats::default())?;
+    let mut keys = Vec::new();
+    for (_, run) in runs {
+        let mut reader = RunReader::open(&run.path)?;
+        while reader.advance()? {
+            keys.push(reader.ngram().to_vec());
+        }
+    }
+    keys.sort_unstable();
+    Ok(keys)
+}
+
+fn at(doc: u64, pos: u64) -> u64 {
+    (doc << 32) | pos
+}
+
+/// Mutated and sealed, the index reaches the candidates pass, which looks
+/// each document's group up by the number the postings give.
+#[test]
+fn index_runs_survive_the_candidates_pass() {
+    let entries: Vec<(u32, Vec<u64>)> = (0..40u32)
+        .map(|i| (i, (0..2 + u64::from(i % 4)).map(|k| at((u64::from(i) + k) % 6, k * 7)).collect()))
+        .collect();
+    let mut entries = entries;
+    for (_, o) in &mut entries {
+        o.sort_unstable();
+        o.dedup();
+    }
+    let seeds = vec![index_run(&entries), index_run(&[(0, vec![at(0, 1), at(5, 2)])]), index_run(&[])];
+    Fuzz::new("pairs-index", "bucket-0000.dgr", seeds)
+        .cases(1500)
+        .checksummed()
+        .sealed(|b| b.to_vec(), dupgram_runs::reseal)
+        .regressions(regressions("index"))
+        .run(index_candidates);
+}
+
+#[test]
+fn an_index_naming_a_document_past_the_table_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bucket-0003.dgr");
+    std::fs::write(&path, index_run(&[(0, vec![at(0, 1), at(2, 4)]), (1, vec![at(1, 0), at(6, 0)])])).unwrap();
+    let err = index_candidates(&path).unwrap_err().to_string();
+    assert!(err.contains(&path.display().to_string()) && err.contains("document 6"), "{err}");
+}
+
+/// The pairs a job found: each pair's IDs, in order.
+#[derive(Default)]
+struct PairIds(Vec<(String, String)>);
+
+impl dupgram_pipeline::PairsSink for PairIds {
+    fn pair(&mut self, a: &str, b: &str, _: &dupgram_pipeline::PairScores) -> Result<(), PipelineError> {
+        self.0.push((a.into(), b.into()));
+        Ok(())
+    }
+    fn cluster(&mut self, _: &[&str]) -> Result<(), PipelineError> {
+        Ok(())
+    }
+}
+
+/// A small corpus with shared text, as plain text (a document a line).
+const DUPS_CORPUS: &str = "the cat sat on the mat and the dog sat on the log\n\
+    a cat sat on the mat and a dog sat on a log today\n\
+    the cat sat on the mat and then it slept all day long\n\
+    nothing in common here at all\n";
+
+/// `dupgram pairs --dups` config over the corpus at `corpus`, n = 3.
+fn dups_config(corpus: &Path, tmp: &Path, dups: Option<dupgram_pipeline::DupsInput>) -> PairsConfig {
+    let mut base = NgramConfig::new(vec![dupgram_corpus::Input::Path(corpus.to_owned())], 3);
+    base.read.format = Some(dupgram_corpus::Format::Text);
+    base.tmp_dir = tmp.to_owned();
+    base.memory = 64 << 20;
+    base.threads = 1;
+    base.lexicon_dir = Some(tmp.to_owned());
+    PairsConfig { min_sscr: 0.1, dups, ..PairsConfig::new(base) }
+}
+
+/// `dupgram ngrams` output over the corpus at `corpus`, and its lexicon written to `lexicon`.
+fn ngrams_output(corpus: &Path, tmp: &Path, lexicon: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    let base = dups_config(corpus, tmp, None).base;
+    let outcome = dupgram_pipeline::count_ngrams(&base, &Control::default(), &mut |lex, ids, count| {
+        let words: Vec<&str> = ids.iter().map(|&i| lex.word(i)).collect();
+        out.extend_from_slice(format!("{}\t{count}\n", words.join(" ")).as_bytes());
+        Ok(())
+    })
+    .unwrap();
+    outcome.lexicon_file.unwrap().persist(lexicon).unwrap();
+    out
+}
+
+/// `dupgram pairs --dups` reads a mutated duplicate list beside its lexicon: pairs, or an error naming the list.
+#[test]
+fn duplicate_lists_survive_mutation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, lexicon) = (dir.path().join("c.txt"), dir.path().join("dups.lex"));
+    std::fs::write(&corpus, DUPS_CORPUS).unwrap();
+    let list = ngrams_output(&corpus, dir.path(), &lexicon);
+    assert!(list.len() > 40, "{}", String::from_utf8_lossy(&list));
+    let first_line = list.split_inclusive(|&b| b == b'\n').next().unwrap().to_vec();
+    let seeds = vec![list, first_line, Vec::new()];
+    let dir = std::sync::Arc::new(dir);
+    let report =
+        Fuzz::new("pairs-dups", "dups.tsv", seeds).cases(600).regressions(regressions("dups")).run(move |path| {
+            let tmp = tempfile::tempdir_in(dir.path()).unwrap();
+            let dups = dupgram_pipeline::DupsInput { dups: path.to_owned(), lexicon: lexicon.clone() };
+            let mut pairs = PairIds::default();
+            dupgram_pipeline::find_pairs(
+                &dups_config(&corpus, tmp.path(), Some(dups)),
+                &Control::default(),
+                &mut pairs,
+            )?;
+            Ok::<_, PipelineError>(pairs.0)
+        });
+    // Both ways out are taken: lists that still read (giving pairs or not), and lists refused.
+    assert!(report.accepted > 0 && report.refused > 0, "{report:?}");
+}
+
+/// A list with a line longer than any n-gram's is refused before the line is held whole.
+#[test]
+fn a_duplicate_list_with_a_huge_line_is_refused_without_holding_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, lexicon) = (dir.path().join("c.txt"), dir.path().join("dups.lex"));
+    std::fs::write(&corpus, DUPS_CORPUS).unwrap();
+    ngrams_output(&corpus, dir.path(), &lexicon);
+    let path = dir.path().join("dups.tsv");
+    // Words of the lexicon, 48 MiB of them on one line.
+    std::fs::write(&path, "the cat sat on ".repeat((48 << 20) / 15)).unwrap();
+    let dups = dupgram_pipeline::DupsInput { dups: path.clone(), lexicon };
+    let config = dups_config(&corpus, dir.path(), Some(dups));
+    let (result, peak) = dupgram_fuzzkit::measure(|| {
+        dupgram_pipeline::find_pairs(&config, &Control::default(), &mut PairIds::default())
+    });
+    let err = result.unwrap_err().to_string();
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains("line 1") && err.contains("longer than"),
+        "{err}"
+    );
+    assert!(peak < 24 << 20, "{peak} bytes held");
+}
+
+/// The index seeds' first entries, as one index part over the six documents of [`INDEX_GROUPS`].
+fn scoring_index() -> Vec<(u32, Vec<u64>)> {
+    (0..40u32)
+        .map(|i| {
+            let mut o: Vec<u64> =
+                (0..2 + u64::from(i % 4)).map(|k| at((u64::from(i) + k) % 6, u64::from(i) + k)).collect();
+            o.sort_unstable();
+            o.dedup();
+            (i, o)
+        })
+        .collect()
+}
+
+/// Scores the candidates at `path` against the index at `index` (six
+/// documents of 60 tokens, two blocks), as a score task does: the kept
+/// pairs, read back.
+fn score_candidates(path: &Path, index: &Path) -> Result<Vec<Vec<u32>>, PipelineError> {
+    let work = tempfile::tempdir().unwrap();
+    // The scoring merge removes its inputs: it gets a copy.
+    let run = work.path().join("cand-r0000-000001.dgr");
+    std::fs::copy(path, &run).unwrap();
+    let mut base = NgramConfig::new(Vec::new(), 3);
+    base.memory = 64 << 20;
+    base.limits.chunk_ngrams = Some(64);
+    let config = PairsConfig { min_sscr: 0.05, ..PairsConfig::new(base) };
+    let control = Control::default();
+    let passes = PairPasses::new(&config, &control, work.path())?;
+    let mut table = DocTable::default();
+    let mut totals = IndexTotals::empty(INDEX_GROUPS.len());
+    for (d, _) in INDEX_GROUPS.iter().enumerate() {
+        table.tokens.push(60);
+        table.hashes.push(d as u128);
+        table.id_ranges.push((d as u64, 1));
+        table.ids.push(char::from(b'a' + d as u8));
+    }
+    for (_, o) in scoring_index() {
+        totals.add_ngram(&o, 0).unwrap();
+    }
+    let layout = ScoreLayout { blocks: vec![0..3, 3..6], range_starts: vec![0, 1], resident: 1 << 20 };
+    let parts = [dupgram_pipeline::IndexPart { path: index.to_owned(), first_id: 0 }];
+    let rep_of: Vec<u32> = (0..INDEX_GROUPS.len() as u32).collect();
+    let size = std::fs::metadata(&run).unwrap().len();
+    let candidates = vec![dupgram_pipeline::RunFile { path: run, bytes: size, depth: 0 }];
+    let kept = passes.score(0..2, candidates, &parts, &table, &totals, &rep_of, &layout, &mut PairsStats::default())?;
+    let mut keys = Vec::new();
+    for run in kept {
+        let mut reader = RunReader::open(&run.path)?;
+        while reader.advance()? {
+            keys.push(reader.ngram().to_vec());
+        }
+    }
+    keys.sort_unstable();
+    Ok(keys)
+}
+
+/// Mutated and sealed, candidate pairs reach the scorer, which looks their
+/// documents up in the blocks their keys name.
+#[test]
+fn candidate_runs_survive_the_scoring() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("bucket-0000.dgr");
+    std::fs::write(&index, index_run(&scoring_index())).unwrap();
+    let pairs: Vec<[u32; 4]> =
+        (0..6u32).flat_map(|a| (a + 1..6).map(move |b| [a / 3, b / 3, a, b])).filter(|p| p[0] == 0).collect();
+    let seeds = vec![candidates(&pairs), candidates(&pairs[..2]), candidates(&[])];
+    let report = Fuzz::new("pairs-scoring", "cand-r0000-000001.dgr", seeds)
+        .cases(800)
+        .checksummed()
+        .sealed(|b| b.to_vec(), dupgram_runs::reseal)
+        .regressions(regressions("scoring"))
+        .run(move |path| {
+            // Errors name the copy the scoring merged: say which file it was a copy of.
+            score_candidates(path, &index).map_err(|e| {
+                let said = e.to_string();
+                match said.split_once("cand-r0000-000001.dgr") {
+                    Some((_, rest)) => format!("{}{rest}", path.display()),
+                    None => said,
+                }
+            })
+        });
+    assert!(report.accepted > 0 && report.refused > 0, "{report:?}");
 }

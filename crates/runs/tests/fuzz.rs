@@ -11,9 +11,6 @@ use dupgram_runs::{FOOTER_LEN, HEADER_LEN, RunError, RunHeader, RunReader, RunWr
 #[global_allocator]
 static ALLOC: TrackingAlloc = TrackingAlloc;
 
-/// Bytes of a block's header: payload length, entries, CRC-32 (see the crate docs).
-const BLOCK_HEADER_LEN: usize = 12;
-
 fn regressions(target: &str) -> String {
     format!("{}/tests/fuzz-regressions/{target}", env!("CARGO_MANIFEST_DIR"))
 }
@@ -57,33 +54,6 @@ fn postings_run(entries: impl IntoIterator<Item = (Vec<u32>, Vec<u64>)>, n: u8) 
     w.finish().unwrap().0
 }
 
-/// Recomputes every checksum a run carries, as far as its block lengths
-/// can be followed, so a mutation of the content reaches the decoder.
-fn seal(bytes: &[u8]) -> Vec<u8> {
-    let mut b = bytes.to_vec();
-    let (header, footer) = (HEADER_LEN as usize, FOOTER_LEN as usize);
-    if b.len() >= 28 {
-        let crc = crc32fast::hash(&b[0..24]);
-        b[24..28].copy_from_slice(&crc.to_le_bytes());
-    }
-    if b.len() < header + footer {
-        return b;
-    }
-    let data_end = b.len() - footer;
-    let mut at = header;
-    while at + BLOCK_HEADER_LEN <= data_end {
-        let len = u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
-        let payload = at + BLOCK_HEADER_LEN;
-        let Some(end) = payload.checked_add(len).filter(|&e| e <= data_end) else { break };
-        let crc = crc32fast::hash(&b[payload..end]);
-        b[at + 8..at + 12].copy_from_slice(&crc.to_le_bytes());
-        at = end;
-    }
-    let crc = crc32fast::hash(&b[data_end..data_end + 32]);
-    b[data_end + 32..data_end + 36].copy_from_slice(&crc.to_le_bytes());
-    b
-}
-
 #[test]
 fn counts_runs_survive_mutation() {
     let small: Vec<(Vec<u32>, u64)> =
@@ -96,7 +66,7 @@ fn counts_runs_survive_mutation() {
     Fuzz::new("runs-counts", "run.dgr", seeds)
         .cases(3000)
         .checksummed()
-        .sealed(|b| b.to_vec(), seal)
+        .sealed(|b| b.to_vec(), dupgram_runs::reseal)
         .regressions(regressions("counts"))
         .run(read_all);
 }
@@ -111,7 +81,7 @@ fn postings_runs_survive_mutation() {
     Fuzz::new("runs-postings", "postings.dgr", seeds)
         .cases(3000)
         .checksummed()
-        .sealed(|b| b.to_vec(), seal)
+        .sealed(|b| b.to_vec(), dupgram_runs::reseal)
         .regressions(regressions("postings"))
         .run(read_all);
 }
@@ -123,7 +93,7 @@ fn a_huge_block_length_is_refused_without_allocating_it() {
     let mut bytes = counts_run([(vec![1, 2], 3)], 2);
     let at = HEADER_LEN as usize;
     bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
-    std::fs::write(&path, seal(&bytes)).unwrap();
+    std::fs::write(&path, dupgram_runs::reseal(&bytes)).unwrap();
     let (result, peak) = dupgram_fuzzkit::measure(|| read_all(&path));
     let err = result.unwrap_err().to_string();
     assert!(err.contains(&path.display().to_string()) && err.contains("implausible block header"), "{err}");
@@ -143,7 +113,7 @@ fn one_block_postings(payload: &[u8], entries: u32, total_count: u64) -> Vec<u8>
     bytes[at + 8..at + 16].copy_from_slice(&1u64.to_le_bytes());
     bytes[at + 16..at + 24].copy_from_slice(&u64::from(entries).to_le_bytes());
     bytes[at + 24..at + 32].copy_from_slice(&total_count.to_le_bytes());
-    seal(&bytes)
+    dupgram_runs::reseal(&bytes)
 }
 
 #[test]
