@@ -178,29 +178,43 @@ impl ExactJob<'_> {
     }
 
     /// Documents of the corpus in order, read and tokenised on a thread of
-    /// their own, handed to `each` with the reader's position.
+    /// their own, handed to `each` with the reader's position. They travel
+    /// in batches: one hand-over per document costs more in thread wake-ups
+    /// than the work on a short document.
     fn read_all(
         &self,
         mut each: impl FnMut(Item, bool, u64) -> Result<(), PipelineError>,
     ) -> Result<(), PipelineError> {
-        let (tx, rx) = crossbeam_channel::bounded::<(Item, bool, u64)>(256);
+        const BATCH_DOCS: usize = 256;
+        const BATCH_BYTES: u64 = 4 << 20;
+        let (tx, rx) = crossbeam_channel::bounded::<Vec<(Item, bool, u64)>>(4);
         let mut stream = self.stream(crossbeam_channel::never());
         std::thread::scope(|scope| {
             let reader = scope.spawn(move || -> Result<(), PipelineError> {
+                let mut batch = Vec::with_capacity(BATCH_DOCS);
+                let mut start = 0;
                 while let Some(item) = stream.next()? {
-                    if tx.send((item, stream.is_vertical(), stream.position())).is_err() {
-                        break;
+                    let position = stream.position();
+                    batch.push((item, stream.is_vertical(), position));
+                    if batch.len() == BATCH_DOCS || position.wrapping_sub(start) > BATCH_BYTES {
+                        start = position;
+                        if tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS))).is_err() {
+                            return Ok(());
+                        }
                     }
                 }
+                let _ = tx.send(batch);
                 Ok(())
             });
             let done = (|| -> Result<(), PipelineError> {
-                for (n, (item, vertical, position)) in rx.iter().enumerate() {
-                    if n % 1024 == 0 && self.control.interrupted() {
+                for batch in &rx {
+                    if self.control.interrupted() {
                         return Err(PipelineError::Interrupted);
                     }
-                    each(item, vertical, position)?;
-                    self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
+                    for (item, vertical, position) in batch {
+                        each(item, vertical, position)?;
+                        self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
+                    }
                 }
                 Ok(())
             })();
