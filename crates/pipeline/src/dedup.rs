@@ -497,6 +497,8 @@ pub(crate) struct DocStream<'a> {
     hasher: Option<ExactHasher>,
     /// Collect each unit's normalised text ([`Doc::keys`]).
     pub(crate) keys: bool,
+    /// Token counts known from an earlier pass: only the units asked for are tokenised again.
+    pub(crate) known: Option<KnownUnits<'a>>,
     doc_limit: usize,
     /// Documents written already, whose buffers can be used again.
     spare: crossbeam_channel::Receiver<Doc>,
@@ -532,6 +534,7 @@ impl<'a> DocStream<'a> {
             stopwords: stopwords.iter().cloned().collect(),
             hasher: None,
             keys: false,
+            known: None,
             doc_limit,
             spare,
         }
@@ -559,7 +562,15 @@ impl<'a> DocStream<'a> {
                 _ => self.next_record(false)?,
             };
             match item {
-                Some(item) => return Ok(Some(item)),
+                Some(item) => {
+                    // A vertical document counts its tokens as it is read; its units are numbered all the same.
+                    if let (Some(known), Item::Doc(Doc { body: Body::Vertical { .. }, unit_tokens, .. })) =
+                        (self.known.as_mut(), &item)
+                    {
+                        known.skip(unit_tokens.len())?;
+                    }
+                    return Ok(Some(item));
+                }
                 None => self.current = None,
             }
         }
@@ -660,7 +671,7 @@ impl<'a> DocStream<'a> {
         let line = String::from_utf8_lossy(&raw).into_owned();
         if !json {
             let units = segment_text(&line, self.unit);
-            let doc = self.tokenize_units(&line, &units);
+            let doc = self.tokenize_units(&line, &units)?;
             return Ok(Some(Item::Doc(Doc { body: Body::Text { text: line, units }, ..doc })));
         }
         if line.trim().is_empty() {
@@ -681,12 +692,15 @@ impl<'a> DocStream<'a> {
             }));
         };
         let units = segment_text(&text, self.unit);
-        let doc = self.tokenize_units(&text, &units);
+        let doc = self.tokenize_units(&text, &units)?;
         Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text, units }, ..doc })))
     }
 
     /// Token counts (and fingerprints) of a text's units.
-    fn tokenize_units(&mut self, text: &str, units: &[Range<usize>]) -> Doc {
+    fn tokenize_units(&mut self, text: &str, units: &[Range<usize>]) -> Result<Doc, PipelineError> {
+        if let Some(known) = self.known.as_mut() {
+            return known.units(&mut self.tokenizer, &self.stopwords, text, units);
+        }
         let mut counts = vec![0u32; units.len()];
         let mut fingerprints = Vec::new();
         let (mut keys, mut key_ends) = (Vec::new(), Vec::new());
@@ -716,13 +730,13 @@ impl<'a> DocStream<'a> {
                 key_ends.push(keys.len() as u32);
             }
         }
-        Doc {
+        Ok(Doc {
             body: Body::Text { text: String::new(), units: Vec::new() },
             unit_tokens: counts,
             fingerprints,
             keys,
             key_ends,
-        }
+        })
     }
 
     /// The next vertical document (or a line outside documents).
@@ -856,6 +870,81 @@ impl<'a> DocStream<'a> {
             keys,
             key_ends,
         })))
+    }
+}
+
+/// Each unit's token count, saved by an earlier pass, read back in order;
+/// the units whose bit is set in `wanted` are tokenised again for their keys.
+pub(crate) struct KnownUnits<'a> {
+    pub(crate) counts: std::io::BufReader<std::fs::File>,
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) wanted: &'a [u64],
+    pub(crate) next: u64,
+}
+
+impl KnownUnits<'_> {
+    fn count(&mut self) -> Result<u32, PipelineError> {
+        let mut bytes = [0u8; 4];
+        std::io::Read::read_exact(&mut self.counts, &mut bytes).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                PipelineError::Changed("the corpus has more units than when it was fingerprinted".into())
+            } else {
+                PipelineError::io(&self.path, e)
+            }
+        })?;
+        Ok(u32::from_le_bytes(bytes))
+    }
+
+    fn skip(&mut self, units: usize) -> Result<(), PipelineError> {
+        for _ in 0..units {
+            self.count()?;
+        }
+        self.next += units as u64;
+        Ok(())
+    }
+
+    /// The units of a text: their saved counts, and the keys of the wanted ones.
+    fn units(
+        &mut self,
+        tokenizer: &mut Tokenizer,
+        stopwords: &std::collections::HashSet<String>,
+        text: &str,
+        units: &[Range<usize>],
+    ) -> Result<Doc, PipelineError> {
+        let mut counts = Vec::with_capacity(units.len());
+        let (mut keys, mut key_ends) = (Vec::new(), Vec::with_capacity(units.len()));
+        for range in units {
+            let count = self.count()?;
+            let u = self.next;
+            self.next += 1;
+            if self.wanted.get((u / 64) as usize).is_some_and(|w| w & (1 << (u % 64)) != 0) {
+                let mut tokens = 0u32;
+                let mut emit = |w: &str| {
+                    if stopwords.is_empty() || !stopwords.contains(w) {
+                        tokens += 1;
+                        keys.extend_from_slice(w.as_bytes());
+                        keys.push(KEY_SEPARATOR);
+                    }
+                };
+                tokenizer.feed(&text[range.clone()], &mut emit);
+                tokenizer.finish(&mut emit);
+                if tokens != count {
+                    return Err(PipelineError::Changed(format!(
+                        "unit {} has {tokens} tokens now and had {count} when it was fingerprinted",
+                        u + 1
+                    )));
+                }
+            }
+            counts.push(count);
+            key_ends.push(keys.len() as u32);
+        }
+        Ok(Doc {
+            body: Body::Text { text: String::new(), units: Vec::new() },
+            unit_tokens: counts,
+            fingerprints: Vec::new(),
+            keys,
+            key_ends,
+        })
     }
 }
 

@@ -33,7 +33,9 @@ use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::{RunHeader, RunWriter};
 
 use crate::control::Control;
-use crate::dedup::{DedupConfig, DedupStats, Doc, DocStream, DocWriter, Item, record};
+use std::io::Write;
+
+use crate::dedup::{DedupConfig, DedupStats, DocStream, DocWriter, Item, KnownUnits, record};
 use crate::error::PipelineError;
 use crate::index::IndexJob;
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -154,7 +156,7 @@ fn key_prefix(words: &[u32]) -> u128 {
 }
 
 impl ExactJob<'_> {
-    fn stream(&self, spare: crossbeam_channel::Receiver<Doc>) -> DocStream<'_> {
+    fn stream<'s>(&'s self, wanted: Option<&'s [u64]>) -> Result<DocStream<'s>, PipelineError> {
         let base = &self.config.base;
         let mut stream = DocStream::new(
             self.inputs,
@@ -163,10 +165,24 @@ impl ExactJob<'_> {
             self.config.unit,
             (base.norm, &base.stopwords),
             (self.index.working() / 8) as usize,
-            spare,
+            crossbeam_channel::never(),
         );
         stream.keys = true;
-        stream
+        // Markup may run across units, which are then not tokenised alone: tokenise everything.
+        if let Some(wanted) = wanted
+            && !base.norm.strip_markup
+        {
+            let path = self.token_counts();
+            let file = std::fs::File::open(&path).map_err(|e| PipelineError::io(&path, e))?;
+            stream.known = Some(KnownUnits { counts: std::io::BufReader::new(file), path, wanted, next: 0 });
+        }
+        Ok(stream)
+    }
+
+    /// Where the fingerprint pass saves each unit's token count (4 bytes a unit), for the
+    /// later passes, which then tokenise only the candidates again.
+    fn token_counts(&self) -> std::path::PathBuf {
+        self.index.work.join("unit-tokens.u32")
     }
 
     /// Room for the verification table: what the bit sets and the documents
@@ -183,12 +199,13 @@ impl ExactJob<'_> {
     /// than the work on a short document.
     fn read_all(
         &self,
+        wanted: Option<&[u64]>,
         mut each: impl FnMut(Item, bool, u64) -> Result<(), PipelineError>,
     ) -> Result<(), PipelineError> {
         const BATCH_DOCS: usize = 256;
         const BATCH_BYTES: u64 = 4 << 20;
         let (tx, rx) = crossbeam_channel::bounded::<Vec<(Item, bool, u64)>>(4);
-        let mut stream = self.stream(crossbeam_channel::never());
+        let mut stream = self.stream(wanted)?;
         std::thread::scope(|scope| {
             let reader = scope.spawn(move || -> Result<(), PipelineError> {
                 let mut batch = Vec::with_capacity(BATCH_DOCS);
@@ -254,11 +271,17 @@ impl ExactJob<'_> {
             Ok(())
         };
         let mut unit = 0u64;
-        self.read_all(|item, _, _| {
+        let counts_path = self.token_counts();
+        let mut counts = std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::fs::File::create(&counts_path).map_err(|e| PipelineError::io(&counts_path, e))?,
+        );
+        self.read_all(None, |item, _, _| {
             let Item::Doc(doc) = item else { return Ok(()) };
             stats.index.documents += 1;
             for (u, &tokens) in doc.unit_tokens.iter().enumerate() {
                 stats.index.tokens += u64::from(tokens);
+                counts.write_all(&tokens.to_le_bytes()).map_err(|e| PipelineError::io(&counts_path, e))?;
                 if tokens > 0 {
                     let text = doc.key(u);
                     chunk.push(layout.pack::<2>(&key_words((self.fingerprint)(text), text.len())), unit);
@@ -271,6 +294,8 @@ impl ExactJob<'_> {
             Ok(())
         })?;
         spill(&mut chunk, &mut runs)?;
+        counts.flush().map_err(|e| PipelineError::io(&counts_path, e))?;
+        drop(counts);
         drop(chunk);
         stats.index.bytes_spilled += spilled;
         self.control.progress.start("finding repeated fingerprints", None);
@@ -312,7 +337,7 @@ impl ExactJob<'_> {
         );
         let mut table = Verifier::default();
         let mut unit = 0u64;
-        self.read_all(|item, _, _| {
+        self.read_all(Some(&found.candidates), |item, _, _| {
             let Item::Doc(doc) = item else { return Ok(()) };
             for u in 0..doc.unit_tokens.len() {
                 if bit(&found.candidates, unit) {
@@ -345,7 +370,7 @@ impl ExactJob<'_> {
         let (mut unit, mut docs) = (0u64, 0u64);
         let mut verdicts = Vec::new();
         let mut exact = Vec::new();
-        self.read_all(|item, vertical, _| {
+        self.read_all(Some(&found.candidates), |item, vertical, _| {
             let doc = match item {
                 Item::Passthrough(line) => return writer.passthrough(out, &line, vertical),
                 Item::Doc(doc) => doc,

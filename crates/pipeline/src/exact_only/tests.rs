@@ -33,7 +33,7 @@ impl Rng {
     }
 }
 
-const WORDS: [&str; 7] = ["ab", "ba", "cd", "dc", "x", "Ünï", "straße"];
+const WORDS: [&str; 9] = ["ab", "ba", "cd", "dc", "x", "Ünï", "straße", "42", "7.5"];
 
 /// A sentence from a small pool, written with its own case, spacing and punctuation.
 fn sentence(rng: &mut Rng) -> Vec<String> {
@@ -119,7 +119,7 @@ fn write_corpus(path: &std::path::Path, docs: &Docs, format: Format) {
 }
 
 /// Each document's units as (normalised text, tokens), as the brute force sees them.
-fn reference_units(docs: &Docs, format: Format, unit: UnitKind) -> Vec<Vec<(String, u32)>> {
+fn reference_units(docs: &Docs, format: Format, unit: UnitKind, norm: Normalization) -> Vec<Vec<(String, u32)>> {
     docs.iter()
         .map(|doc| {
             if format == Format::Vertical {
@@ -140,7 +140,7 @@ fn reference_units(docs: &Docs, format: Format, unit: UnitKind) -> Vec<Vec<(Stri
             segment_text(&text, unit)
                 .into_iter()
                 .map(|r| {
-                    let mut tokenizer = Tokenizer::new(Normalization::default());
+                    let mut tokenizer = Tokenizer::new(norm);
                     let mut tokens = Vec::new();
                     tokenizer.feed(&text[r], &mut |w: &str| tokens.push(w.to_owned()));
                     tokenizer.finish(&mut |w: &str| tokens.push(w.to_owned()));
@@ -167,11 +167,20 @@ fn run(
     configure: impl Fn(&mut DedupConfig),
     fingerprint: Fingerprint,
 ) -> Result<(String, DedupStats), PipelineError> {
+    run_with(path, tmp, format, Normalization::default(), configure, fingerprint)
+}
+
+fn run_with(
+    path: &std::path::Path,
+    tmp: &std::path::Path,
+    format: Format,
+    norm: Normalization,
+    configure: impl Fn(&mut DedupConfig),
+    fingerprint: Fingerprint,
+) -> Result<(String, DedupStats), PipelineError> {
     let mut base = NgramConfig::new(vec![Input::Path(path.to_owned())], 4);
     base.read.format = Some(format);
-    if format == Format::Vertical {
-        base.norm = Normalization::lines();
-    }
+    base.norm = if format == Format::Vertical { Normalization::lines() } else { norm };
     base.memory = 64 << 20;
     base.tmp_dir = tmp.to_owned();
     let mut config = DedupConfig::new(base);
@@ -279,15 +288,19 @@ proptest! {
         (format, unit) in formats_and_units(),
         weak_hash in any::<bool>(),
         tiny in any::<bool>(),
+        // With markup stripped, later passes tokenise every unit again instead of only the candidates.
+        markup in any::<bool>(),
+        numbers in any::<bool>(),
     ) {
+        let norm = Normalization { strip_markup: markup, numbers_as_token: numbers, ..Normalization::default() };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("corpus");
         let generated = corpus(seed, docs);
         write_corpus(&path, &generated, format);
-        let expected = brute_force(&reference_units(&generated, format, unit));
+        let expected = brute_force(&reference_units(&generated, format, unit, norm));
         // Text output is checked stripped (its marks are only a fraction per line).
         let strip = format == Format::Text;
-        let (output, stats) = run(&path, dir.path(), format, |c| {
+        let (output, stats) = run_with(&path, dir.path(), format, norm, |c| {
             c.unit = unit;
             c.strip = strip;
             if tiny {
