@@ -73,7 +73,7 @@ fn corpus(seed: u64, docs: usize) -> Docs {
 }
 
 fn sentence_text(words: &[String]) -> String {
-    format!("{}.", words.join(if words.len() % 2 == 0 { "  " } else { " " }))
+    format!("{}.", words.join(if words.len().is_multiple_of(2) { "  " } else { " " }))
 }
 
 /// A document as running text: paragraphs end at blank lines (one line of text when `flat`).
