@@ -185,11 +185,12 @@ impl ExactJob<'_> {
         self.index.work.join("unit-tokens.u32")
     }
 
-    /// Room for the verification table: what the bit sets and the documents
-    /// read ahead leave (a test limit may make it smaller).
+    /// Room for the verification table: half of what the bit sets leave; the
+    /// documents read ahead take at most a fifth (see [`Self::read_all`]), and a
+    /// test limit may make the room smaller.
     fn verify_room(&self, units: u64) -> u64 {
         let bits = units.div_ceil(64) * 8 * 2;
-        let room = self.index.working().saturating_sub(bits) * 3 / 5;
+        let room = self.index.working().saturating_sub(bits) / 2;
         self.config.base.limits.chunk_ngrams.map_or(room, |c| c as u64 * 8)
     }
 
@@ -203,8 +204,11 @@ impl ExactJob<'_> {
         mut each: impl FnMut(Item, bool, u64) -> Result<(), PipelineError>,
     ) -> Result<(), PipelineError> {
         const BATCH_DOCS: usize = 256;
-        const BATCH_BYTES: u64 = 4 << 20;
-        let (tx, rx) = crossbeam_channel::bounded::<Vec<(Item, bool, u64)>>(4);
+        // Four batches at most are alive (two waiting, one filling, one in
+        // use), each holding its text about three times (the record, its
+        // text, the keys): a fifth of the working memory in all.
+        let batch_bytes = (self.index.working() / 64).clamp(1 << 16, 4 << 20);
+        let (tx, rx) = crossbeam_channel::bounded::<Vec<(Item, bool, u64)>>(2);
         let mut stream = self.stream(wanted)?;
         std::thread::scope(|scope| {
             let reader = scope.spawn(move || -> Result<(), PipelineError> {
@@ -213,7 +217,7 @@ impl ExactJob<'_> {
                 while let Some(item) = stream.next()? {
                     let position = stream.position();
                     batch.push((item, stream.is_vertical(), position));
-                    if batch.len() == BATCH_DOCS || position.wrapping_sub(start) > BATCH_BYTES {
+                    if batch.len() == BATCH_DOCS || position.wrapping_sub(start) > batch_bytes {
                         start = position;
                         if tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS))).is_err() {
                             return Ok(());
