@@ -6,7 +6,7 @@
 #   scripts/bench.sh                      # 1M, 10M and 100M generated tokens + the real corpora
 #   scripts/bench.sh --sizes 1M,10M       # smaller
 #   scripts/bench.sh --runs 3 --no-sort   # more repeats; skip the sort | uniq baseline
-#   scripts/bench.sh --only pairs         # one section: ngrams, memory, pairs or dedup
+#   scripts/bench.sh --only pairs         # one section: ngrams, memory, pairs, dedup or exact
 #   scripts/bench.sh --only pairs --sizes 100M --lsh-size 10M   # LSH recall on a smaller corpus
 #   scripts/bench.sh --only dedup --onion ~/onion-1.2/src/onion  # beside the real Onion 1.2
 #   scripts/bench.sh --only exact --sizes 20M   # dedup --exact-only beside Dolma and datatrove
