@@ -42,7 +42,7 @@ pub use dupgram_index::PairScores;
 pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
 pub use error::PipelineError;
-pub use exact_only::dedup_exact;
+pub use exact_only::{dedup_exact, dedup_exact_with};
 pub use index::{DocTable, DupsInput, IndexPart, IndexStats, IndexTotals, ShardCut};
 pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};

@@ -9,8 +9,14 @@ use dupgram_dedup::{UnitKind, segment_text};
 use dupgram_lexicon::{Normalization, Tokenizer};
 use proptest::prelude::*;
 
-use super::*;
-use crate::ngrams::NgramConfig;
+use dupgram_pipeline::output::OutputFile;
+use dupgram_pipeline::{Control, DedupConfig, DedupStats, NgramConfig, PipelineError, dedup_exact_with};
+
+type Fingerprint = fn(&[u8]) -> u128;
+
+fn xxh3_128(text: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(text)
+}
 
 /// A fingerprint that confuses most texts: verification must tell them apart.
 fn weak(text: &[u8]) -> u128 {
