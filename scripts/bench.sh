@@ -6,15 +6,18 @@
 #   scripts/bench.sh                      # 1M, 10M and 100M generated tokens + the real corpora
 #   scripts/bench.sh --sizes 1M,10M       # smaller
 #   scripts/bench.sh --runs 3 --no-sort   # more repeats; skip the sort | uniq baseline
-#   scripts/bench.sh --only pairs         # one section: ngrams, memory, pairs or dedup
+#   scripts/bench.sh --only pairs         # one section: ngrams, memory, pairs, dedup or exact
 #   scripts/bench.sh --only pairs --sizes 100M --lsh-size 10M   # LSH recall on a smaller corpus
 #   scripts/bench.sh --only dedup --onion ~/onion-1.2/src/onion  # beside the real Onion 1.2
+#   scripts/bench.sh --only exact --sizes 20M   # dedup --exact-only beside Dolma and datatrove
 #
 # Baselines:
 #   sort   awk n-gram lines | LC_ALL=C sort -S <same memory> | uniq -cd   (exact)
 #   hash   dupgram-hashcount: 64-bit n-gram fingerprints in a hash map   (approximate; memory grows)
 #   lsh    MinHash-LSH (datasketch, from PyPI, installed in a venv under the bench directory)
 #   onion  dupgram-onion: Onion's in-memory algorithm, 64-bit n-gram hashes in a hash set (memory grows)
+#   dolma  Dolma 1.2.1 `dolma dedupe` (Bloom filter) and datatrove 0.10.1 ExactDedup / SentenceDedup,
+#          from PyPI, each installed in its own venv under the bench directory (section exact)
 #   Onion 1.2 itself with --onion PATH: build it outside this repository from the public
 #          repository Suwarnan/onion, commit fb395d1c ("Release 1.2"): apt-get install
 #          libjudy-dev, then make; PATH is its src/onion (buzhash.c beside it)
@@ -43,7 +46,7 @@ while [ $# -gt 0 ]; do
     --lsh-size) lsh_size=$2; shift 2 ;;
     --onion) onion=$2; shift 2 ;;
     --onion-src) onion_src=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -378,6 +381,134 @@ if section dedup; then
       done
     done
   fi
+fi
+
+# --- exact: dedup --exact-only against Dolma's dedupe and datatrove's ExactDedup ---
+# The same JSONL.gz input for every tool: Reuters-21578 + 20 Newsgroups (from
+# ../shared/corpora, recompressed once, untimed) and a generated corpus at the
+# largest size asked for (seed 3, 5 % exact copies). Units: whole documents
+# (Dolma keyed on $.text; datatrove's ExactDedup on the raw text) and lines
+# (Dolma's paragraphs are the text's \n-separated lines). Every tool writes
+# what it normally writes: dupgram the marked JSON Lines, Dolma its attribute
+# file, datatrove the kept documents. Agreement is counted unit by unit by
+# scripts/exact_agreement.py, beside an exact set computation on raw text.
+# Then datatrove's SentenceDedup (C4's three-sentence rule) beside
+# `dupgram dedup --unit s` on the real corpus: time, memory, text kept.
+if section exact; then
+  dolma_venv=$work/venv-dolma
+  dt_venv=$work/venv-datatrove
+  if ! "$dolma_venv/bin/dolma" --help > /dev/null 2>&1; then
+    python3 -m venv "$dolma_venv"
+    # boto3 pinned: s3fs 2023.6.0 (Dolma's pin) wants botocore 1.29.161; unpinned, pip backtracks for a long time.
+    "$dolma_venv/bin/pip" install --quiet 'dolma==1.2.1' 'boto3==1.26.161' || echo "Dolma could not be installed: its rows are skipped" >&2
+  fi
+  if ! "$dt_venv/bin/python" -c 'import datatrove, orjson, spacy' 2> /dev/null; then
+    python3 -m venv "$dt_venv"
+    "$dt_venv/bin/pip" install --quiet 'datatrove[processing]==0.10.1' orjson spacy || echo "datatrove could not be installed: its rows are skipped" >&2
+  fi
+  have_dolma=0; "$dolma_venv/bin/dolma" --help > /dev/null 2>&1 && have_dolma=1
+  have_dt=0; "$dt_venv/bin/python" -c 'import datatrove, orjson, spacy' 2> /dev/null && have_dt=1
+  exact_corpora=()
+  real_src=("$here/../shared/corpora/reuters21578.jsonl.zst" "$here/../shared/corpora/20newsgroups.jsonl.zst")
+  if [ -f "${real_src[0]}" ] && [ -f "${real_src[1]}" ]; then
+    [ -s "$work/exact-real.jsonl.gz" ] || zstd -dc "${real_src[@]}" | gzip -1 > "$work/exact-real.jsonl.gz"
+    exact_corpora+=("$work/exact-real.jsonl.gz")
+  else
+    echo "skipping the real corpus for exact: ${real_src[*]} not found" >&2
+  fi
+  size=$(sizes_sorted | tail -n 1)
+  if [ ! -s "$work/exact-gen-$size.jsonl.gz" ]; then
+    echo "generating $size tokens for exact..." >&2
+    "$bin/dupgram-gen" --tokens "$size" --seed 3 --exact 0.05 --format jsonl | gzip -1 > "$work/exact-gen-$size.jsonl.gz"
+  fi
+  exact_corpora+=("$work/exact-gen-$size.jsonl.gz")
+  {
+    echo
+    echo "| corpus | tokens | unit | tool | wall (median) | peak RSS (max) | units removed | marked by it, not by dupgram | marked by dupgram, not by it | wall vs dupgram |"
+    echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|"
+  } >> "$table"
+  agreement=$work/exact-agreement.txt
+  : > "$agreement"
+  for input in "${exact_corpora[@]}"; do
+    name=$(basename "$input" .jsonl.gz)
+    docs=$(zcat "$input" | grep -c .)
+    r=$runs; [ "$r" = 0 ] && r=3
+    for unit in doc line; do
+      d_times=(); d_rss=(); o_times=(); o_rss=(); t_times=(); t_rss=()
+      dolma_dir=$work/dolma-$name
+      for _ in $(seq "$r"); do
+        read -r wall rss < <(measure "$bin/dupgram" dedup "$input" --exact-only --unit "$unit" -q -o "$work/exact-$name-$unit.jsonl" --stats-json "$work/exact-$name-$unit.json")
+        d_times+=("$wall"); d_rss+=("$rss")
+        if [ "$have_dolma" = 1 ]; then
+          rm -rf "$dolma_dir"; mkdir -p "$dolma_dir/documents"; ln -s "$input" "$dolma_dir/documents/$name.jsonl.gz"
+          if [ "$unit" = doc ]; then
+            what=(--dedupe.documents.attribute_name dups --dedupe.documents.key '$.text')
+            count=$docs
+          else
+            what=(--dedupe.paragraphs.attribute_name dups)
+            count=$(zcat "$input" | python3 -c 'import sys, json; print(sum(json.loads(l)["text"].count("\n") + 1 for l in sys.stdin if l.strip()))')
+          fi
+          read -r wall rss < <(measure "$dolma_venv/bin/dolma" dedupe --documents "$dolma_dir/documents/*.jsonl.gz" \
+            --dedupe.name dups "${what[@]}" --dedupe.skip_empty --bloom_filter.file "$dolma_dir/bloom.bin" \
+            --no-bloom_filter.read_only --bloom_filter.estimated_doc_count "$count" \
+            --bloom_filter.desired_false_positive_rate 1e-6 --processes 2)
+          o_times+=("$wall"); o_rss+=("$rss")
+        fi
+        if [ "$have_dt" = 1 ] && [ "$unit" = doc ]; then
+          read -r wall rss < <(measure "$dt_venv/bin/python" "$here/scripts/datatrove_dedup.py" exact "$input" "$work/dt-$name")
+          t_times+=("$wall"); t_rss+=("$rss")
+        fi
+      done
+      extra=()
+      [ "$have_dolma" = 1 ] && extra+=(--dolma "$dolma_dir/attributes/dups/$name.jsonl.gz")
+      [ "$have_dt" = 1 ] && [ "$unit" = doc ] && extra+=(--datatrove "$work/dt-$name/kept/kept.jsonl.gz")
+      python3 "$here/scripts/exact_agreement.py" "$input" "$unit" "$work/exact-$name-$unit.jsonl" "${extra[@]}" > "$work/agree.txt"
+      agree() { awk -v k="$1" '$1 == k { print $2 }' "$work/agree.txt"; }
+      tokens=$(json_field "$work/exact-$name-$unit.json" tokens)
+      d_wall=$(printf '%s\n' "${d_times[@]}" | median)
+      exact_row() { # tool wall rss removed only-it only-dupgram
+        printf '| %s | %s | %s | %s | %.2f s | %s MiB | %s | %s | %s | %s |\n' "$name" "$tokens" "$unit" "$1" "$2" \
+          "$(( $3 / 1024 ))" "$4" "$5" "$6" "$(python3 -c "print(f'{$2 / $d_wall:.2f}×')")" >> "$table"
+      }
+      exact_row "dupgram dedup --exact-only" "$d_wall" "$(printf '%s\n' "${d_rss[@]}" | maximum)" \
+        "$(json_field "$work/exact-$name-$unit.json" units_removed)" — —
+      [ "$have_dolma" = 1 ] && exact_row "Dolma 1.2.1 dedupe (Bloom filter, 2 processes)" \
+        "$(printf '%s\n' "${o_times[@]}" | median)" "$(printf '%s\n' "${o_rss[@]}" | maximum)" \
+        "$(agree dolma)" "$(agree dolma_not_dupgram)" "$(agree dupgram_not_dolma)"
+      [ "$have_dt" = 1 ] && [ "$unit" = doc ] && exact_row "datatrove 0.10.1 ExactDedup (3 stages, 1 task)" \
+        "$(printf '%s\n' "${t_times[@]}" | median)" "$(printf '%s\n' "${t_rss[@]}" | maximum)" \
+        "$(agree datatrove)" "$(agree datatrove_not_dupgram)" "$(agree dupgram_not_datatrove)"
+      echo "$name $unit: raw-text repeats (exact set) $(agree raw_exact), of them not marked by dupgram $(agree raw_exact_not_dupgram) ($(agree raw_exact_not_dupgram_with_alnum) with a letter or digit); Dolma marks $(agree dolma_not_raw_exact) that are not raw repeats and misses $(agree raw_exact_not_dolma); dupgram walls ${d_times[*]}; Dolma ${o_times[*]:-}; datatrove ${t_times[*]:-}" >> "$agreement"
+    done
+  done
+  # SentenceDedup (C4: spans of 3 sentences seen before) beside dupgram's sentence dedup, one run each.
+  if [ "$have_dt" = 1 ] && [ -s "$work/exact-real.jsonl.gz" ]; then
+    input=$work/exact-real.jsonl.gz
+    kept_text() { python3 -c 'import sys, json, gzip
+f = gzip.open(sys.argv[1], "rt") if sys.argv[1].endswith(".gz") else open(sys.argv[1])
+docs = chars = 0
+for l in f:
+    if l.strip():
+        docs += 1; chars += len(json.loads(l)["text"])
+print(docs, chars)' "$1"; }
+    read -r in_docs in_chars < <(kept_text "$input")
+    {
+      echo
+      echo "| corpus | tool | wall | peak RSS | documents kept | characters kept |"
+      echo "|---|---|---:|---:|---:|---:|"
+      echo "| exact-real (input) | — | — | — | $in_docs | $in_chars |"
+    } >> "$table"
+    read -r wall rss < <(measure "$bin/dupgram" dedup "$input" --unit s -n 7 --threshold 0.5 --strip -q -o "$work/sent-dupgram.jsonl")
+    read -r k_docs k_chars < <(kept_text "$work/sent-dupgram.jsonl")
+    echo "| exact-real | dupgram dedup --unit s -n 7 --threshold 0.5 --strip | $wall s | $(( rss / 1024 )) MiB | $k_docs | $k_chars |" >> "$table"
+    read -r wall rss < <(measure "$bin/dupgram" dedup "$input" --exact-only --unit s --strip -q -o "$work/sent-exact.jsonl")
+    read -r k_docs k_chars < <(kept_text "$work/sent-exact.jsonl")
+    echo "| exact-real | dupgram dedup --exact-only --unit s --strip | $wall s | $(( rss / 1024 )) MiB | $k_docs | $k_chars |" >> "$table"
+    read -r wall rss < <(measure "$dt_venv/bin/python" "$here/scripts/datatrove_dedup.py" sentence "$input" "$work/dt-sent")
+    read -r k_docs k_chars < <(kept_text "$work/dt-sent/kept/kept.jsonl.gz")
+    echo "| exact-real | datatrove 0.10.1 SentenceDedup (3 sentences, min 50 words, 3 stages, 1 task) | $wall s | $(( rss / 1024 )) MiB | $k_docs | $k_chars |" >> "$table"
+  fi
+  cat "$agreement" >&2
 fi
 
 echo

@@ -326,3 +326,138 @@ fn smoothing_at_document_edges_follows_onion() {
         }
     }
 }
+
+#[test]
+fn exact_only_drops_repeated_lines_of_json_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("c.jsonl.gz");
+    let records = [
+        r#"{"id":"a","text":"Breaking news.\nThe markets fell.\nSubscribe now!"}"#,
+        r#"{"id":"b","text":"the markets   FELL\nA new line.\nsubscribe, now"}"#,
+        r#"{"id":"c","text":"Subscribe now!\nthe markets fell."}"#,
+        r#"{"id":"d","text":"Breaking news 2."}"#,
+    ];
+    std::fs::write(&input, gzip(records.join("\n").as_bytes())).unwrap();
+    let out = dir.path().join("kept.jsonl");
+    let stats = dir.path().join("stats.json");
+    let (code, _, stderr) = run(&[
+        "dedup",
+        s(&input),
+        "--exact-only",
+        "--unit",
+        "line",
+        "--strip",
+        "-o",
+        s(&out),
+        "--stats-json",
+        s(&stats),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("exact repeats"), "{stderr}");
+    let kept: Vec<(String, String)> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (v["id"].as_str().unwrap().to_owned(), v["text"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    // Case, spacing and punctuation do not count; c has nothing new and goes; "news 2" differs.
+    assert_eq!(
+        kept,
+        [
+            ("a".into(), "Breaking news.\nThe markets fell.\nSubscribe now!".into()),
+            ("b".into(), "A new line.\n".into()),
+            ("d".into(), "Breaking news 2.".into()),
+        ]
+    );
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(summary["units"], 9);
+    assert_eq!(summary["units_removed"], 4);
+    assert_eq!(summary["units_exact"], 4);
+    assert_eq!(summary["documents_removed"], 1);
+    assert_eq!(summary["exact_only"], true);
+    // Marked instead: the spans of the repeated lines, in characters.
+    let (code, marked, _) = run(&["dedup", s(&input), "--exact-only", "--unit", "line", "-q"]);
+    assert_eq!(code, 0);
+    let spans: Vec<serde_json::Value> =
+        marked.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["dup_spans"].clone()).collect();
+    assert_eq!(spans[1], serde_json::json!([[0, 19], [31, 45]]));
+    assert_eq!(spans[2], serde_json::json!([[0, 32]]));
+    // Whole documents: none repeats whole.
+    let (code, marked, _) = run(&["dedup", s(&input), "--exact-only", "--unit", "doc", "-q"]);
+    assert_eq!(code, 0);
+    assert!(marked.lines().all(|l| l.contains(r#""dup_fraction":0.0"#)), "{marked}");
+}
+
+#[test]
+fn exact_only_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("c.txt");
+    std::fs::write(&text, "one two\none two\n").unwrap();
+    let vert = sample("onion-sample.vert");
+    for (args, expected, says) in [
+        (vec!["dedup", s(&text), "--exact-only", "-n", "5"], 2, "cannot be used with"),
+        (vec!["dedup", s(&text), "--exact-only", "--exact"], 2, "cannot be used with"),
+        (vec!["dedup", s(&text), "--exact-only", "--stop-top", "3"], 2, "cannot be used with"),
+        (vec!["dedup", s(&text), "--unit", "line"], 2, "--exact-only"),
+        (vec!["dedup", s(&vert), "--exact-only", "--unit", "line"], 1, "vertical file, whose lines are tokens"),
+    ] {
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, expected, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let (code, out, stderr) = run(&["dedup", s(&text), "--exact-only", "--unit", "doc", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out, "0.000000\tone two\n1.000000\tone two\n");
+}
+
+/// Many long repeated documents at the smallest --memory: the first copies'
+/// texts do not fit at once, so they are verified in several passes, and
+/// the result is the same as with room to spare.
+#[test]
+fn exact_only_verifies_in_several_passes_at_a_tiny_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("c.txt");
+    let mut text = String::new();
+    for i in 0..2400u32 {
+        // Each document twice (the copy later), about 3 KiB of distinct words each.
+        let doc: Vec<String> = (0..400).map(|j| format!("w{}x{}", i % 1200, j)).collect();
+        text.push_str(&doc.join(" "));
+        text.push('\n');
+    }
+    std::fs::write(&input, &text).unwrap();
+    let mut outputs = Vec::new();
+    for memory in ["16M", "1G"] {
+        let stats = dir.path().join(format!("stats-{memory}.json"));
+        let out = dir.path().join(format!("out-{memory}.txt"));
+        let (code, _, stderr) = run(&[
+            "dedup",
+            s(&input),
+            "--exact-only",
+            "--unit",
+            "doc",
+            "--memory",
+            memory,
+            "--strip",
+            "-q",
+            "-o",
+            s(&out),
+            "--stats-json",
+            s(&stats),
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(summary["units_removed"], 1200);
+        let passes = summary["verify_passes"].as_u64().unwrap();
+        if memory == "16M" {
+            assert!(passes > 1, "one pass at 16M");
+            assert!(summary["peak_rss"].as_u64().unwrap() <= 16 << 20, "{summary}");
+        } else {
+            assert_eq!(passes, 1);
+        }
+        outputs.push(std::fs::read_to_string(&out).unwrap());
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0].lines().count(), 1200);
+}

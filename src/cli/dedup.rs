@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use dupgram_pipeline::output::OutputFile;
-use dupgram_pipeline::{Control, DedupConfig, DedupStats, DupsInput, UnitKind, dedup, human_bytes};
+use dupgram_pipeline::{Control, DedupConfig, DedupStats, DupsInput, UnitKind, dedup, dedup_exact, human_bytes};
 
 use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
 use super::progress::ProgressView;
@@ -17,6 +17,8 @@ pub enum UnitArg {
     P,
     /// Sentences: <s> in vertical files, ended by . ! ? elsewhere.
     S,
+    /// Lines of the text (JSON Lines text field or plain text; --exact-only only, not vertical files).
+    Line,
 }
 
 /// Keep the first instance of repeated text; mark or drop the rest (Onion's rule, exact).
@@ -33,6 +35,12 @@ pub enum UnitArg {
 /// --exact adds Benko's test: a unit whose letters (digits and punctuation
 /// ignored) equal an earlier unit's is a duplicate, however short.
 ///
+/// --exact-only runs no n-gram test at all: a unit (doc, p, s or line) whose
+/// normalised text — its tokens, as the token options make them, so case,
+/// whitespace and punctuation do not count — equals an earlier unit's is a
+/// duplicate; the first copy in corpus order is kept. Fingerprints are
+/// verified against the text, so a hash collision never marks a unit.
+///
 /// Output keeps the input format. Vertical: each line prefixed with 1<TAB>
 /// (duplicate) or 0<TAB> (kept); with --strip duplicates are dropped, and a
 /// document with nothing kept is dropped whole. JSON Lines: each record gains
@@ -44,13 +52,14 @@ pub enum UnitArg {
 /// Examples:
 ///   dupgram dedup corpus.vert --unit p -n 7 --threshold 0.9 -o corpus.dedup.vert
 ///   dupgram dedup corpus.jsonl.zst --unit doc -n 10 --threshold 0.5 --strip -o kept.jsonl.zst
+///   dupgram dedup corpus.jsonl.gz --exact-only --unit line --strip -o kept.jsonl.gz
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DedupArgs {
     #[command(flatten)]
     input: InputArgs,
     /// The unit judged and removed.
-    #[arg(long, value_enum, default_value_t = UnitArg::P)]
+    #[arg(long, value_enum, default_value_t = UnitArg::P, requires_if("line", "exact_only"))]
     unit: UnitArg,
     /// Words per n-gram (1 to 32).
     #[arg(short = 'n', long = "n", default_value_t = 7, value_name = "N")]
@@ -68,6 +77,9 @@ pub struct DedupArgs {
     /// Also mark units whose letters repeat an earlier unit's exactly.
     #[arg(long)]
     exact: bool,
+    /// Only exact repeats: drop units whose normalised text equals an earlier unit's (no n-gram test).
+    #[arg(long, conflicts_with_all = ["exact", "n", "threshold", "no_smoothing", "max_stub", "dups", "stop_top"])]
+    exact_only: bool,
     /// Drop duplicates instead of marking them.
     #[arg(long)]
     strip: bool,
@@ -97,6 +109,7 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
             UnitArg::Doc => UnitKind::Document,
             UnitArg::P => UnitKind::Paragraph,
             UnitArg::S => UnitKind::Sentence,
+            UnitArg::Line => UnitKind::Line,
         },
         threshold: args.threshold,
         smoothing: !args.no_smoothing,
@@ -108,7 +121,7 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
     let mut out = OutputFile::create(args.output.as_deref())?;
     let stats = {
         let _progress = ProgressView::start(control, args.resources.quiet);
-        dedup(&config, control, &mut out)?
+        if args.exact_only { dedup_exact(&config, control, &mut out)? } else { dedup(&config, control, &mut out)? }
     };
     out.finish()?;
     if let Some(path) = &args.stats_json {
@@ -122,6 +135,9 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
 
 fn summary(s: &DedupStats) -> String {
     let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+    if s.exact_only {
+        return exact_summary(s);
+    }
     let mut out = String::new();
     let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
     line("documents", format!("{} ({} with nothing kept)", group(s.index.documents), group(s.documents_removed)));
@@ -172,5 +188,54 @@ fn summary(s: &DedupStats) -> String {
     for w in s.warnings.iter().chain(s.index.first_pass.iter().flat_map(|c| c.warnings.iter())) {
         out.push_str(&format!("  warning: {w}\n"));
     }
+    out
+}
+
+fn exact_summary(s: &DedupStats) -> String {
+    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
+    line("documents", format!("{} ({} with nothing kept)", group(s.index.documents), group(s.documents_removed)));
+    line(
+        &format!("units ({})", s.unit),
+        format!(
+            "{} removed of {} ({:.1} %): exact repeats of normalised text",
+            group(s.units_removed),
+            group(s.units),
+            pct(s.units_removed, s.units)
+        ),
+    );
+    line(
+        "tokens removed",
+        format!(
+            "{} of {} ({:.1} %)",
+            group(s.tokens_removed),
+            group(s.index.tokens),
+            pct(s.tokens_removed, s.index.tokens)
+        ),
+    );
+    line(
+        "verified",
+        format!(
+            "{} groups of equal fingerprints, in {} pass{}; {} fingerprint collisions",
+            group(s.exact_groups),
+            s.verify_passes,
+            if s.verify_passes == 1 { "" } else { "es" },
+            group(s.fingerprint_collisions)
+        ),
+    );
+    line("bytes spilled", human_bytes(s.index.bytes_spilled));
+    line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
+    let t = &s.seconds;
+    line(
+        "time",
+        format!(
+            "{:.2} s ({:.2} M tokens/s; fingerprints and verification {:.2}, output {:.2})",
+            t.total,
+            s.index.tokens as f64 / t.total.max(1e-9) / 1e6,
+            t.exact,
+            t.decisions
+        ),
+    );
     out
 }

@@ -8,6 +8,8 @@ pub enum UnitKind {
     Document,
     Paragraph,
     Sentence,
+    /// Each line of the text (`--exact-only` only).
+    Line,
 }
 
 /// Byte ranges of the units of `text`, contiguous and covering it all, so
@@ -23,7 +25,24 @@ pub fn segment_text(text: &str, kind: UnitKind) -> Vec<Range<usize>> {
         UnitKind::Document => std::iter::once(0..text.len()).collect(),
         UnitKind::Paragraph => paragraphs(text),
         UnitKind::Sentence => paragraphs(text).into_iter().flat_map(|p| sentences(text, p)).collect(),
+        UnitKind::Line => lines(text),
     }
+}
+
+/// Lines, each with its line break (`\n`; a `\r` before it stays in the line).
+fn lines(text: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\n' {
+            out.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    if start < text.len() || out.is_empty() {
+        out.push(start..text.len());
+    }
+    out
 }
 
 fn paragraphs(text: &str) -> Vec<Range<usize>> {
@@ -120,9 +139,16 @@ mod tests {
     }
 
     #[test]
+    fn lines_keep_their_breaks() {
+        assert_eq!(texts("a b\n\nc\r\nd", UnitKind::Line), ["a b\n", "\n", "c\r\n", "d"]);
+        assert_eq!(texts("x\n", UnitKind::Line), ["x\n"]);
+        assert_eq!(texts("", UnitKind::Line), [""]);
+    }
+
+    #[test]
     fn units_cover_the_text() {
         for text in ["x. y\n\n\nz!  w", "", "..  ..", "a\n \nb"] {
-            for kind in [UnitKind::Document, UnitKind::Paragraph, UnitKind::Sentence] {
+            for kind in [UnitKind::Document, UnitKind::Paragraph, UnitKind::Sentence, UnitKind::Line] {
                 assert_eq!(texts(text, kind).concat(), text);
             }
         }

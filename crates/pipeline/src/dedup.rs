@@ -66,6 +66,9 @@ impl DedupConfig {
     }
 
     fn check(&self) -> Result<(), PipelineError> {
+        if self.unit == UnitKind::Line {
+            return Err(PipelineError::Usage("--unit line needs --exact-only".into()));
+        }
         if !(0.0..=1.0).contains(&self.threshold) {
             return Err(PipelineError::Usage(format!("--threshold must be between 0 and 1, not {}", self.threshold)));
         }
@@ -98,6 +101,14 @@ pub struct DedupStats {
     pub units_exact: u64,
     /// Units removed only by smoothing.
     pub units_smoothed: u64,
+    /// `--exact-only`: no n-gram test; `units_exact` are the units whose normalised text repeats.
+    pub exact_only: bool,
+    /// `--exact-only`: groups of units with one fingerprint (texts verified after).
+    pub exact_groups: u64,
+    /// `--exact-only`: passes that verified candidates against their texts (the last one while writing).
+    pub verify_passes: u64,
+    /// `--exact-only`: units whose fingerprint matched an earlier unit's but whose text did not.
+    pub fingerprint_collisions: u64,
     pub tokens_removed: u64,
     /// Documents with no unit left.
     pub documents_removed: u64,
@@ -154,11 +165,12 @@ pub fn dedup(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> R
     Ok(stats)
 }
 
-fn unit_name(unit: UnitKind) -> &'static str {
+pub(crate) fn unit_name(unit: UnitKind) -> &'static str {
     match unit {
         UnitKind::Document => "doc",
         UnitKind::Paragraph => "p",
         UnitKind::Sentence => "s",
+        UnitKind::Line => "line",
     }
 }
 
@@ -172,28 +184,17 @@ struct DedupJob<'a> {
 
 impl DedupJob<'_> {
     fn stream(&self, fingerprints: bool, spare: crossbeam_channel::Receiver<Doc>) -> DocStream<'_> {
-        let base = &self.config.base;
-        DocStream {
-            inputs: &self.built.inputs,
-            next_input: 0,
-            current: None,
-            options: ReadOptions {
-                max_record_bytes: self.plan.max_record,
-                zstd_window_log_max: self.plan.zstd_window_log,
-                ..base.read.clone()
-            },
-            unit: self.config.unit,
-            unit_tag: match self.config.unit {
-                UnitKind::Paragraph => Some("p"),
-                UnitKind::Sentence => Some("s"),
-                UnitKind::Document => None,
-            },
-            tokenizer: Tokenizer::new(self.built.norm),
-            stopwords: self.built.stopwords.iter().cloned().collect(),
-            hasher: fingerprints.then(ExactHasher::default),
-            doc_limit: (self.index.working() / 8) as usize,
+        let mut stream = DocStream::new(
+            &self.built.inputs,
+            &self.config.base.read,
+            self.plan,
+            self.config.unit,
+            (self.built.norm, &self.built.stopwords),
+            (self.index.working() / 8) as usize,
             spare,
-        }
+        );
+        stream.hasher = fingerprints.then(ExactHasher::default);
+        stream
     }
 
     /// Marks every unit whose letters repeat an earlier unit's.
@@ -283,8 +284,7 @@ impl DedupJob<'_> {
             max_stub: self.config.max_stub,
         };
         let mut marker = Marker::new(params, totals.ngrams as usize);
-        let mut writer =
-            DocWriter { strip: self.config.strip, text_field: &self.config.base.read.text_field, line: Vec::new() };
+        let mut writer = DocWriter::new(self.config.strip, &self.config.base.read.text_field);
         // Reading and tokenising run on their own thread, ahead of the decisions.
         let (tx, rx) = crossbeam_channel::bounded::<(Item, bool, u64)>(256);
         // Written documents go back to the reader, which fills them again.
@@ -373,7 +373,7 @@ impl DedupJob<'_> {
 /// Run tag of the exact pass's runs.
 const EXACT_RUNS: u64 = 0xE4AC_7000;
 
-fn record(stats: &mut DedupStats, units: &[u32], verdicts: &[UnitVerdict], exact: &[bool]) {
+pub(crate) fn record(stats: &mut DedupStats, units: &[u32], verdicts: &[UnitVerdict], exact: &[bool]) {
     for ((&tokens, v), &x) in units.iter().zip(verdicts).zip(exact) {
         stats.units += 1;
         stats.lengths.add(tokens, v.removed());
@@ -413,23 +413,40 @@ impl MergeSink for ExactMarks {
 
 /// A line of a vertical document: which unit it belongs to, or the document tags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     Unit(u32),
     DocTag,
 }
 
 /// One document as read back for deduplication.
 #[derive(Debug)]
-struct Doc {
-    body: Body,
+pub(crate) struct Doc {
+    pub(crate) body: Body,
     /// Tokens of each unit (stop words excluded).
-    unit_tokens: Vec<u32>,
+    pub(crate) unit_tokens: Vec<u32>,
     /// Each unit's Benko fingerprint, when asked for.
     fingerprints: Vec<u128>,
+    /// Each unit's normalised text, when asked for (`--exact-only`): its
+    /// tokens back to back, each followed by 0xFF, a byte no UTF-8 text holds,
+    /// so two units have equal keys exactly when their token sequences are equal.
+    pub(crate) keys: Vec<u8>,
+    /// Where each unit's key ends in `keys`.
+    pub(crate) key_ends: Vec<u32>,
 }
 
+impl Doc {
+    /// The normalised text of unit `u` (empty unless keys were asked for).
+    pub(crate) fn key(&self, u: usize) -> &[u8] {
+        let start = if u == 0 { 0 } else { self.key_ends[u - 1] as usize };
+        &self.keys[start..self.key_ends[u] as usize]
+    }
+}
+
+/// Ends every token in a unit's key.
+const KEY_SEPARATOR: u8 = 0xFF;
+
 #[derive(Debug)]
-enum Body {
+pub(crate) enum Body {
     /// All lines, back to back; `ends[i]` is where line `i` ends.
     Vertical {
         bytes: Vec<u8>,
@@ -448,7 +465,7 @@ enum Body {
     },
 }
 
-enum Item {
+pub(crate) enum Item {
     Doc(Doc),
     /// A line that is no document (blank, skipped, outside documents): written as it is.
     Passthrough(Vec<u8>),
@@ -467,7 +484,7 @@ struct OpenInput {
 }
 
 /// Documents with their structure, in input order, numbered as the index pass numbered them.
-struct DocStream<'a> {
+pub(crate) struct DocStream<'a> {
     inputs: &'a [Input],
     next_input: usize,
     current: Option<OpenInput>,
@@ -478,22 +495,61 @@ struct DocStream<'a> {
     tokenizer: Tokenizer,
     stopwords: std::collections::HashSet<String>,
     hasher: Option<ExactHasher>,
+    /// Collect each unit's normalised text ([`Doc::keys`]).
+    pub(crate) keys: bool,
+    /// Token counts known from an earlier pass: only the units asked for are tokenised again.
+    pub(crate) known: Option<KnownUnits<'a>>,
     doc_limit: usize,
     /// Documents written already, whose buffers can be used again.
     spare: crossbeam_channel::Receiver<Doc>,
 }
 
-impl DocStream<'_> {
-    fn is_vertical(&self) -> bool {
+impl<'a> DocStream<'a> {
+    /// Reads `inputs` (files: standard input must have been copied) in units of `unit`.
+    pub(crate) fn new(
+        inputs: &'a [Input],
+        read: &ReadOptions,
+        plan: MemoryPlan,
+        unit: UnitKind,
+        (norm, stopwords): (dupgram_lexicon::Normalization, &[String]),
+        doc_limit: usize,
+        spare: crossbeam_channel::Receiver<Doc>,
+    ) -> Self {
+        DocStream {
+            inputs,
+            next_input: 0,
+            current: None,
+            options: ReadOptions {
+                max_record_bytes: plan.max_record,
+                zstd_window_log_max: plan.zstd_window_log,
+                ..read.clone()
+            },
+            unit,
+            unit_tag: match unit {
+                UnitKind::Paragraph => Some("p"),
+                UnitKind::Sentence => Some("s"),
+                UnitKind::Document | UnitKind::Line => None,
+            },
+            tokenizer: Tokenizer::new(norm),
+            stopwords: stopwords.iter().cloned().collect(),
+            hasher: None,
+            keys: false,
+            known: None,
+            doc_limit,
+            spare,
+        }
+    }
+
+    pub(crate) fn is_vertical(&self) -> bool {
         self.current.as_ref().is_some_and(|c| c.format == Format::Vertical)
     }
 
     /// Bytes read from the inputs so far (for progress).
-    fn position(&self) -> u64 {
+    pub(crate) fn position(&self) -> u64 {
         self.current.as_ref().map_or(0, |c| c.position)
     }
 
-    fn next(&mut self) -> Result<Option<Item>, PipelineError> {
+    pub(crate) fn next(&mut self) -> Result<Option<Item>, PipelineError> {
         loop {
             if self.current.is_none() {
                 let Some(input) = self.inputs.get(self.next_input) else { return Ok(None) };
@@ -506,7 +562,15 @@ impl DocStream<'_> {
                 _ => self.next_record(false)?,
             };
             match item {
-                Some(item) => return Ok(Some(item)),
+                Some(item) => {
+                    // A vertical document counts its tokens as it is read; its units are numbered all the same.
+                    if let (Some(known), Item::Doc(Doc { body: Body::Vertical { .. }, unit_tokens, .. })) =
+                        (self.known.as_mut(), &item)
+                    {
+                        known.skip(unit_tokens.len())?;
+                    }
+                    return Ok(Some(item));
+                }
                 None => self.current = None,
             }
         }
@@ -523,6 +587,11 @@ impl DocStream<'_> {
             Some(f) => f,
             None => Format::sniff(reader.fill_buf().map_err(open_err)?),
         };
+        if format == Format::Vertical && self.unit == UnitKind::Line {
+            return Err(PipelineError::Usage(format!(
+                "--unit line: {name} is a vertical file, whose lines are tokens; use --unit doc, p or s"
+            )));
+        }
         Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position: 0 })
     }
 
@@ -602,7 +671,7 @@ impl DocStream<'_> {
         let line = String::from_utf8_lossy(&raw).into_owned();
         if !json {
             let units = segment_text(&line, self.unit);
-            let doc = self.tokenize_units(&line, &units);
+            let doc = self.tokenize_units(&line, &units)?;
             return Ok(Some(Item::Doc(Doc { body: Body::Text { text: line, units }, ..doc })));
         }
         if line.trim().is_empty() {
@@ -623,15 +692,19 @@ impl DocStream<'_> {
             }));
         };
         let units = segment_text(&text, self.unit);
-        let doc = self.tokenize_units(&text, &units);
+        let doc = self.tokenize_units(&text, &units)?;
         Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text, units }, ..doc })))
     }
 
     /// Token counts (and fingerprints) of a text's units.
-    fn tokenize_units(&mut self, text: &str, units: &[Range<usize>]) -> Doc {
+    fn tokenize_units(&mut self, text: &str, units: &[Range<usize>]) -> Result<Doc, PipelineError> {
+        if let Some(known) = self.known.as_mut() {
+            return known.units(&mut self.tokenizer, &self.stopwords, text, units);
+        }
         let mut counts = vec![0u32; units.len()];
         let mut fingerprints = Vec::new();
-        let (stop, hasher) = (&self.stopwords, &mut self.hasher);
+        let (mut keys, mut key_ends) = (Vec::new(), Vec::new());
+        let (stop, hasher, want_keys) = (&self.stopwords, &mut self.hasher, self.keys);
         for (i, range) in units.iter().enumerate() {
             let count = &mut counts[i];
             let mut emit = |w: &str| {
@@ -639,6 +712,10 @@ impl DocStream<'_> {
                     *count += 1;
                     if let Some(h) = hasher.as_mut() {
                         h.add(w);
+                    }
+                    if want_keys {
+                        keys.extend_from_slice(w.as_bytes());
+                        keys.push(KEY_SEPARATOR);
                     }
                 }
             };
@@ -649,25 +726,37 @@ impl DocStream<'_> {
             if let Some(h) = hasher.as_mut() {
                 fingerprints.push(h.finish());
             }
+            if want_keys {
+                key_ends.push(keys.len() as u32);
+            }
         }
-        Doc { body: Body::Text { text: String::new(), units: Vec::new() }, unit_tokens: counts, fingerprints }
+        Ok(Doc {
+            body: Body::Text { text: String::new(), units: Vec::new() },
+            unit_tokens: counts,
+            fingerprints,
+            keys,
+            key_ends,
+        })
     }
 
     /// The next vertical document (or a line outside documents).
     fn next_vertical(&mut self) -> Result<Option<Item>, PipelineError> {
         // The buffers of a document already written, when one came back.
-        let (mut bytes, mut ends, mut roles, mut units, mut fingerprints) = match self.spare.try_recv() {
-            Ok(Doc { body: Body::Vertical { bytes, ends, roles }, unit_tokens, fingerprints }) => {
-                (bytes, ends, roles, unit_tokens, fingerprints)
-            }
-            _ => Default::default(),
-        };
+        let (mut bytes, mut ends, mut roles, mut units, mut fingerprints, mut keys, mut key_ends) =
+            match self.spare.try_recv() {
+                Ok(Doc { body: Body::Vertical { bytes, ends, roles }, unit_tokens, fingerprints, keys, key_ends }) => {
+                    (bytes, ends, roles, unit_tokens, fingerprints, keys, key_ends)
+                }
+                _ => Default::default(),
+            };
         bytes.clear();
         ends.clear();
         roles.clear();
         units.clear();
         units.push(0);
         fingerprints.clear();
+        keys.clear();
+        key_ends.clear();
         let mut unit_has_lines = false;
         let mut boundary_next = false;
         loop {
@@ -721,6 +810,9 @@ impl DocStream<'_> {
                     if let Some(h) = self.hasher.as_mut() {
                         fingerprints.push(h.finish());
                     }
+                    if self.keys {
+                        key_ends.push(keys.len() as u32);
+                    }
                     units.push(0);
                 }
                 boundary_next = closes;
@@ -730,7 +822,7 @@ impl DocStream<'_> {
                 {
                     let count = units.last_mut().expect("a unit");
                     // One token per line, taken as it is: no tokenizer needed to count it.
-                    if self.stopwords.is_empty() && self.hasher.is_none() {
+                    if self.stopwords.is_empty() && self.hasher.is_none() && !self.keys {
                         *count += 1;
                     } else {
                         let word = String::from_utf8_lossy(word);
@@ -738,6 +830,10 @@ impl DocStream<'_> {
                             *count += 1;
                             if let Some(h) = self.hasher.as_mut() {
                                 h.add(&word);
+                            }
+                            if self.keys {
+                                keys.extend_from_slice(word.as_bytes());
+                                keys.push(KEY_SEPARATOR);
                             }
                         }
                     }
@@ -764,7 +860,91 @@ impl DocStream<'_> {
         if let Some(h) = self.hasher.as_mut() {
             fingerprints.push(h.finish());
         }
-        Ok(Some(Item::Doc(Doc { body: Body::Vertical { bytes, ends, roles }, unit_tokens: units, fingerprints })))
+        if self.keys {
+            key_ends.push(keys.len() as u32);
+        }
+        Ok(Some(Item::Doc(Doc {
+            body: Body::Vertical { bytes, ends, roles },
+            unit_tokens: units,
+            fingerprints,
+            keys,
+            key_ends,
+        })))
+    }
+}
+
+/// Each unit's token count, saved by an earlier pass, read back in order;
+/// the units whose bit is set in `wanted` are tokenised again for their keys.
+pub(crate) struct KnownUnits<'a> {
+    pub(crate) counts: std::io::BufReader<std::fs::File>,
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) wanted: &'a [u64],
+    pub(crate) next: u64,
+}
+
+impl KnownUnits<'_> {
+    fn count(&mut self) -> Result<u32, PipelineError> {
+        let mut bytes = [0u8; 4];
+        std::io::Read::read_exact(&mut self.counts, &mut bytes).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                PipelineError::Changed("the corpus has more units than when it was fingerprinted".into())
+            } else {
+                PipelineError::io(&self.path, e)
+            }
+        })?;
+        Ok(u32::from_le_bytes(bytes))
+    }
+
+    fn skip(&mut self, units: usize) -> Result<(), PipelineError> {
+        for _ in 0..units {
+            self.count()?;
+        }
+        self.next += units as u64;
+        Ok(())
+    }
+
+    /// The units of a text: their saved counts, and the keys of the wanted ones.
+    fn units(
+        &mut self,
+        tokenizer: &mut Tokenizer,
+        stopwords: &std::collections::HashSet<String>,
+        text: &str,
+        units: &[Range<usize>],
+    ) -> Result<Doc, PipelineError> {
+        let mut counts = Vec::with_capacity(units.len());
+        let (mut keys, mut key_ends) = (Vec::new(), Vec::with_capacity(units.len()));
+        for range in units {
+            let count = self.count()?;
+            let u = self.next;
+            self.next += 1;
+            if self.wanted.get((u / 64) as usize).is_some_and(|w| w & (1 << (u % 64)) != 0) {
+                let mut tokens = 0u32;
+                let mut emit = |w: &str| {
+                    if stopwords.is_empty() || !stopwords.contains(w) {
+                        tokens += 1;
+                        keys.extend_from_slice(w.as_bytes());
+                        keys.push(KEY_SEPARATOR);
+                    }
+                };
+                tokenizer.feed(&text[range.clone()], &mut emit);
+                tokenizer.finish(&mut emit);
+                if tokens != count {
+                    return Err(PipelineError::Changed(format!(
+                        "unit {} has {tokens} tokens now and had {count} when it was fingerprinted",
+                        u + 1
+                    )));
+                }
+            }
+            counts.push(count);
+            key_ends.push(keys.len() as u32);
+        }
+        Ok(Doc {
+            body: Body::Text { text: String::new(), units: Vec::new() },
+            unit_tokens: counts,
+            fingerprints: Vec::new(),
+            keys,
+            key_ends,
+        })
     }
 }
 
@@ -781,14 +961,23 @@ fn is_close_tag(line: &[u8], tag: &str) -> bool {
 }
 
 /// Writes documents marked or stripped, in their own format.
-struct DocWriter<'a> {
+pub(crate) struct DocWriter<'a> {
     strip: bool,
     text_field: &'a str,
     line: Vec<u8>,
 }
 
-impl DocWriter<'_> {
-    fn passthrough(&mut self, out: &mut OutputFile, line: &[u8], vertical: bool) -> Result<(), PipelineError> {
+impl<'a> DocWriter<'a> {
+    pub(crate) fn new(strip: bool, text_field: &'a str) -> Self {
+        DocWriter { strip, text_field, line: Vec::new() }
+    }
+
+    pub(crate) fn passthrough(
+        &mut self,
+        out: &mut OutputFile,
+        line: &[u8],
+        vertical: bool,
+    ) -> Result<(), PipelineError> {
         self.line.clear();
         if vertical && !self.strip {
             self.line.extend_from_slice(b"0\t");
@@ -798,7 +987,12 @@ impl DocWriter<'_> {
         out.write_all(&self.line)
     }
 
-    fn write(&mut self, out: &mut OutputFile, doc: &Doc, verdicts: &[UnitVerdict]) -> Result<(), PipelineError> {
+    pub(crate) fn write(
+        &mut self,
+        out: &mut OutputFile,
+        doc: &Doc,
+        verdicts: &[UnitVerdict],
+    ) -> Result<(), PipelineError> {
         let all_removed = nothing_kept(&doc.unit_tokens, verdicts);
         let tokens: u64 = doc.unit_tokens.iter().map(|&t| u64::from(t)).sum();
         let removed: u64 =

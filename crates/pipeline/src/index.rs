@@ -194,7 +194,7 @@ impl<'a> IndexJob<'a> {
 
     /// Standard input can be read once, and this job reads the corpus twice
     /// or three times: copy it to the work directory first.
-    fn spool_stdin(&self) -> Result<Vec<Input>, PipelineError> {
+    pub(crate) fn spool_stdin(&self) -> Result<Vec<Input>, PipelineError> {
         self.base
             .inputs
             .iter()

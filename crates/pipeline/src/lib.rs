@@ -23,6 +23,7 @@
 mod control;
 mod dedup;
 mod error;
+mod exact_only;
 mod feed;
 mod groups;
 mod index;
@@ -42,6 +43,7 @@ pub use dupgram_index::PairScores;
 pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
 pub use error::PipelineError;
+pub use exact_only::{dedup_exact, dedup_exact_with};
 pub use groups::{Expansion, Groups};
 pub use index::{
     DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut, run_names,

@@ -1,0 +1,475 @@
+//! `dedup --exact-only`: drop every unit whose normalised text repeats an
+//! earlier unit's, with no n-gram passes, exactly, within `--memory`.
+//!
+//! A unit's *normalised text* is its token sequence as dupgram tokenises
+//! (case folding, `--tokens raw`, `--numbers-as-token`, `--strip-markup`,
+//! stop words dropped — the token options apply), so units that differ only
+//! in whitespace, punctuation or case are equal. Units with no token are
+//! never marked.
+//!
+//! 1. **Fingerprint pass**: each unit's normalised text gets a 128-bit XXH3
+//!    fingerprint; its first 96 bits and the text's length form a key sorted
+//!    with the unit's number out of core (runs and a merge, as the n-gram
+//!    passes do). A group of two or more equal keys makes its units
+//!    *candidates* (one bit per unit); the merge also cuts the key space into
+//!    ranges whose first members' texts fit the room left.
+//! 2. **Verification**: the corpus is read in order; a candidate unit whose
+//!    key falls in the range at hand is compared with the texts kept so far
+//!    under its fingerprint: equal to one of them, it is a duplicate; else its
+//!    text is kept (a first copy, or a different text that collided). A
+//!    fingerprint collision therefore never marks a unit. One pass per range;
+//!    the last range is verified during the output pass, so a corpus whose
+//!    candidates fit is read twice in all.
+//! 3. **Output**: documents written marked or stripped, as `dedup` writes
+//!    them.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use dupgram_chunker::{KeyLayout, PostingChunk};
+use dupgram_corpus::Input;
+use dupgram_dedup::UnitVerdict;
+use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_runs::{RunHeader, RunWriter};
+
+use crate::control::Control;
+use std::io::Write;
+
+use crate::dedup::{DedupConfig, DedupStats, DocStream, DocWriter, Item, KnownUnits, record};
+use crate::error::PipelineError;
+use crate::index::IndexJob;
+use crate::memory::{MemoryPlan, human_bytes, peak_rss};
+use crate::ngrams::zstd_need;
+use crate::output::OutputFile;
+
+/// A unit's fingerprint from its normalised text.
+pub type Fingerprint = fn(&[u8]) -> u128;
+
+fn xxh3_128(text: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(text)
+}
+
+/// Run tag of the fingerprint pass's runs.
+const EXACT_ONLY_RUNS: u64 = 0xE4AC_7001;
+
+/// Bytes a kept text costs in the verification table beyond its own length
+/// (its box, its vector, the table's entry, allocator slack).
+const PER_TEXT_BYTES: u64 = 96;
+
+/// Deduplicates the corpus into `out` by exact normalised text only.
+pub fn dedup_exact(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> Result<DedupStats, PipelineError> {
+    dedup_exact_with(config, control, out, xxh3_128)
+}
+
+fn check(config: &DedupConfig) -> Result<(), PipelineError> {
+    if config.base.stop_top > 0 {
+        return Err(PipelineError::Usage(
+            "--stop-top needs a count of the corpus's words, which --exact-only does not make; use --stopwords".into(),
+        ));
+    }
+    if config.dups.is_some() {
+        return Err(PipelineError::Usage("--dups has no use with --exact-only, which counts no n-grams".into()));
+    }
+    Ok(())
+}
+
+/// [`dedup_exact`] with another fingerprint: tests give a weak one, so that
+/// fingerprints collide and the verification must tell the texts apart.
+#[doc(hidden)]
+pub fn dedup_exact_with(
+    config: &DedupConfig,
+    control: &Control,
+    out: &mut OutputFile,
+    fingerprint: Fingerprint,
+) -> Result<DedupStats, PipelineError> {
+    check(config)?;
+    let started = Instant::now();
+    let base = &config.base;
+    let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
+        .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
+    let work = crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?;
+    let index = IndexJob::new(base, None, control, plan, work.path());
+    let inputs = index.spool_stdin()?;
+    let mut stats = DedupStats {
+        unit: crate::dedup::unit_name(config.unit).into(),
+        exact_only: true,
+        memory_budget: base.memory,
+        ..DedupStats::default()
+    };
+    let job = ExactJob { config, control, plan, index: &index, inputs: &inputs, fingerprint };
+    let t = Instant::now();
+    let found = job.fingerprint_pass(&mut stats)?;
+    stats.verify_passes = found.ranges.len() as u64;
+    let mut marks = vec![0u64; found.candidates.len()];
+    for range in 0..found.ranges.len().saturating_sub(1) {
+        job.verify(&found, range, &mut marks, &mut stats)?;
+    }
+    stats.seconds.exact = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    job.write(&found, &mut marks, out, &mut stats)?;
+    stats.seconds.decisions = t.elapsed().as_secs_f64();
+    drop(work);
+    stats.seconds.total = started.elapsed().as_secs_f64();
+    stats.peak_rss = peak_rss().unwrap_or(0);
+    Ok(stats)
+}
+
+struct ExactJob<'a> {
+    config: &'a DedupConfig,
+    control: &'a Control,
+    plan: MemoryPlan,
+    index: &'a IndexJob<'a>,
+    inputs: &'a [Input],
+    fingerprint: Fingerprint,
+}
+
+/// What the fingerprint pass found.
+struct Candidates {
+    /// One bit per unit: its key is shared with another unit.
+    candidates: Vec<u64>,
+    /// The first key prefix of each verification range, ascending; the first is 0.
+    ranges: Vec<u128>,
+    /// Units in the corpus.
+    units: u64,
+}
+
+impl Candidates {
+    /// The range a key prefix falls in.
+    fn range_of(&self, prefix: u128) -> usize {
+        self.ranges.partition_point(|&start| start <= prefix) - 1
+    }
+}
+
+fn bit(bits: &[u64], i: u64) -> bool {
+    bits.get((i / 64) as usize).is_some_and(|w| w & (1 << (i % 64)) != 0)
+}
+
+fn set_bit(bits: &mut [u64], i: u64) {
+    bits[(i / 64) as usize] |= 1 << (i % 64);
+}
+
+/// A unit's sort key: the first 96 bits of its fingerprint, then its text's length.
+fn key_words(fp: u128, len: usize) -> [u32; 4] {
+    [(fp >> 96) as u32, (fp >> 64) as u32, (fp >> 32) as u32, u32::try_from(len).unwrap_or(u32::MAX)]
+}
+
+/// The part of a key that orders the verification ranges (fingerprint bits only).
+fn key_prefix(words: &[u32]) -> u128 {
+    (u128::from(words[0]) << 64) | (u128::from(words[1]) << 32) | u128::from(words[2])
+}
+
+impl ExactJob<'_> {
+    fn stream<'s>(&'s self, wanted: Option<&'s [u64]>) -> Result<DocStream<'s>, PipelineError> {
+        let base = &self.config.base;
+        let mut stream = DocStream::new(
+            self.inputs,
+            &base.read,
+            self.plan,
+            self.config.unit,
+            (base.norm, &base.stopwords),
+            (self.index.working() / 8) as usize,
+            crossbeam_channel::never(),
+        );
+        stream.keys = true;
+        // Markup may run across units, which are then not tokenised alone: tokenise everything.
+        if let Some(wanted) = wanted
+            && !base.norm.strip_markup
+        {
+            let path = self.token_counts();
+            let file = std::fs::File::open(&path).map_err(|e| PipelineError::io(&path, e))?;
+            stream.known = Some(KnownUnits { counts: std::io::BufReader::new(file), path, wanted, next: 0 });
+        }
+        Ok(stream)
+    }
+
+    /// Where the fingerprint pass saves each unit's token count (4 bytes a unit), for the
+    /// later passes, which then tokenise only the candidates again.
+    fn token_counts(&self) -> std::path::PathBuf {
+        self.index.work.join("unit-tokens.u32")
+    }
+
+    /// Room for the verification table: half of what the bit sets leave; the
+    /// documents read ahead take at most a fifth (see [`Self::read_all`]), and a
+    /// test limit may make the room smaller.
+    fn verify_room(&self, units: u64) -> u64 {
+        let bits = units.div_ceil(64) * 8 * 2;
+        let room = self.index.working().saturating_sub(bits) / 2;
+        self.config.base.limits.chunk_ngrams.map_or(room, |c| c as u64 * 8)
+    }
+
+    /// Documents of the corpus in order, read and tokenised on a thread of
+    /// their own, handed to `each` with the reader's position. They travel
+    /// in batches: one hand-over per document costs more in thread wake-ups
+    /// than the work on a short document.
+    fn read_all(
+        &self,
+        wanted: Option<&[u64]>,
+        mut each: impl FnMut(Item, bool, u64) -> Result<(), PipelineError>,
+    ) -> Result<(), PipelineError> {
+        const BATCH_DOCS: usize = 256;
+        // Four batches at most are alive (two waiting, one filling, one in
+        // use), each holding its text about three times (the record, its
+        // text, the keys): a fifth of the working memory in all.
+        let batch_bytes = (self.index.working() / 64).clamp(1 << 16, 4 << 20);
+        let (tx, rx) = crossbeam_channel::bounded::<Vec<(Item, bool, u64)>>(2);
+        let mut stream = self.stream(wanted)?;
+        std::thread::scope(|scope| {
+            let reader = scope.spawn(move || -> Result<(), PipelineError> {
+                let mut batch = Vec::with_capacity(BATCH_DOCS);
+                let mut start = 0;
+                while let Some(item) = stream.next()? {
+                    let position = stream.position();
+                    batch.push((item, stream.is_vertical(), position));
+                    if batch.len() == BATCH_DOCS || position.wrapping_sub(start) > batch_bytes {
+                        start = position;
+                        if tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS))).is_err() {
+                            return Ok(());
+                        }
+                    }
+                }
+                let _ = tx.send(batch);
+                Ok(())
+            });
+            let done = (|| -> Result<(), PipelineError> {
+                for batch in &rx {
+                    if self.control.interrupted() {
+                        return Err(PipelineError::Interrupted);
+                    }
+                    for (item, vertical, position) in batch {
+                        each(item, vertical, position)?;
+                        self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                Ok(())
+            })();
+            drop(rx);
+            let read = reader
+                .join()
+                .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the reader thread panicked".into())));
+            read.and(done)
+        })
+    }
+
+    /// Fingerprints every unit, sorts them out of core and finds the candidates.
+    fn fingerprint_pass(&self, stats: &mut DedupStats) -> Result<Candidates, PipelineError> {
+        self.control.progress.start("fingerprinting units", self.inputs.iter().map(Input::size).sum());
+        let layout = KeyLayout::new(4, u32::MAX)?;
+        let capacity = self
+            .config
+            .base
+            .limits
+            .chunk_ngrams
+            .unwrap_or((self.index.working() / 2 / PostingChunk::<2>::item_bytes(layout) as u64).max(4096) as usize);
+        let header = RunHeader::postings(4, EXACT_ONLY_RUNS);
+        let mut chunk = PostingChunk::<2>::new(layout, capacity);
+        let mut runs = Vec::new();
+        let dir = self.index.work;
+        let mut spilled = 0u64;
+        let mut spill = |chunk: &mut PostingChunk<2>, runs: &mut Vec<RunFile>| -> Result<(), PipelineError> {
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            let path = dir.join(format!("exact-{:06}.dgr", runs.len()));
+            let mut writer = RunWriter::create(&path, header)?;
+            chunk.drain_sorted(|key, units| writer.push_postings(key, units))?;
+            let (_, summary) = writer.finish()?;
+            spilled += summary.bytes;
+            runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
+            Ok(())
+        };
+        let mut unit = 0u64;
+        let counts_path = self.token_counts();
+        let mut counts = std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::fs::File::create(&counts_path).map_err(|e| PipelineError::io(&counts_path, e))?,
+        );
+        self.read_all(None, |item, _, _| {
+            let Item::Doc(doc) = item else { return Ok(()) };
+            stats.index.documents += 1;
+            for (u, &tokens) in doc.unit_tokens.iter().enumerate() {
+                stats.index.tokens += u64::from(tokens);
+                counts.write_all(&tokens.to_le_bytes()).map_err(|e| PipelineError::io(&counts_path, e))?;
+                if tokens > 0 {
+                    let text = doc.key(u);
+                    chunk.push(layout.pack::<2>(&key_words((self.fingerprint)(text), text.len())), unit);
+                    if chunk.is_full() {
+                        spill(&mut chunk, &mut runs)?;
+                    }
+                }
+                unit += 1;
+            }
+            Ok(())
+        })?;
+        spill(&mut chunk, &mut runs)?;
+        counts.flush().map_err(|e| PipelineError::io(&counts_path, e))?;
+        drop(counts);
+        drop(chunk);
+        stats.index.bytes_spilled += spilled;
+        self.control.progress.start("finding repeated fingerprints", None);
+        let mut sink = GroupSink {
+            candidates: vec![0; unit.div_ceil(64) as usize],
+            ranges: vec![0],
+            room: self.verify_room(unit),
+            filled: 0,
+            last_prefix: None,
+            groups: 0,
+        };
+        let mut next = 0u64;
+        merge_all(
+            runs,
+            header,
+            self.index.fan_in(unit / 4),
+            || {
+                next += 1;
+                dir.join(format!("exact-merge-{next:06}.dgr"))
+            },
+            &mut sink,
+            self.control,
+        )?;
+        stats.exact_groups = sink.groups;
+        Ok(Candidates { candidates: sink.candidates, ranges: sink.ranges, units: unit })
+    }
+
+    /// One verification pass: marks the duplicates among the candidates of `range`.
+    fn verify(
+        &self,
+        found: &Candidates,
+        range: usize,
+        marks: &mut [u64],
+        stats: &mut DedupStats,
+    ) -> Result<(), PipelineError> {
+        self.control.progress.start(
+            &format!("verifying range {} of {}", range + 1, found.ranges.len()),
+            self.inputs.iter().map(Input::size).sum(),
+        );
+        let mut table = Verifier::default();
+        let mut unit = 0u64;
+        self.read_all(Some(&found.candidates), |item, _, _| {
+            let Item::Doc(doc) = item else { return Ok(()) };
+            for u in 0..doc.unit_tokens.len() {
+                if bit(&found.candidates, unit) {
+                    let text = doc.key(u);
+                    let fp = (self.fingerprint)(text);
+                    if found.range_of(key_prefix(&key_words(fp, text.len()))) == range && table.seen(fp, text) {
+                        set_bit(marks, unit);
+                    }
+                }
+                unit += 1;
+            }
+            Ok(())
+        })?;
+        stats.fingerprint_collisions += table.collisions;
+        Ok(())
+    }
+
+    /// The output pass, verifying the last range on the way.
+    fn write(
+        &self,
+        found: &Candidates,
+        marks: &mut [u64],
+        out: &mut OutputFile,
+        stats: &mut DedupStats,
+    ) -> Result<(), PipelineError> {
+        self.control.progress.start("deduplicating", self.inputs.iter().map(Input::size).sum());
+        let last = found.ranges.len() - 1;
+        let mut table = Verifier::default();
+        let mut writer = DocWriter::new(self.config.strip, &self.config.base.read.text_field);
+        let (mut unit, mut docs) = (0u64, 0u64);
+        let mut verdicts = Vec::new();
+        let mut exact = Vec::new();
+        self.read_all(Some(&found.candidates), |item, vertical, _| {
+            let doc = match item {
+                Item::Passthrough(line) => return writer.passthrough(out, &line, vertical),
+                Item::Doc(doc) => doc,
+            };
+            verdicts.clear();
+            exact.clear();
+            for u in 0..doc.unit_tokens.len() {
+                let mut duplicate = bit(marks, unit);
+                if !duplicate && bit(&found.candidates, unit) {
+                    let text = doc.key(u);
+                    let fp = (self.fingerprint)(text);
+                    if found.range_of(key_prefix(&key_words(fp, text.len()))) == last && table.seen(fp, text) {
+                        set_bit(marks, unit);
+                        duplicate = true;
+                    }
+                }
+                verdicts.push(UnitVerdict { covered: 0, duplicate, smoothed: false });
+                exact.push(duplicate);
+                unit += 1;
+            }
+            record(stats, &doc.unit_tokens, &verdicts, &exact);
+            docs += 1;
+            writer.write(out, &doc, &verdicts)
+        })?;
+        stats.fingerprint_collisions += table.collisions;
+        if docs != stats.index.documents || unit != found.units {
+            return Err(PipelineError::Changed(format!(
+                "{} documents and {} units were fingerprinted, {docs} and {unit} read back",
+                stats.index.documents, found.units
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The texts seen so far under each fingerprint of a verification range.
+#[derive(Default)]
+struct Verifier {
+    texts: HashMap<u128, Vec<Box<[u8]>>>,
+    /// Units whose fingerprint matched an earlier unit's text but whose text differed.
+    collisions: u64,
+}
+
+impl Verifier {
+    /// Whether `text` was seen before; if not, it is remembered.
+    fn seen(&mut self, fp: u128, text: &[u8]) -> bool {
+        let texts = self.texts.entry(fp).or_default();
+        if texts.iter().any(|t| **t == *text) {
+            return true;
+        }
+        if !texts.is_empty() {
+            self.collisions += 1;
+        }
+        texts.push(text.into());
+        false
+    }
+}
+
+/// Takes the merged groups of equal keys: marks the members of groups of two
+/// or more as candidates, and cuts the key space into verification ranges
+/// whose first members' texts fit `room`.
+struct GroupSink {
+    candidates: Vec<u64>,
+    ranges: Vec<u128>,
+    room: u64,
+    /// Bytes of the current range's table so far.
+    filled: u64,
+    last_prefix: Option<u128>,
+    groups: u64,
+}
+
+impl MergeSink for GroupSink {
+    type Error = PipelineError;
+
+    fn accept(&mut self, key: &[u32], _count: u64, units: &[u64]) -> Result<(), PipelineError> {
+        if units.len() < 2 {
+            return Ok(());
+        }
+        self.groups += 1;
+        for &u in units {
+            set_bit(&mut self.candidates, u);
+        }
+        let need = u64::from(key[3]) + PER_TEXT_BYTES;
+        let prefix = key_prefix(key);
+        // A range starts only where the fingerprint changes, so that every
+        // key of a fingerprint lies in one range.
+        if self.filled > 0 && self.filled + need > self.room && self.last_prefix != Some(prefix) {
+            self.ranges.push(prefix);
+            self.filled = 0;
+        }
+        self.filled += need;
+        self.last_prefix = Some(prefix);
+        Ok(())
+    }
+}
