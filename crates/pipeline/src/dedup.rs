@@ -17,14 +17,12 @@ use std::io::BufRead;
 use std::ops::Range;
 use std::time::Instant;
 
-use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_corpus::{CorpusError, Format, Input, ReadOptions, VerticalLine, parse_record};
 use dupgram_dedup::{
     DedupParams, ExactHasher, LengthTable, Marker, NgramAt, UnitKind, UnitVerdict, nothing_kept, segment_text,
 };
 use dupgram_lexicon::Tokenizer;
-use dupgram_merge::{MergeSink, RunFile, merge_all};
-use dupgram_runs::{RunHeader, RunWriter};
+use dupgram_merge::MergeSink;
 use serde::Serialize;
 
 use crate::control::Control;
@@ -33,6 +31,7 @@ use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexP
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
 use crate::output::OutputFile;
+use crate::unit_sort::UnitSort;
 
 /// What to deduplicate, and how.
 #[derive(Debug, Clone)]
@@ -200,29 +199,8 @@ impl DedupJob<'_> {
     /// Marks every unit whose letters repeat an earlier unit's.
     fn exact_pass(&self, stats: &mut DedupStats) -> Result<Vec<u64>, PipelineError> {
         self.control.progress.start("exact units", None);
-        let layout = KeyLayout::new(4, u32::MAX)?;
-        let capacity = self
-            .config
-            .base
-            .limits
-            .chunk_ngrams
-            .unwrap_or((self.index.working() / 2 / PostingChunk::<2>::item_bytes(layout) as u64).max(4096) as usize);
-        let header = RunHeader::postings(4, EXACT_RUNS);
-        let mut chunk = PostingChunk::<2>::new(layout, capacity);
-        let mut runs = Vec::new();
-        let dir = self.index.work;
-        let mut spill = |chunk: &mut PostingChunk<2>, runs: &mut Vec<RunFile>| -> Result<(), PipelineError> {
-            if chunk.is_empty() {
-                return Ok(());
-            }
-            let path = dir.join(format!("exact-{:06}.dgr", runs.len()));
-            let mut writer = RunWriter::create(&path, header)?;
-            chunk.drain_sorted(|fp, units| writer.push_postings(fp, units))?;
-            let (_, summary) = writer.finish()?;
-            stats.index.bytes_spilled += summary.bytes;
-            runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
-            Ok(())
-        };
+        let chunk = self.config.base.limits.chunk_ngrams;
+        let mut sort = UnitSort::new(self.index.work, self.index.working(), chunk, EXACT_RUNS)?;
         let mut stream = self.stream(true, crossbeam_channel::never());
         let mut unit = 0u64;
         while let Some(item) = stream.next()? {
@@ -232,29 +210,15 @@ impl DedupJob<'_> {
             }
             for (&tokens, &fp) in doc.unit_tokens.iter().zip(&doc.fingerprints) {
                 if tokens > 0 {
-                    let words = [(fp >> 96) as u32, (fp >> 64) as u32, (fp >> 32) as u32, fp as u32];
-                    chunk.push(layout.pack::<2>(&words), unit);
-                    if chunk.is_full() {
-                        spill(&mut chunk, &mut runs)?;
-                    }
+                    sort.push([(fp >> 96) as u32, (fp >> 64) as u32, (fp >> 32) as u32, fp as u32], unit)?;
                 }
                 unit += 1;
             }
         }
-        spill(&mut chunk, &mut runs)?;
+        let sorted = sort.finish()?;
+        stats.index.bytes_spilled += sorted.spilled;
         let mut sink = ExactMarks { bits: vec![0; unit.div_ceil(64) as usize] };
-        let mut next = 0u64;
-        merge_all(
-            runs,
-            header,
-            self.index.fan_in(unit / 8),
-            || {
-                next += 1;
-                dir.join(format!("exact-merge-{next:06}.dgr"))
-            },
-            &mut sink,
-            self.control,
-        )?;
+        sorted.merge(self.index.fan_in(unit / 8), &mut sink, self.control)?;
         Ok(sink.bits)
     }
 

@@ -26,11 +26,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_corpus::Input;
 use dupgram_dedup::UnitVerdict;
-use dupgram_merge::{MergeSink, RunFile, merge_all};
-use dupgram_runs::{RunHeader, RunWriter};
+use dupgram_merge::MergeSink;
 
 use crate::control::Control;
 use std::io::Write;
@@ -41,6 +39,7 @@ use crate::index::IndexJob;
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::zstd_need;
 use crate::output::OutputFile;
+use crate::unit_sort::UnitSort;
 
 /// A unit's fingerprint from its normalised text.
 pub type Fingerprint = fn(&[u8]) -> u128;
@@ -253,30 +252,8 @@ impl ExactJob<'_> {
     /// Fingerprints every unit, sorts them out of core and finds the candidates.
     fn fingerprint_pass(&self, stats: &mut DedupStats) -> Result<Candidates, PipelineError> {
         self.control.progress.start("fingerprinting units", self.inputs.iter().map(Input::size).sum());
-        let layout = KeyLayout::new(4, u32::MAX)?;
-        let capacity = self
-            .config
-            .base
-            .limits
-            .chunk_ngrams
-            .unwrap_or((self.index.working() / 2 / PostingChunk::<2>::item_bytes(layout) as u64).max(4096) as usize);
-        let header = RunHeader::postings(4, EXACT_ONLY_RUNS);
-        let mut chunk = PostingChunk::<2>::new(layout, capacity);
-        let mut runs = Vec::new();
-        let dir = self.index.work;
-        let mut spilled = 0u64;
-        let mut spill = |chunk: &mut PostingChunk<2>, runs: &mut Vec<RunFile>| -> Result<(), PipelineError> {
-            if chunk.is_empty() {
-                return Ok(());
-            }
-            let path = dir.join(format!("exact-{:06}.dgr", runs.len()));
-            let mut writer = RunWriter::create(&path, header)?;
-            chunk.drain_sorted(|key, units| writer.push_postings(key, units))?;
-            let (_, summary) = writer.finish()?;
-            spilled += summary.bytes;
-            runs.push(RunFile { path, bytes: summary.bytes, depth: 0 });
-            Ok(())
-        };
+        let chunk = self.config.base.limits.chunk_ngrams;
+        let mut sort = UnitSort::new(self.index.work, self.index.working(), chunk, EXACT_ONLY_RUNS)?;
         let mut unit = 0u64;
         let counts_path = self.token_counts();
         let mut counts = std::io::BufWriter::with_capacity(
@@ -291,20 +268,16 @@ impl ExactJob<'_> {
                 counts.write_all(&tokens.to_le_bytes()).map_err(|e| PipelineError::io(&counts_path, e))?;
                 if tokens > 0 {
                     let text = doc.key(u);
-                    chunk.push(layout.pack::<2>(&key_words((self.fingerprint)(text), text.len())), unit);
-                    if chunk.is_full() {
-                        spill(&mut chunk, &mut runs)?;
-                    }
+                    sort.push(key_words((self.fingerprint)(text), text.len()), unit)?;
                 }
                 unit += 1;
             }
             Ok(())
         })?;
-        spill(&mut chunk, &mut runs)?;
+        let sorted = sort.finish()?;
         counts.flush().map_err(|e| PipelineError::io(&counts_path, e))?;
         drop(counts);
-        drop(chunk);
-        stats.index.bytes_spilled += spilled;
+        stats.index.bytes_spilled += sorted.spilled;
         self.control.progress.start("finding repeated fingerprints", None);
         let mut sink = GroupSink {
             candidates: vec![0; unit.div_ceil(64) as usize],
@@ -314,18 +287,7 @@ impl ExactJob<'_> {
             last_prefix: None,
             groups: 0,
         };
-        let mut next = 0u64;
-        merge_all(
-            runs,
-            header,
-            self.index.fan_in(unit / 4),
-            || {
-                next += 1;
-                dir.join(format!("exact-merge-{next:06}.dgr"))
-            },
-            &mut sink,
-            self.control,
-        )?;
+        sorted.merge(self.index.fan_in(unit / 4), &mut sink, self.control)?;
         stats.exact_groups = sink.groups;
         Ok(Candidates { candidates: sink.candidates, ranges: sink.ranges, units: unit })
     }

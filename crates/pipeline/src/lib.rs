@@ -35,6 +35,7 @@ mod parted;
 mod parts;
 mod scan;
 pub mod scratch;
+mod unit_sort;
 
 pub use control::{Control, Progress};
 pub use dedup::{DedupConfig, DedupStats, dedup};
