@@ -135,71 +135,23 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
 
 fn summary(s: &DedupStats) -> String {
     let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
-    if s.exact_only {
-        return exact_summary(s);
-    }
     let mut out = String::new();
     let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
     line("documents", format!("{} ({} with nothing kept)", group(s.index.documents), group(s.documents_removed)));
-    line(
-        &format!("units ({})", s.unit),
+    let how = if s.exact_only {
+        "exact repeats of normalised text".to_owned()
+    } else {
         format!(
-            "{} removed of {} ({:.1} %): {} by n-grams, {} exact, {} smoothed",
-            group(s.units_removed),
-            group(s.units),
-            pct(s.units_removed, s.units),
+            "{} by n-grams, {} exact, {} smoothed",
             group(s.units_duplicate),
             group(s.units_exact),
             group(s.units_smoothed)
-        ),
-    );
-    line(
-        "tokens removed",
-        format!(
-            "{} of {} ({:.1} %)",
-            group(s.tokens_removed),
-            group(s.index.tokens),
-            pct(s.tokens_removed, s.index.tokens)
-        ),
-    );
-    line(
-        "duplicate index",
-        format!(
-            "{} {}-grams, {} occurrences",
-            group(s.index.duplicate_ngrams),
-            s.n,
-            group(s.index.duplicate_occurrences)
-        ),
-    );
-    line("bytes spilled", human_bytes(s.index.bytes_spilled));
-    line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
-    let t = &s.seconds;
-    line(
-        "time",
-        format!(
-            "{:.2} s ({:.2} M tokens/s; index {:.2}, exact {:.2}, decisions {:.2})",
-            t.total,
-            s.index.tokens as f64 / t.total.max(1e-9) / 1e6,
-            t.index,
-            t.exact,
-            t.decisions
-        ),
-    );
-    for w in s.warnings.iter().chain(s.index.first_pass.iter().flat_map(|c| c.warnings.iter())) {
-        out.push_str(&format!("  warning: {w}\n"));
-    }
-    out
-}
-
-fn exact_summary(s: &DedupStats) -> String {
-    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
-    let mut out = String::new();
-    let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
-    line("documents", format!("{} ({} with nothing kept)", group(s.index.documents), group(s.documents_removed)));
+        )
+    };
     line(
         &format!("units ({})", s.unit),
         format!(
-            "{} removed of {} ({:.1} %): exact repeats of normalised text",
+            "{} removed of {} ({:.1} %): {how}",
             group(s.units_removed),
             group(s.units),
             pct(s.units_removed, s.units)
@@ -214,28 +166,42 @@ fn exact_summary(s: &DedupStats) -> String {
             pct(s.tokens_removed, s.index.tokens)
         ),
     );
-    line(
-        "verified",
-        format!(
-            "{} groups of equal fingerprints, in {} pass{}; {} fingerprint collisions",
-            group(s.exact_groups),
-            s.verify_passes,
-            if s.verify_passes == 1 { "" } else { "es" },
-            group(s.fingerprint_collisions)
-        ),
-    );
+    if s.exact_only {
+        line(
+            "verified",
+            format!(
+                "{} groups of equal fingerprints, in {} pass{}; {} fingerprint collisions",
+                group(s.exact_groups),
+                s.verify_passes,
+                if s.verify_passes == 1 { "" } else { "es" },
+                group(s.fingerprint_collisions)
+            ),
+        );
+    } else {
+        line(
+            "duplicate index",
+            format!(
+                "{} {}-grams, {} occurrences",
+                group(s.index.duplicate_ngrams),
+                s.n,
+                group(s.index.duplicate_occurrences)
+            ),
+        );
+    }
     line("bytes spilled", human_bytes(s.index.bytes_spilled));
     line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
     let t = &s.seconds;
+    let phases = if s.exact_only {
+        format!("fingerprints and verification {:.2}, output {:.2}", t.exact, t.decisions)
+    } else {
+        format!("index {:.2}, exact {:.2}, decisions {:.2}", t.index, t.exact, t.decisions)
+    };
     line(
         "time",
-        format!(
-            "{:.2} s ({:.2} M tokens/s; fingerprints and verification {:.2}, output {:.2})",
-            t.total,
-            s.index.tokens as f64 / t.total.max(1e-9) / 1e6,
-            t.exact,
-            t.decisions
-        ),
+        format!("{:.2} s ({:.2} M tokens/s; {phases})", t.total, s.index.tokens as f64 / t.total.max(1e-9) / 1e6),
     );
+    for w in s.warnings.iter().chain(s.index.first_pass.iter().flat_map(|c| c.warnings.iter())) {
+        out.push_str(&format!("  warning: {w}\n"));
+    }
     out
 }
