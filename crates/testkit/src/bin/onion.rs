@@ -643,6 +643,42 @@ mod tests {
         assert_eq!(docs, [vec![3], vec![1], vec![1]]);
     }
 
+    /// Onion's rolling buzhash (`buzhash.c`: rotate the hash by one, XOR out
+    /// the oldest token rotated by n, XOR in the new one) gives what
+    /// `buzhash_ngram` computes for every window; the table is read from a
+    /// C source written the way Onion's is.
+    #[test]
+    fn onion_hash_is_its_rolling_hash() {
+        let dir = std::env::temp_dir().join(format!("dupgram-onion-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("buzhash.c");
+        let mut rng = SplitMix::new(7);
+        let values: Vec<String> = (0..255).map(|_| format!("    {}ul", rng.next_u64())).collect();
+        std::fs::write(&path, format!("const hash_t CHAR2LONG[255] = {{\n{}\n}};\n", values.join(",\n"))).unwrap();
+        let table = read_buzhash_table(&path).unwrap();
+        std::fs::write(&path, "const hash_t CHAR2LONG[3] = { 1ul, 2ul, 3ul };").unwrap();
+        assert!(read_buzhash_table(&path).is_err(), "a short table is refused");
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let n = 7;
+        let tokens: Vec<u64> = ["loss", "5", ",", "216", ",", "000", "vs", "loss", "2", ",", "516"]
+            .iter()
+            .map(|t| buzhash_token(t.as_bytes(), &table))
+            .collect();
+        let (mut rolling, mut window) = (0u64, std::collections::VecDeque::new());
+        for (i, &h) in tokens.iter().enumerate() {
+            rolling = rolling.rotate_left(1) ^ h;
+            if window.len() == n {
+                rolling ^= window.pop_front().unwrap_or(0u64).rotate_left(n as u32);
+            }
+            window.push_back(h);
+            if i + 1 >= n {
+                let gram: Vec<[u8; 8]> = tokens[i + 1 - n..=i].iter().map(|h| h.to_le_bytes()).collect();
+                assert_eq!(buzhash_ngram(&gram), rolling, "window ending at {i}");
+            }
+        }
+    }
+
     #[test]
     fn tokens_are_lower_cased_unless_asked() {
         let mut buf = String::new();
