@@ -35,6 +35,7 @@ mod parted;
 mod parts;
 mod scan;
 pub mod scratch;
+mod spot;
 mod unit_sort;
 
 pub use control::{Control, Progress};
@@ -53,6 +54,8 @@ pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, pe
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
 pub use output::PairsSink;
 pub use pairs::{
-    NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, exact_groups, find_pairs, index_fraction,
+    LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, exact_groups, find_pairs, index_fraction,
 };
 pub use parts::BucketTotals;
+pub use spot::{SpotConfig, SpotStats, find_spot_pairs};
+pub use dupgram_spotsigs::SpotParams;

@@ -143,6 +143,8 @@ pub struct PairsStats {
     pub candidate_pairs: u64,
     /// Candidates an upper bound showed could not reach the thresholds.
     pub pruned_pairs: u64,
+    /// Pairs `--min-ssr` kept from being made candidates, by reason.
+    pub skipped: LengthSkips,
     pub scored_pairs: u64,
     pub kept_pairs: u64,
     /// Pairs of identical documents reported (at most `max_group_pairs` per group).
@@ -307,7 +309,8 @@ impl<'a> PairPasses<'a> {
         let rep_of = self.groups(&table, &merged.totals, &merged.differing);
         let whole = 0..table.len() as u32;
         let layout = self.layout(&table, &merged.totals, std::slice::from_ref(&whole));
-        let candidates = self.candidates(&path, &rep_of, &layout, stats)?;
+        let sizes = (self.config.min_ssr > 0.0).then(|| distinct_ngrams(&table, &merged.totals, self.n()));
+        let candidates = self.candidates(&path, &rep_of, sizes.as_deref(), &layout, stats)?;
         stats.seconds.candidates = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
@@ -389,11 +392,14 @@ impl<'a> PairPasses<'a> {
 
     /// Every pair of group representatives sharing an n-gram of the index
     /// file `index` that at most `max_df` of them hold, as runs cut by the
-    /// scoring range of the pair's first document.
+    /// scoring range of the pair's first document. With `sizes` (each
+    /// document's `|S|`) and `--min-ssr`, pairs whose set sizes rule the
+    /// threshold out are never made (see [`LengthFilter`]).
     pub fn candidates(
         &self,
         index: &Path,
         rep_of: &[u32],
+        sizes: Option<&[u32]>,
         layout: &ScoreLayout,
         stats: &mut PairsStats,
     ) -> Result<Vec<(usize, RunFile)>, PipelineError> {
@@ -410,6 +416,10 @@ impl<'a> PairPasses<'a> {
             RunHeader::counts(4, CANDIDATE_RUNS),
             Some(layout),
         );
+        let filter = match sizes {
+            Some(sizes) if self.config.min_ssr > 0.0 => Some(LengthFilter::new(sizes, self.config.min_ssr)),
+            _ => None,
+        };
         let mut reader = RunReader::open(index)?;
         let mut reps: Vec<u32> = Vec::new();
         let mut scanned = 0u64;
@@ -432,9 +442,16 @@ impl<'a> PairPasses<'a> {
                 stats.boilerplate_ngrams += 1;
                 continue;
             }
-            for (i, &a) in reps.iter().enumerate() {
-                for &b in &reps[i + 1..] {
-                    spill.keep([block_of(a), block_of(b), a, b])?;
+            match &filter {
+                Some(filter) => {
+                    filter.pairs(&mut reps, &mut stats.skipped, |a, b| spill.keep([block_of(a), block_of(b), a, b]))?
+                }
+                None => {
+                    for (i, &a) in reps.iter().enumerate() {
+                        for &b in &reps[i + 1..] {
+                            spill.keep([block_of(a), block_of(b), a, b])?;
+                        }
+                    }
                 }
             }
         }
@@ -653,6 +670,104 @@ pub fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
     rep_of
 }
 
+/// Pairs the length filter did not make, by reason; each pair counted once
+/// per n-gram it shares (the work saved).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LengthSkips {
+    /// In length partitions more than one apart.
+    pub partition: u64,
+    /// In the same or neighbouring partitions, set sizes still too far apart.
+    pub length: u64,
+}
+
+/// The length-based partitioning and pruning of SpotSigs (Theobald et al.
+/// 2008) for a Jaccard threshold τ (`--min-ssr`). Jaccard is at most the
+/// ratio of the smaller set to the larger, so a pair with `|A| / |B| < τ`
+/// (`|A| ≤ |B|`) can never be kept, and is not made a candidate.
+///
+/// The partitions are the paper's: `p_0 = 1`, and `p_{k+1}` the smallest
+/// integer with `p_{k+1} - p_k > (1 - τ) p_{k+1}`. Any pair within the
+/// ratio then lies in one partition or two neighbouring ones, which is the
+/// first, coarse cut; the exact ratio is the second. (The slides' example
+/// boundaries for τ = 0.7, 1, 3, 6, 10, …, do not follow from that rule,
+/// which gives 1, 2, 3, 5, 8, 12, …; the rule is what is implemented.)
+///
+/// Each posting list is sorted by set size, so every document meets only
+/// the documents from its own size up to `|A| / τ`: the pairs beyond are
+/// counted, never enumerated.
+pub struct LengthFilter<'a> {
+    sizes: &'a [u32],
+    tau: f64,
+    /// Partition lower bounds, ascending, from 1.
+    bounds: Vec<u32>,
+}
+
+impl<'a> LengthFilter<'a> {
+    pub fn new(sizes: &'a [u32], tau: f64) -> Self {
+        let largest = sizes.iter().copied().max().unwrap_or(0);
+        let mut bounds = vec![1u32];
+        loop {
+            let last = *bounds.last().expect("bounds start with 1");
+            if last > largest || bounds.len() >= Self::MAX_PARTITIONS {
+                break;
+            }
+            // The smallest p > last with p - last > (1 - τ) p, i.e. τ p > last.
+            let mut next = ((f64::from(last) / tau).floor() as u64 + 1).max(u64::from(last) + 1);
+            while next > u64::from(last) + 1 && tau * ((next - 1) as f64) > f64::from(last) {
+                next -= 1;
+            }
+            let Ok(next) = u32::try_from(next) else { break };
+            bounds.push(next);
+        }
+        LengthFilter { sizes, tau, bounds }
+    }
+
+    /// At most this many partitions (τ near 1 makes one per size): sizes
+    /// past the last bound share its partition, which only moves pairs from
+    /// the `partition` count to the `length` count.
+    const MAX_PARTITIONS: usize = 1 << 16;
+
+    fn size(&self, doc: u32) -> u32 {
+        self.sizes.get(doc as usize).copied().unwrap_or(0)
+    }
+
+    /// The partition of a set size.
+    pub fn partition(&self, size: u32) -> usize {
+        self.bounds.partition_point(|&b| b <= size).saturating_sub(1)
+    }
+
+    /// Whether sizes `small ≤ large` allow a Jaccard of τ. The same division
+    /// as the score's, so a pair whose score could reach τ always passes.
+    fn within(&self, small: u32, large: u32) -> bool {
+        large == 0 || f64::from(small) / f64::from(large) >= self.tau
+    }
+
+    /// Hands `keep` every pair of `docs` (a posting list, reordered here)
+    /// whose sizes allow τ, in document order within the pair; counts the others.
+    pub fn pairs<E>(
+        &self,
+        docs: &mut [u32],
+        skipped: &mut LengthSkips,
+        mut keep: impl FnMut(u32, u32) -> Result<(), E>,
+    ) -> Result<(), E> {
+        docs.sort_unstable_by_key(|&d| (self.size(d), d));
+        for (i, &a) in docs.iter().enumerate() {
+            let small = self.size(a);
+            let rest = &docs[i + 1..];
+            let reach = rest.partition_point(|&b| self.within(small, self.size(b)));
+            for &b in &rest[..reach] {
+                keep(a.min(b), a.max(b))?;
+            }
+            let next_partition = self.partition(small) + 1;
+            let near = rest[reach..].partition_point(|&b| self.partition(self.size(b)) <= next_partition);
+            skipped.length += near as u64;
+            skipped.partition += (rest.len() - reach - near) as u64;
+        }
+        Ok(())
+    }
+}
+
 /// Capped groups named in the summary (the largest).
 pub const NAMED_CAPPED: usize = 10;
 
@@ -842,6 +957,52 @@ impl MergeSink for PairOutput<'_, '_> {
 mod tests {
     use super::*;
     use dupgram_runs::RunWriter;
+
+    #[test]
+    fn length_partitions_follow_the_papers_rule() {
+        let sizes = [40u32];
+        let filter = LengthFilter::new(&sizes, 0.7);
+        assert_eq!(filter.bounds, [1, 2, 3, 5, 8, 12, 18, 26, 38, 55]);
+        // Each bound is the smallest p with p - previous > (1 - τ) p.
+        for w in filter.bounds.windows(2) {
+            let (prev, p) = (f64::from(w[0]), f64::from(w[1]));
+            assert!(p - prev > 0.3 * p && !((p - 1.0) - prev > 0.3 * (p - 1.0)) || w[1] == w[0] + 1);
+        }
+    }
+
+    proptest::proptest! {
+        /// The filter makes exactly the pairs whose size ratio reaches τ,
+        /// each once, in document order, and counts every other pair once;
+        /// a pair it skips by partition is more than one partition apart.
+        #[test]
+        fn the_length_filter_makes_exactly_the_pairs_within_the_ratio(
+            sizes in proptest::collection::vec(1u32..200, 2..40),
+            tau in 0.05f64..1.0,
+        ) {
+            let filter = LengthFilter::new(&sizes, tau);
+            let mut docs: Vec<u32> = (0..sizes.len() as u32).collect();
+            let mut made = Vec::new();
+            let mut skipped = LengthSkips::default();
+            filter.pairs(&mut docs, &mut skipped, |a, b| -> Result<(), ()> { made.push((a, b)); Ok(()) }).unwrap();
+            made.sort_unstable();
+            let mut expected = Vec::new();
+            let mut far = 0u64;
+            for a in 0..sizes.len() as u32 {
+                for b in a + 1..sizes.len() as u32 {
+                    let (x, y) = (sizes[a as usize], sizes[b as usize]);
+                    if f64::from(x.min(y)) / f64::from(x.max(y)) >= tau {
+                        expected.push((a, b));
+                    } else if filter.partition(x).abs_diff(filter.partition(y)) > 1 {
+                        far += 1;
+                    }
+                }
+            }
+            let all = (sizes.len() * (sizes.len() - 1) / 2) as u64;
+            proptest::prop_assert_eq!(&made, &expected);
+            proptest::prop_assert_eq!(made.len() as u64 + skipped.length + skipped.partition, all);
+            proptest::prop_assert_eq!(skipped.partition, far);
+        }
+    }
 
     #[test]
     fn candidates_naming_a_document_past_the_table_are_refused_naming_the_run() {

@@ -154,13 +154,19 @@ pub fn signatures(params: &SpotParams, tokens: &[&str]) -> Vec<Signature> {
 }
 
 /// Writes `words` as one signature: joined by `:`, each `:` or `\` inside a
-/// word escaped by a `\`, so different word lists never give the same text.
+/// word escaped by a `\`, and whitespace (which vertical tokens may hold)
+/// written `\u{…}`, so a signature is one whitespace-free token and
+/// different word lists never give the same text.
 pub fn write_signature(words: &[&str], out: &mut String) {
     for (i, word) in words.iter().enumerate() {
         if i > 0 {
             out.push(':');
         }
         for ch in word.chars() {
+            if ch.is_whitespace() {
+                out.push_str(&format!("\\u{{{:x}}}", ch as u32));
+                continue;
+            }
             if ch == ':' || ch == '\\' {
                 out.push('\\');
             }

@@ -79,6 +79,8 @@ fn words_with_separators_never_collide() {
     let two = signatures(&params, &["x", "a", "b:c"]);
     assert_eq!(one[0].text, "x:a\\:b:c");
     assert_eq!(two[0].text, "x:a:b\\:c");
+    let spaced = signatures(&params, &["x", "new york", "c"]);
+    assert_eq!(spaced[0].text, "x:new\\u{20}york:c");
 }
 
 #[test]
