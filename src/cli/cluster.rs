@@ -271,6 +271,10 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
             "--dups: with a saved duplicate list there is nothing to count; run `dupgram pairs`"
         );
         anyhow::ensure!(!cluster.keep_state, "--keep-state is for `dupgram slurm ngrams` jobs");
+        anyhow::ensure!(
+            !a.spotsigs(),
+            "--features spotsigs: the signature pass is not a Slurm stage yet; run `dupgram pairs --features spotsigs`"
+        );
     }
     let config = job.count_config()?;
     let work = WorkDir::new(&cluster.workdir)?;

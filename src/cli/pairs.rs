@@ -5,10 +5,23 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use dupgram_cluster::PairsOutputs;
 use dupgram_pipeline::output::{OutputFile, PairFiles, PairFormat};
-use dupgram_pipeline::{Control, DupsInput, NgramConfig, PairsConfig, PairsStats, find_pairs, human_bytes};
+use dupgram_pipeline::{
+    Control, DupsInput, NgramConfig, PairsConfig, PairsStats, SpotConfig, SpotParams, SpotStats, find_pairs,
+    find_spot_pairs, human_bytes,
+};
+use dupgram_spotsigs::{DEFAULT_ANTECEDENTS, ENGLISH_STOPWORDS};
 
 use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
 use super::progress::ProgressView;
+
+/// What documents are compared by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FeaturesArg {
+    /// Word n-grams (-n).
+    Ngrams,
+    /// SpotSigs spot signatures: a stop-word antecedent and a chain of words after it.
+    Spotsigs,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PairFormatArg {
@@ -33,9 +46,16 @@ pub enum PairFormatArg {
 /// Output (TSV, a header line first):
 ///   a  b  sscr  ssr  contain_a_in_b  contain_b_in_a  cover_a  cover_b  shared
 ///
+/// With --features spotsigs, documents are compared by SpotSigs spot
+/// signatures (Theobald et al. 2008) instead of n-grams: an antecedent stop
+/// word, then --chain words that are not stop words, at --spot-distance.
+/// SSR is the Jaccard coefficient of the signature sets; coverage and SSCR
+/// count the tokens of the signatures' chain positions; the columns stay the same.
+///
 /// Examples:
 ///   dupgram pairs corpus.jsonl.zst -n 5 --min-sscr 0.5 -o pairs.tsv --clusters clusters.tsv
 ///   dupgram pairs corpus.jsonl.zst -n 10 --dups dups.tsv --lexicon dups.tsv.lex --min-cover 0.8
+///   dupgram pairs corpus.jsonl.zst --features spotsigs --min-ssr 0.5 -o pairs.tsv
 #[derive(Debug, Clone, Args)]
 #[command(verbatim_doc_comment)]
 pub struct PairsArgs {
@@ -44,6 +64,22 @@ pub struct PairsArgs {
     /// Words per n-gram (1 to 32).
     #[arg(short = 'n', long = "n", default_value_t = 5, value_name = "N")]
     n: usize,
+    /// Compare documents by word n-grams or by SpotSigs spot signatures.
+    #[arg(long, value_enum, default_value_t = FeaturesArg::Ngrams, value_name = "KIND")]
+    features: FeaturesArg,
+    /// Spotsigs: the antecedents, one or more per line [default: a an the is]. Chains skip the
+    /// stop words of --stopwords (default: a built-in English list) and the antecedents.
+    #[arg(long, value_name = "FILE", help_heading = "SpotSigs")]
+    antecedents: Option<PathBuf>,
+    /// Spotsigs: the spot distance d, 1 to 64 [default: 1].
+    #[arg(long, value_name = "D", help_heading = "SpotSigs")]
+    spot_distance: Option<usize>,
+    /// Spotsigs: the chain length c, words after the antecedent, 1 to 16 [default: 2].
+    #[arg(long, value_name = "C", help_heading = "SpotSigs")]
+    chain: Option<usize>,
+    /// Spotsigs: keep signatures whose IDF, ln(N/df)/ln N, lies in LO..=HI [default: 0,1, all].
+    #[arg(long, value_name = "LO,HI", value_parser = parse_idf_range, help_heading = "SpotSigs")]
+    idf_range: Option<(f64, f64)>,
     /// Write the pairs here (compressed when the name ends in .zst) [default: standard output].
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -112,6 +148,41 @@ impl PairsArgs {
         self.dups.is_some()
     }
 
+    /// With --features spotsigs, how documents become signatures; without
+    /// it, refuses the SpotSigs options.
+    pub(super) fn spot_config(&self) -> anyhow::Result<Option<SpotConfig>> {
+        if self.features != FeaturesArg::Spotsigs {
+            let given = [
+                ("--antecedents", self.antecedents.is_some()),
+                ("--spot-distance", self.spot_distance.is_some()),
+                ("--chain", self.chain.is_some()),
+                ("--idf-range", self.idf_range.is_some()),
+            ];
+            if let Some((name, _)) = given.iter().find(|(_, given)| *given) {
+                anyhow::bail!("{name} applies to --features spotsigs only");
+            }
+            return Ok(None);
+        }
+        let antecedents = match &self.antecedents {
+            Some(path) => word_list(path, "antecedents")?,
+            None => DEFAULT_ANTECEDENTS.iter().map(|w| w.to_string()).collect(),
+        };
+        let stopwords = match &self.tokens.stopwords {
+            Some(path) => word_list(path, "stop list")?,
+            None => ENGLISH_STOPWORDS.iter().map(|w| w.to_string()).collect(),
+        };
+        let params = SpotParams::new(antecedents, stopwords, self.spot_distance.unwrap_or(1), self.chain.unwrap_or(2))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let spot = SpotConfig { params, idf_range: self.idf_range.unwrap_or((0.0, 1.0)) };
+        spot.check()?;
+        Ok(Some(spot))
+    }
+
+    /// Whether the job compares spot signatures.
+    pub(super) fn spotsigs(&self) -> bool {
+        self.features == FeaturesArg::Spotsigs
+    }
+
     /// The job's options over the count configuration `base`.
     pub(super) fn config(&self, base: NgramConfig) -> PairsConfig {
         PairsConfig {
@@ -139,14 +210,47 @@ impl PairsArgs {
 
     /// The summary on standard error (unless --quiet) and in --stats-json.
     pub(super) fn report(&self, stats: &PairsStats) -> anyhow::Result<()> {
+        self.report_with(stats, None)
+    }
+
+    fn report_with(&self, stats: &PairsStats, spot: Option<&SpotStats>) -> anyhow::Result<()> {
         if let Some(path) = &self.stats_json {
-            write_json(path, stats)?;
+            #[derive(serde::Serialize)]
+            struct WithSpot<'a> {
+                #[serde(flatten)]
+                pairs: &'a PairsStats,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                spotsigs: Option<&'a SpotStats>,
+            }
+            write_json(path, &WithSpot { pairs: stats, spotsigs: spot })?;
         }
         if !self.resources.quiet {
+            if let Some(spot) = spot {
+                eprint!("{}", spot_summary(spot));
+            }
             eprint!("{}", summary(stats));
         }
         Ok(())
     }
+}
+
+/// `LO,HI`, both between 0 and 1.
+fn parse_idf_range(text: &str) -> Result<(f64, f64), String> {
+    let bad = || format!("expected LO,HI with 0 <= LO <= HI <= 1, not {text:?}");
+    let (lo, hi) = text.split_once(',').ok_or_else(bad)?;
+    let (lo, hi): (f64, f64) = (lo.trim().parse().map_err(|_| bad())?, hi.trim().parse().map_err(|_| bad())?);
+    if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) || lo > hi {
+        return Err(bad());
+    }
+    Ok((lo, hi))
+}
+
+/// The words of a list file, whitespace-separated, lower-cased.
+fn word_list(path: &std::path::Path, what: &str) -> anyhow::Result<Vec<String>> {
+    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: cannot read the {what}: {e}", path.display()))?;
+    let words: Vec<String> = String::from_utf8_lossy(&bytes).split_whitespace().map(str::to_lowercase).collect();
+    anyhow::ensure!(!words.is_empty(), "{}: the {what} is empty", path.display());
+    Ok(words)
 }
 
 pub fn run(args: PairsArgs, control: &Control) -> anyhow::Result<()> {
@@ -154,12 +258,42 @@ pub fn run(args: PairsArgs, control: &Control) -> anyhow::Result<()> {
     // Open outputs before any work, so a bad path fails at once.
     let clusters = clusters.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
     let mut files = PairFiles::new(OutputFile::create(output.as_deref())?, format, clusters)?;
-    let stats = {
+    let spot = args.spot_config()?;
+    let (stats, spot_stats) = {
         let _progress = ProgressView::start(control, args.resources.quiet);
-        find_pairs(&config, control, &mut files)?
+        match &spot {
+            Some(spot) => find_spot_pairs(&config, spot, control, &mut files).map(|(p, s)| (p, Some(s)))?,
+            None => (find_pairs(&config, control, &mut files)?, None),
+        }
     };
     files.finish()?;
-    args.report(&stats)
+    args.report_with(&stats, spot_stats.as_ref())
+}
+
+fn spot_summary(s: &SpotStats) -> String {
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
+    line(
+        "spot signatures",
+        format!(
+            "{} in {} tokens (d = {}, c = {}), {} kept by --idf-range {},{}",
+            group(s.signatures),
+            group(s.tokens),
+            s.spot_distance,
+            s.chain,
+            group(s.kept_signatures),
+            s.idf_range.0,
+            s.idf_range.1
+        ),
+    );
+    if s.distinct_signatures > 0 {
+        line(
+            "distinct signatures",
+            format!("{} ({} within the IDF range)", group(s.distinct_signatures), group(s.kept_distinct_signatures)),
+        );
+    }
+    line("without signatures", format!("{} documents", group(s.documents_without_signatures)));
+    out
 }
 
 fn summary(s: &PairsStats) -> String {
@@ -187,6 +321,16 @@ fn summary(s: &PairsStats) -> String {
             group(s.scored_pairs)
         ),
     );
+    if s.skipped.partition + s.skipped.length > 0 {
+        line(
+            "skipped by --min-ssr",
+            format!(
+                "{} pairs in partitions apart, {} by set sizes (each once per shared feature)",
+                group(s.skipped.partition),
+                group(s.skipped.length)
+            ),
+        );
+    }
     line("pairs kept", format!("{} (+ {} of identical documents)", group(s.kept_pairs), group(s.group_pairs)));
     if s.expanded_pairs > 0 {
         line("pairs of copies", format!("{} added by --expand-groups", group(s.expanded_pairs)));

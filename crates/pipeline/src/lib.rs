@@ -44,6 +44,7 @@ pub use dupgram_dedup::{LengthRow, LengthTable, UnitKind};
 pub use dupgram_index::PairScores;
 pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
+pub use dupgram_spotsigs::SpotParams;
 pub use error::PipelineError;
 pub use exact_only::{dedup_exact, dedup_exact_with};
 pub use groups::{Expansion, Groups};
@@ -54,8 +55,8 @@ pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, pe
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
 pub use output::PairsSink;
 pub use pairs::{
-    LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, exact_groups, find_pairs, index_fraction,
+    LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, exact_groups,
+    find_pairs, index_fraction,
 };
 pub use parts::BucketTotals;
 pub use spot::{SpotConfig, SpotStats, find_spot_pairs};
-pub use dupgram_spotsigs::SpotParams;

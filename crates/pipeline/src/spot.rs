@@ -107,7 +107,9 @@ pub fn find_spot_pairs(
     config.check()?;
     spot.check()?;
     if config.dups.is_some() {
-        return Err(PipelineError::Usage("--dups counts word n-grams; it cannot be used with --features spotsigs".into()));
+        return Err(PipelineError::Usage(
+            "--dups counts word n-grams; it cannot be used with --features spotsigs".into(),
+        ));
     }
     if config.base.stop_top > 0 {
         return Err(PipelineError::Usage(
@@ -123,8 +125,7 @@ pub fn find_spot_pairs(
         ..SpotStats::default()
     };
     let mut frequencies = (!spot.keeps_all()).then(|| DocFrequencies::new(base.memory));
-    let signed =
-        write_signatures(base, &spot.params, work.path(), frequencies.as_mut(), control, &mut spot_stats)?;
+    let signed = write_signatures(base, &spot.params, work.path(), frequencies.as_mut(), control, &mut spot_stats)?;
     let signed = match frequencies {
         Some(df) => keep_idf_range(signed, &df, spot.idf_range, work.path(), &mut spot_stats)?,
         None => {
@@ -293,9 +294,8 @@ fn keep_idf_range(
     stats.documents_without_signatures = 0;
     for (line_no, line) in BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| PipelineError::io(&signed.path, e))?;
-        let doc: SignedDoc = serde_json::from_str(&line).map_err(|e| {
-            PipelineError::Corrupt(format!("{}: line {}: {e}", signed.path.display(), line_no + 1))
-        })?;
+        let doc: SignedDoc = serde_json::from_str(&line)
+            .map_err(|e| PipelineError::Corrupt(format!("{}: line {}: {e}", signed.path.display(), line_no + 1)))?;
         out.begin(&doc.id)?;
         for signature in doc.text.split(' ').filter(|s| !s.is_empty() && keeps(s)) {
             out.signature(signature);
