@@ -228,7 +228,7 @@ impl PairsArgs {
             if let Some(spot) = spot {
                 eprint!("{}", spot_summary(spot));
             }
-            eprint!("{}", summary(stats));
+            eprint!("{}", summary(stats, spot.is_some()));
         }
         Ok(())
     }
@@ -296,16 +296,20 @@ fn spot_summary(s: &SpotStats) -> String {
     out
 }
 
-fn summary(s: &PairsStats) -> String {
+/// The summary; with `spotsigs`, the features counted are signatures.
+fn summary(s: &PairsStats, spotsigs: bool) -> String {
     let mut out = String::new();
     let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
-    line("documents", format!("{} ({} tokens)", group(s.index.documents), group(s.index.tokens)));
+    let (tokens, features) = match spotsigs {
+        true => ("signatures".to_string(), "signatures".to_string()),
+        false => ("tokens".to_string(), format!("{}-grams", s.n)),
+    };
+    line("documents", format!("{} ({} {tokens})", group(s.index.documents), group(s.index.tokens)));
     line(
         "duplicate index",
         format!(
-            "{} {}-grams, {} occurrences ({:.1} % of a full index)",
+            "{} {features}, {} occurrences ({:.1} % of a full index)",
             group(s.index.duplicate_ngrams),
-            s.n,
             group(s.index.duplicate_occurrences),
             100.0 * s.index.index_fraction
         ),
