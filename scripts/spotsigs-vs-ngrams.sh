@@ -44,6 +44,7 @@ run spot-a4-d1-c2-idf --features spotsigs --min-ssr 0.5 --idf-range 0.2,0.85
 run spot-a4-d1-c3 --features spotsigs --min-ssr 0.5 --chain 3
 run spot-a4-d2-c2 --features spotsigs --min-ssr 0.5 --spot-distance 2
 run spot-a20-d1-c2 --features spotsigs --min-ssr 0.5 --antecedents "$out/antecedents-20.txt"
+# The defaults of `--features spotsigs` (the list above is DEFAULT_ANTECEDENTS).
 run spot-a20-d1-c3 --features spotsigs --min-ssr 0.5 --antecedents "$out/antecedents-20.txt" --chain 3
 
 python3 "$here/scripts/spotsigs_compare.py" "$out" "${inputs[@]}"

@@ -109,8 +109,8 @@ def main():
 
 
 def sys_argv_default(out):
-    """The run the CLI's defaults give."""
-    return "spot-a4-d1-c2"
+    """The run the CLI's defaults give (20 antecedents, d = 1, c = 3)."""
+    return "spot-a20-d1-c3"
 
 
 if __name__ == "__main__":

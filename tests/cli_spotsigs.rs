@@ -25,9 +25,20 @@ fn rows(stdout: &str) -> Vec<Vec<String>> {
     stdout.lines().skip(1).map(|l| l.split('\t').map(str::to_string).collect()).collect()
 }
 
+/// `dupgram pairs --features spotsigs` on the sample with the slides'
+/// antecedents and chain unless `extra` gives its own, then `extra`.
 fn spot(extra: &[&str]) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let slides = dir.path().join("slides-antecedents.txt");
+    std::fs::write(&slides, "a an the is\n").unwrap();
     let sample = sample("spotsigs-slides.jsonl");
     let mut args = vec!["pairs", s(&sample), "--features", "spotsigs"];
+    if !extra.contains(&"--antecedents") {
+        args.extend_from_slice(&["--antecedents", s(&slides)]);
+    }
+    if !extra.contains(&"--chain") {
+        args.extend_from_slice(&["--chain", "2"]);
+    }
     args.extend_from_slice(extra);
     run(&args)
 }
@@ -56,8 +67,8 @@ fn antecedents_chain_and_distance_change_the_signatures() {
     std::fs::write(&list, "An\n").unwrap();
     let cases: [(&[&str], SpotParams); 3] = [
         (&["--antecedents", s(&list)], SpotParams::new(["an"], ENGLISH_STOPWORDS, 1, 2).unwrap()),
-        (&["--chain", "3"], SpotParams::english(1, 3).unwrap()),
-        (&["--spot-distance", "2"], SpotParams::english(2, 2).unwrap()),
+        (&["--chain", "3"], SpotParams::slides(1, 3).unwrap()),
+        (&["--spot-distance", "2"], SpotParams::slides(2, 2).unwrap()),
     ];
     for (options, params) in cases {
         let (code, stdout, stderr) = spot(options);
@@ -67,6 +78,16 @@ fn antecedents_chain_and_distance_change_the_signatures() {
         assert_eq!(rows[0][8], slide_signatures(&params).to_string(), "{options:?}");
     }
     assert_eq!(slide_signatures(&SpotParams::new(["an"], ENGLISH_STOPWORDS, 1, 2).unwrap()), 1);
+}
+
+#[test]
+fn the_defaults_are_twenty_antecedents_a_chain_of_three_and_distance_one() {
+    let (code, stdout, stderr) = run(&["pairs", s(&sample("spotsigs-slides.jsonl")), "--features", "spotsigs"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("d = 1, c = 3"), "{stderr}");
+    let rows = rows(&stdout);
+    assert_eq!(rows.len(), 1, "{stdout}");
+    assert_eq!(rows[0][8], slide_signatures(&SpotParams::english(1, 3).unwrap()).to_string());
 }
 
 #[test]
@@ -101,12 +122,23 @@ fn min_ssr_counts_the_pairs_it_skips_by_set_size() {
         .map(|(i, d)| serde_json::json!({"id": format!("d{i}"), "text": d}).to_string() + "\n")
         .collect();
     std::fs::write(&corpus, text).unwrap();
-    let (code, stdout, stderr) = run(&["pairs", s(&corpus), "--features", "spotsigs", "--min-ssr", "0.5"]);
+    let stats = dir.path().join("stats.json");
+    let (code, stdout, stderr) =
+        run(&["pairs", s(&corpus), "--features", "spotsigs", "--min-ssr", "0.5", "--stats-json", s(&stats)]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(rows(&stdout).len(), 0);
-    assert!(stderr.contains("skipped by --min-ssr") && stderr.contains("0 by set sizes"), "{stderr}");
+    assert!(stderr.contains("skipped by --min-ssr"), "{stderr}");
+    // Without --min-ssr the pair is a candidate and scored: its set sizes rule 0.5 out.
     let (_, stdout, _) = run(&["pairs", s(&corpus), "--features", "spotsigs"]);
-    assert_eq!(rows(&stdout).len(), 1, "without --min-ssr the pair is scored: {stdout}");
+    let rows = rows(&stdout);
+    assert_eq!(rows.len(), 1, "{stdout}");
+    assert!(rows[0][3].parse::<f64>().unwrap() < 0.5);
+    // The pair was skipped once per signature the two share, never made a candidate.
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    let skipped = &json["skipped"];
+    let total = skipped["partition"].as_u64().unwrap() + skipped["length"].as_u64().unwrap();
+    assert_eq!(total.to_string(), rows[0][8], "{json}");
+    assert_eq!(json["candidate_pairs"], 0);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use dupgram_pipeline::{
     Control, DupsInput, NgramConfig, PairsConfig, PairsStats, SpotConfig, SpotParams, SpotStats, find_pairs,
     find_spot_pairs, human_bytes,
 };
-use dupgram_spotsigs::{DEFAULT_ANTECEDENTS, ENGLISH_STOPWORDS};
+use dupgram_spotsigs::{DEFAULT_ANTECEDENTS, DEFAULT_CHAIN, DEFAULT_DISTANCE, ENGLISH_STOPWORDS};
 
 use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
 use super::progress::ProgressView;
@@ -67,14 +67,15 @@ pub struct PairsArgs {
     /// Compare documents by word n-grams or by SpotSigs spot signatures.
     #[arg(long, value_enum, default_value_t = FeaturesArg::Ngrams, value_name = "KIND")]
     features: FeaturesArg,
-    /// Spotsigs: the antecedents, one or more per line [default: a an the is]. Chains skip the
-    /// stop words of --stopwords (default: a built-in English list) and the antecedents.
+    /// Spotsigs: the antecedents, one or more per line [default: a an the is was are be has have
+    /// of to in for on with at by from that it]. Chains skip the stop words of --stopwords
+    /// (default: a built-in English list) and the antecedents.
     #[arg(long, value_name = "FILE", help_heading = "SpotSigs")]
     antecedents: Option<PathBuf>,
     /// Spotsigs: the spot distance d, 1 to 64 [default: 1].
     #[arg(long, value_name = "D", help_heading = "SpotSigs")]
     spot_distance: Option<usize>,
-    /// Spotsigs: the chain length c, words after the antecedent, 1 to 16 [default: 2].
+    /// Spotsigs: the chain length c, words after the antecedent, 1 to 16 [default: 3].
     #[arg(long, value_name = "C", help_heading = "SpotSigs")]
     chain: Option<usize>,
     /// Spotsigs: keep signatures whose IDF, ln(N/df)/ln N, lies in LO..=HI [default: 0,1, all].
@@ -171,8 +172,13 @@ impl PairsArgs {
             Some(path) => word_list(path, "stop list")?,
             None => ENGLISH_STOPWORDS.iter().map(|w| w.to_string()).collect(),
         };
-        let params = SpotParams::new(antecedents, stopwords, self.spot_distance.unwrap_or(1), self.chain.unwrap_or(2))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let params = SpotParams::new(
+            antecedents,
+            stopwords,
+            self.spot_distance.unwrap_or(DEFAULT_DISTANCE),
+            self.chain.unwrap_or(DEFAULT_CHAIN),
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
         let spot = SpotConfig { params, idf_range: self.idf_range.unwrap_or((0.0, 1.0)) };
         spot.check()?;
         Ok(Some(spot))

@@ -140,7 +140,7 @@ fn corpus() -> impl Strategy<Value = Vec<String>> {
 }
 
 fn spot_config(d: usize, c: usize, idf: (f64, f64)) -> SpotConfig {
-    SpotConfig { params: SpotParams::english(d, c).unwrap(), idf_range: idf }
+    SpotConfig { params: SpotParams::slides(d, c).unwrap(), idf_range: idf }
 }
 
 proptest! {

@@ -24,7 +24,7 @@ fn streamed(params: &SpotParams, tokens: &[&str]) -> Vec<String> {
 /// their `g:weeklong:campaign` is `a:weeklong:campaign` garbled), d = 1, c = 2.
 #[test]
 fn the_slides_worked_example() {
-    let params = SpotParams::english(1, 2).unwrap();
+    let params = SpotParams::slides(1, 2).unwrap();
     let tokens = words(SLIDES_TEXT);
     let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
     let found: Vec<String> = signatures(&params, &tokens).into_iter().map(|s| s.text).collect();
@@ -48,7 +48,7 @@ fn the_slides_worked_example() {
 
 #[test]
 fn positions_are_the_antecedent_and_the_chain_words() {
-    let params = SpotParams::english(1, 2).unwrap();
+    let params = SpotParams::slides(1, 2).unwrap();
     let tokens = ["the", "internet", "that", "is", "designed", "to", "play"];
     let sigs = signatures(&params, &tokens);
     assert_eq!(sigs[0].positions, [0, 1, 4]);
@@ -57,7 +57,7 @@ fn positions_are_the_antecedent_and_the_chain_words() {
 
 #[test]
 fn spot_distance_skips_tokens_between_chain_words() {
-    let params = SpotParams::english(2, 2).unwrap();
+    let params = SpotParams::slides(2, 2).unwrap();
     // From `the` at 0: d = 2 lands on `b` (2), then on `d` (4).
     let tokens = ["the", "a1", "b", "c", "d", "e"];
     let sigs = signatures(&params, &tokens);
@@ -67,7 +67,7 @@ fn spot_distance_skips_tokens_between_chain_words() {
 
 #[test]
 fn a_chain_cut_by_the_end_is_no_signature() {
-    let params = SpotParams::english(1, 3).unwrap();
+    let params = SpotParams::slides(1, 3).unwrap();
     assert!(signatures(&params, &["the", "cat", "sat"]).is_empty());
     assert!(streamed(&params, &["the", "cat", "sat"]).is_empty());
 }
@@ -85,15 +85,15 @@ fn words_with_separators_never_collide() {
 
 #[test]
 fn tokens_are_compared_lower_cased() {
-    let params = SpotParams::english(1, 2).unwrap();
+    let params = SpotParams::slides(1, 2).unwrap();
     assert_eq!(streamed(&params, &["The", "South", "Carolina"]), ["the:south:carolina"]);
 }
 
 #[test]
 fn parameters_out_of_range_are_refused() {
-    assert!(SpotParams::english(0, 2).unwrap_err().0.contains("--spot-distance"));
-    assert!(SpotParams::english(1, 0).unwrap_err().0.contains("--chain"));
-    assert!(SpotParams::english(1, MAX_CHAIN + 1).is_err());
+    assert!(SpotParams::slides(0, 2).unwrap_err().0.contains("--spot-distance"));
+    assert!(SpotParams::slides(1, 0).unwrap_err().0.contains("--chain"));
+    assert!(SpotParams::slides(1, MAX_CHAIN + 1).is_err());
     assert!(SpotParams::new(Vec::<String>::new(), ENGLISH_STOPWORDS, 1, 2).is_err());
 }
 
