@@ -298,7 +298,10 @@ fn run_span_marker(corpus: &[Vec<u32>], params: SpanParams) -> Vec<SpanVerdict> 
 /// from earlier text (or earlier in the same document) planted at random.
 fn planted_corpus(k: usize) -> impl Strategy<Value = Vec<Vec<u32>>> {
     let doc = prop::collection::vec(0u32..50, 0..60);
-    (prop::collection::vec(doc, 1..12), prop::collection::vec((any::<u16>(), any::<u16>(), any::<u16>(), 0usize..4), 0..20))
+    (
+        prop::collection::vec(doc, 1..12),
+        prop::collection::vec((any::<u16>(), any::<u16>(), any::<u16>(), 0usize..4), 0..20),
+    )
         .prop_map(move |(mut docs, plants)| {
             for (from, at, start, len_class) in plants {
                 let len = [k - 1, k, k + 1, 3 * k][len_class];

@@ -35,6 +35,7 @@ mod parted;
 mod parts;
 mod scan;
 pub mod scratch;
+mod span;
 mod unit_sort;
 
 pub use control::{Control, Progress};
@@ -56,3 +57,4 @@ pub use pairs::{
     NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, exact_groups, find_pairs, index_fraction,
 };
 pub use parts::BucketTotals;
+pub use span::{MAX_MIN_SPAN, dedup_spans};
