@@ -43,8 +43,8 @@ cargo build --release --quiet --manifest-path "$here/Cargo.toml" --bin dupgram
 dupgram=$here/target/release/dupgram
 dedup_dataset=$dtd/target/release/dedup_dataset
 
-# Runs a command under /usr/bin/time while sampling the bytes under DIR;
-# prints "seconds peak_rss_bytes peak_disk_bytes".
+# Runs a command under /usr/bin/time (its standard output to a log) while
+# sampling the bytes under DIR; prints "seconds peak_rss_bytes peak_disk_bytes".
 measure() {
   local dir=$1; shift
   local peak_file; peak_file=$(mktemp)
@@ -57,13 +57,13 @@ measure() {
   local sampler=$!
   local start end
   start=$(date +%s.%N)
-  /usr/bin/time -f '%M' -o "$work/time.out" "$@"
+  /usr/bin/time -f '%M' -o "$work/time.out" "$@" > "$work/stdout.log"
   end=$(date +%s.%N)
   kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
   local b; b=$(du -sb "$dir" | cut -f1)
   local peak; peak=$(cat "$peak_file"); rm -f "$peak_file"
   [ "$b" -gt "$peak" ] && peak=$b
-  echo "$(echo "$end - $start" | bc) $(( $(tail -1 "$work/time.out") * 1024 )) $peak"
+  echo "$(printf '%.2f' "$(echo "$end - $start" | bc)") $(( $(tail -1 "$work/time.out") * 1024 )) $peak"
 }
 
 mib() { echo "$(( $1 / 1048576 )) MiB"; }
