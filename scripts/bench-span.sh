@@ -6,6 +6,7 @@
 #
 #   scripts/bench-span.sh --dtd /tmp/peers/dtd             # K = 50 words; 100, 200, 400 bytes
 #   scripts/bench-span.sh --dtd DIR --k 50 --bytes 100,200,400 --gen 10M --memory 1G
+#   scripts/bench-span.sh --dtd DIR --no-build   # use target/release/dupgram as it is
 #
 # --dtd DIR: a clone of github.com/google-research/deduplicate-text-datasets
 # built there with `cargo build --release` (its target/release/dedup_dataset
@@ -21,6 +22,7 @@ k=50
 bytes=100,200,400
 gen=10M
 memory=1G
+build=1
 corpora=${DUPGRAM_CORPORA:-$here/../shared/corpora}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,7 +32,8 @@ while [ $# -gt 0 ]; do
     --gen) gen=$2; shift 2 ;;
     --memory) memory=$2; shift 2 ;;
     --corpora) corpora=$2; shift 2 ;;
-    *) sed -n '2,16p' "$0"; exit 2 ;;
+    --no-build) build=0; shift ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
   esac
 done
 [ -n "$dtd" ] && [ -x "$dtd/target/release/dedup_dataset" ] || {
@@ -39,7 +42,7 @@ done
 }
 work=${DUPGRAM_BENCH_DIR:-/tmp/dupgram-bench-span}
 mkdir -p "$work"
-cargo build --release --quiet --manifest-path "$here/Cargo.toml" --bin dupgram
+[ "$build" = 0 ] || cargo build --release --quiet --manifest-path "$here/Cargo.toml" --bin dupgram
 dupgram=$here/target/release/dupgram
 dedup_dataset=$dtd/target/release/dedup_dataset
 
