@@ -17,6 +17,12 @@
 //! Every method must find the same distinct n-grams and counts; the run
 //! checks that before printing. `cargo bench --bench chunk_sort`;
 //! `DUPGRAM_BENCH_TOKENS` sets the size (default 4M).
+//!
+//! A second table is about long n (`dedup --unit span`, K = 50 words and
+//! more): the repeated n-grams for n = 10 … 256, by packed keys (while they
+//! fit the chunker's 1024 bits), by a suffix array with a scan of
+//! neighbours, by positions sorted by slices, and by 128-bit hashes of the
+//! n-grams sorted with their positions and then verified against the text.
 
 mod common;
 
@@ -243,7 +249,156 @@ fn with_keys_bucketed<const L: usize>(layout: KeyLayout, docs: &[Vec<u32>]) -> D
     digest_of(out.into_iter())
 }
 
+/// Long n: (repeated n-grams, occurrences of them, sum of their first positions).
+type LongDigest = (u64, u64, u64);
+
+/// Groups of equal n-grams, handed over as runs of positions in sorted order.
+fn long_digest(text: &[u32], n: usize, order: impl Iterator<Item = usize>) -> LongDigest {
+    let mut d = (0, 0, 0);
+    let mut group: Vec<usize> = Vec::new();
+    let mut flush = |group: &mut Vec<usize>| {
+        if group.len() >= 2 {
+            d.0 += 1;
+            d.1 += group.len() as u64;
+            d.2 += *group.iter().min().expect("a group") as u64;
+        }
+        group.clear();
+    };
+    for p in order {
+        if let Some(&q) = group.first()
+            && text[q..q + n] != text[p..p + n]
+        {
+            flush(&mut group);
+        }
+        group.push(p);
+    }
+    flush(&mut group);
+    d
+}
+
+fn long_positions(text: &[u32], n: usize) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut run = 0;
+    for (i, &x) in text.iter().enumerate() {
+        run = if x == u32::MAX { 0 } else { run + 1 };
+        if run >= n {
+            out.push((i + 1 - n) as u32);
+        }
+    }
+    out
+}
+
+fn long_libsais(text: &[u32], n: usize) -> LongDigest {
+    let sep = text.iter().filter(|&&x| x != u32::MAX).max().copied().unwrap_or(0) + 1;
+    let mut t: Vec<i32> = text.iter().map(|&x| if x == u32::MAX { sep as i32 } else { x as i32 }).collect();
+    let sa = libsais::SuffixArrayConstruction::for_text_mut(&mut t)
+        .in_owned_buffer32()
+        .single_threaded()
+        .run()
+        .expect("libsais runs")
+        .into_vec();
+    let valid = long_positions(text, n);
+    let mut ok = vec![false; text.len()];
+    for p in valid {
+        ok[p as usize] = true;
+    }
+    long_digest(text, n, sa.into_iter().map(|p| p as usize).filter(|&p| ok[p]))
+}
+
+fn long_slices(text: &[u32], n: usize) -> LongDigest {
+    let mut pos = long_positions(text, n);
+    pos.sort_unstable_by(|&a, &b| text[a as usize..a as usize + n].cmp(&text[b as usize..b as usize + n]));
+    long_digest(text, n, pos.into_iter().map(|p| p as usize))
+}
+
+/// What `dedup --unit span` does: a 128-bit hash per n-gram, sorted with its
+/// position (24 bytes an n-gram in a real chunk); groups then verified.
+fn long_hashes(text: &[u32], n: usize) -> LongDigest {
+    let bytes: Vec<u8> = text.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let mut keyed: Vec<(u128, u32)> = long_positions(text, n)
+        .into_iter()
+        .map(|p| (xxhash_rust::xxh3::xxh3_128(&bytes[p as usize * 4..(p as usize + n) * 4]), p))
+        .collect();
+    keyed.sort_unstable();
+    // Verification: within a group of equal hashes, long_digest compares the text.
+    long_digest(text, n, keyed.into_iter().map(|(_, p)| p as usize))
+}
+
+fn long_keys<const L: usize>(docs: &[Vec<u32>], n: usize, max_id: u32) -> LongDigest {
+    let layout = KeyLayout::new(n, max_id).expect("the key fits");
+    assert_eq!(layout.words(), L);
+    let mut keyed: Vec<([u64; L], u32)> = Vec::new();
+    let mut at = 0u32;
+    for d in docs {
+        let mut w = KeyWindow::<L>::new(layout);
+        for (i, &id) in d.iter().enumerate() {
+            if let Some(k) = w.push(id) {
+                keyed.push((k, at + (i + 1 - n) as u32));
+            }
+        }
+        at += d.len() as u32 + 1;
+    }
+    keyed.sort_unstable();
+    let mut d = (0, 0, 0);
+    let mut i = 0;
+    while i < keyed.len() {
+        let mut j = i + 1;
+        while j < keyed.len() && keyed[j].0 == keyed[i].0 {
+            j += 1;
+        }
+        if j - i >= 2 {
+            d.0 += 1;
+            d.1 += (j - i) as u64;
+            d.2 += u64::from(keyed[i..j].iter().map(|e| e.1).min().expect("a group"));
+        }
+        i = j;
+    }
+    d
+}
+
+fn long_n(t: &common::Tokens, text: &[u32], runs: usize) {
+    let width = 32 - t.max_id.leading_zeros();
+    println!();
+    println!("Long n (dedup --unit span): repeated n-grams, key width {width} bits, median of {runs}");
+    println!();
+    println!("| n | method | M n-grams/s | memory per n-gram |");
+    println!("|---:|---|---:|---:|");
+    for n in [10usize, 20, 50, 100, 256] {
+        let count = long_positions(text, n).len() as f64;
+        let expect = long_slices(text, n);
+        let report = |name: &str, bytes: String, f: &dyn Fn() -> LongDigest| {
+            assert_eq!(f(), expect, "{name} disagrees at n = {n}");
+            let time = common::median(runs, || {
+                std::hint::black_box(f());
+            });
+            println!("| {n} | {name} | {:.1} | {bytes} |", count / time.as_secs_f64() / 1e6);
+        };
+        report("libsais suffix array + scan", "4 B + text (every token)".into(), &|| long_libsais(text, n));
+        report("positions, slice comparison", "4 B + text".into(), &|| long_slices(text, n));
+        report("128-bit hashes + position, verified", "24 B (20 B here)".into(), &|| long_hashes(text, n));
+        let words = KeyLayout::new(n, t.max_id).map(|l| l.words()).unwrap_or(0);
+        let name = format!("packed keys ({words} words)");
+        let bytes = format!("{} B", words * 8 + 4);
+        match words {
+            3 => report(&name, bytes, &|| long_keys::<3>(&t.docs, n, t.max_id)),
+            4 => report(&name, bytes, &|| long_keys::<4>(&t.docs, n, t.max_id)),
+            6 => report(&name, bytes, &|| long_keys::<6>(&t.docs, n, t.max_id)),
+            8 => report(&name, bytes, &|| long_keys::<8>(&t.docs, n, t.max_id)),
+            12 => report(&name, bytes, &|| long_keys::<12>(&t.docs, n, t.max_id)),
+            16 => report(&name, bytes, &|| long_keys::<16>(&t.docs, n, t.max_id)),
+            _ => println!("| {n} | packed keys | — | over the chunker's 1024 bits |"),
+        }
+    }
+}
+
 fn main() {
+    if std::env::var_os("DUPGRAM_BENCH_LONG_ONLY").is_some() {
+        let count = common::scale(4_000_000);
+        let t = common::tokens(count, 42, false);
+        let text: Vec<u32> = t.docs.iter().flat_map(|d| d.iter().copied().chain([u32::MAX])).collect();
+        long_n(&t, &text, common::runs());
+        return;
+    }
     let count = common::scale(4_000_000);
     let runs = common::runs();
     let t = common::tokens(count, 42, false);
@@ -285,4 +440,5 @@ fn main() {
         "| packed keys, 36 % kept by the sieve | {:.1} (per n-gram of the text) | 24 B per kept n-gram |",
         ngrams / time.as_secs_f64() / 1e6
     );
+    long_n(&t, &text, runs);
 }

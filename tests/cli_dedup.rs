@@ -461,3 +461,170 @@ fn exact_only_verifies_in_several_passes_at_a_tiny_memory() {
     assert_eq!(outputs[0], outputs[1]);
     assert_eq!(outputs[0].lines().count(), 1200);
 }
+
+/// `--unit span`: repeated passages cut out word by word, first copy kept,
+/// in JSON Lines (character offsets, --strip), plain text and vertical files.
+#[test]
+fn span_cuts_repeated_passages_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let footer = "This licence footer repeats in évery document, sadly";
+    let jsonl = dir.path().join("c.jsonl");
+    let records = [
+        format!("Début. {footer}. Bye."),
+        format!("Other words here. {footer}! The end."),
+        "Nothing repeated in this one at all.".to_owned(),
+        footer.to_owned(),
+        // Repeated inside its own document: the second copy goes.
+        "alpha beta gamma delta, then alpha beta gamma delta again".to_owned(),
+    ];
+    let lines: Vec<String> =
+        records.iter().enumerate().map(|(i, t)| serde_json::json!({"id": i, "text": t}).to_string()).collect();
+    std::fs::write(&jsonl, lines.join("\n") + "\n").unwrap();
+    let stats = dir.path().join("stats.json");
+    let (code, out, stderr) =
+        run(&["dedup", s(&jsonl), "--unit", "span", "--min-span", "4", "--stats-json", s(&stats), "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    let values: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let spans = |i: usize| -> Vec<[u64; 2]> { serde_json::from_value(values[i]["dup_spans"].clone()).unwrap() };
+    assert_eq!(spans(0), Vec::<[u64; 2]>::new());
+    // "Other words here. " is 18 characters; the footer has 52, é counted once.
+    assert_eq!(spans(1), vec![[18, 18 + 52]]);
+    assert_eq!(spans(2), Vec::<[u64; 2]>::new());
+    assert_eq!(spans(3), vec![[0, 52]]);
+    assert_eq!(values[3]["dup_fraction"], 1.0);
+    // "alpha beta gamma delta, then " is 29 characters.
+    assert_eq!(spans(4), vec![[29, 29 + 22]]);
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(summary["unit"], "span");
+    assert_eq!(summary["min_span"], 4);
+    assert_eq!(summary["spans_removed"], 3);
+    assert_eq!(summary["tokens_removed"], 8 + 8 + 4);
+    assert_eq!(summary["documents_removed"], 1);
+
+    let (code, out, stderr) = run(&["dedup", s(&jsonl), "--unit", "span", "--min-span", "4", "--strip", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    let texts: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            records[0].clone(),
+            "Other words here. ! The end.".to_owned(),
+            records[2].clone(),
+            "alpha beta gamma delta, then again".to_owned(),
+        ]
+    );
+
+    // --min-tokens: a document left with fewer tokens goes whole; --threshold: one with more removed.
+    let (_, out, _) =
+        run(&["dedup", s(&jsonl), "--unit", "span", "--min-span", "4", "--min-tokens", "6", "--strip", "-q"]);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(!out.contains("Other words"), "5 tokens left is fewer than 6: {out}");
+    let (_, out, _) =
+        run(&["dedup", s(&jsonl), "--unit", "span", "--min-span", "4", "--threshold", "0.5", "--strip", "-q"]);
+    assert!(!out.contains("Other words"), "8 of 13 tokens removed is over 0.5: {out}");
+
+    // Plain text, one document a line: the fraction removed, or the text cut.
+    let text = dir.path().join("c.txt");
+    std::fs::write(&text, records.join("\n") + "\n").unwrap();
+    let (code, out, _) = run(&["dedup", s(&text), "--unit", "span", "--min-span", "4", "-q"]);
+    assert_eq!(code, 0);
+    assert!(out.lines().nth(1).unwrap().starts_with("0.615385\tOther words"), "{out}");
+    let (_, out, _) = run(&["dedup", s(&text), "--unit", "span", "--min-span", "4", "--strip", "-q"]);
+    assert_eq!(out.lines().nth(1), Some("Other words here. ! The end."));
+
+    // Vertical: one mark per token line; the repeat crosses a paragraph break.
+    let vert = dir.path().join("c.vert");
+    std::fs::write(
+        &vert,
+        "<doc id=\"1\">\n<p>\na\nb\n</p>\n<p>\nc\nd\n</p>\n</doc>\n<doc id=\"2\">\n<p>\nx\nb\n</p>\n<p>\nc\ny\n</p>\n</doc>\n",
+    )
+    .unwrap();
+    let (code, out, stderr) = run(&["dedup", s(&vert), "--unit", "span", "--min-span", "2", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc2: Vec<&str> = out.lines().skip(10).collect();
+    assert_eq!(
+        doc2,
+        ["0\t<doc id=\"2\">", "0\t<p>", "0\tx", "1\tb", "0\t</p>", "0\t<p>", "1\tc", "0\ty", "0\t</p>", "0\t</doc>"]
+    );
+    let (_, out, _) = run(&["dedup", s(&vert), "--unit", "span", "--min-span", "2", "--strip", "-q"]);
+    assert!(out.ends_with("<doc id=\"2\">\n<p>\nx\n</p>\n<p>\ny\n</p>\n</doc>\n"), "{out}");
+}
+
+#[test]
+fn span_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("c.txt");
+    std::fs::write(&text, "one two\none two\n").unwrap();
+    for (args, says) in [
+        (vec!["dedup", s(&text), "--unit", "span", "--min-span", "0"], "--min-span must be between"),
+        (vec!["dedup", s(&text), "--unit", "span", "--exact-only"], "do not go together"),
+        (vec!["dedup", s(&text), "--unit", "p", "--min-span", "9"], "apply to --unit span only"),
+        (vec!["dedup", s(&text), "--unit", "span", "--exact"], "do not apply to --unit span"),
+        (vec!["dedup", s(&text), "--unit", "span", "--stop-top", "2"], "--stop-top"),
+    ] {
+        let (code, _, stderr) = run(&args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    // Standard input works as a file does.
+    let (code, out, stderr) = run_with_stdin(
+        &["dedup", "-", "--unit", "span", "--min-span", "2", "-q"],
+        Some(b"one two three\nzero one two\n"),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out, "0.000000\tone two three\n0.666667\tzero one two\n");
+}
+
+/// The same output at the smallest --memory (the K-gram sorts spill and
+/// merge) as with room to spare, and with one thread or two; peak memory
+/// stays under the budget.
+#[test]
+fn span_output_does_not_depend_on_memory_or_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("c.jsonl");
+    let texts = generated(&input, 300_000, 7, 2_000);
+    // Plant long repeats: documents made of an earlier document and another.
+    let mut jsonl = std::fs::read_to_string(&input).unwrap();
+    for i in (1..texts.len()).step_by(7) {
+        let text = format!("{} {}", texts[i / 2], texts[i]);
+        jsonl.push_str(&serde_json::json!({ "id": format!("p{i}"), "text": text }).to_string());
+        jsonl.push('\n');
+    }
+    std::fs::write(&input, &jsonl).unwrap();
+    let mut outputs = Vec::new();
+    for (memory, threads) in [("16M", "1"), ("1G", "2")] {
+        let stats = dir.path().join(format!("stats-{memory}.json"));
+        let out = dir.path().join(format!("out-{memory}.txt"));
+        let (code, _, stderr) = run(&[
+            "dedup",
+            s(&input),
+            "--unit",
+            "span",
+            "--min-span",
+            "20",
+            "--memory",
+            memory,
+            "--threads",
+            threads,
+            "--strip",
+            "-q",
+            "-o",
+            s(&out),
+            "--stats-json",
+            s(&stats),
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert!(summary["spans_removed"].as_u64().unwrap() > 100, "{summary}");
+        if memory == "16M" {
+            assert!(summary["peak_rss"].as_u64().unwrap() <= 16 << 20, "{summary}");
+            assert!(summary["bytes_spilled"].as_u64().unwrap() > 0, "{summary}");
+        }
+        outputs.push(std::fs::read_to_string(&out).unwrap());
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    assert!(leftovers(dir.path()).iter().all(|p| !p.to_string_lossy().contains("dupgram-dedup")));
+}

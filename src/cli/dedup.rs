@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use dupgram_pipeline::output::OutputFile;
-use dupgram_pipeline::{Control, DedupConfig, DedupStats, DupsInput, UnitKind, dedup, dedup_exact, human_bytes};
+use dupgram_pipeline::{
+    Control, DedupConfig, DedupStats, DupsInput, UnitKind, dedup, dedup_exact, dedup_spans, human_bytes,
+};
 
 use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
 use super::progress::ProgressView;
@@ -19,6 +21,8 @@ pub enum UnitArg {
     S,
     /// Lines of the text (JSON Lines text field or plain text; --exact-only only, not vertical files).
     Line,
+    /// Repeated passages of at least --min-span words, cut out word by word (the first copy kept).
+    Span,
 }
 
 /// Keep the first instance of repeated text; mark or drop the rest (Onion's rule, exact).
@@ -41,6 +45,15 @@ pub enum UnitArg {
 /// duplicate; the first copy in corpus order is kept. Fingerprints are
 /// verified against the text, so a hash collision never marks a unit.
 ///
+/// --unit span cuts out repeated passages word-exactly: walking the corpus
+/// in order, every token covered by a K-gram (K = --min-span words, default
+/// 50) that occurred before — in kept text, or earlier in the same document —
+/// is removed, so the first copy stays. A document then left with fewer than
+/// --min-tokens tokens, or with more than --threshold of its tokens removed
+/// (default 1: never), goes whole. Vertical: token lines marked 1/0;
+/// JSON Lines: dup_spans in character offsets; --strip cuts the passages out,
+/// joining the words around a cut with one space.
+///
 /// Output keeps the input format. Vertical: each line prefixed with 1<TAB>
 /// (duplicate) or 0<TAB> (kept); with --strip duplicates are dropped, and a
 /// document with nothing kept is dropped whole. JSON Lines: each record gains
@@ -53,6 +66,7 @@ pub enum UnitArg {
 ///   dupgram dedup corpus.vert --unit p -n 7 --threshold 0.9 -o corpus.dedup.vert
 ///   dupgram dedup corpus.jsonl.zst --unit doc -n 10 --threshold 0.5 --strip -o kept.jsonl.zst
 ///   dupgram dedup corpus.jsonl.gz --exact-only --unit line --strip -o kept.jsonl.gz
+///   dupgram dedup corpus.jsonl.zst --unit span --min-span 50 --strip -o kept.jsonl.zst
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DedupArgs {
@@ -64,9 +78,17 @@ pub struct DedupArgs {
     /// Words per n-gram (1 to 32).
     #[arg(short = 'n', long = "n", default_value_t = 7, value_name = "N")]
     n: usize,
-    /// A unit with more than this share of covered tokens is a duplicate.
-    #[arg(long, default_value_t = 0.5, value_name = "X")]
-    threshold: f64,
+    /// A unit with more than this share of covered tokens is a duplicate
+    /// [default: 0.5; with --unit span, a document with more than this share
+    /// removed goes whole, default 1: never].
+    #[arg(long, value_name = "X")]
+    threshold: Option<f64>,
+    /// --unit span: words in the shortest repeated passage cut out (K).
+    #[arg(long, default_value_t = 50, value_name = "K")]
+    min_span: u32,
+    /// --unit span: a document left with fewer tokens goes whole.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    min_tokens: u32,
     /// Do not mark short kept runs between duplicates and document edges.
     #[arg(long)]
     no_smoothing: bool,
@@ -102,6 +124,13 @@ pub struct DedupArgs {
 }
 
 pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
+    let span = args.unit == UnitArg::Span;
+    if span && args.exact_only {
+        anyhow::bail!("--unit span and --exact-only do not go together");
+    }
+    if !span && (args.min_span != 50 || args.min_tokens != 0) {
+        anyhow::bail!("--min-span and --min-tokens apply to --unit span only");
+    }
     let base = count_config(&args.input, &args.tokens, &args.resources, args.n)?;
     let config = DedupConfig {
         dups: args.dups.clone().zip(args.lexicon.clone()).map(|(dups, lexicon)| DupsInput { dups, lexicon }),
@@ -110,8 +139,11 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
             UnitArg::P => UnitKind::Paragraph,
             UnitArg::S => UnitKind::Sentence,
             UnitArg::Line => UnitKind::Line,
+            UnitArg::Span => UnitKind::Document,
         },
-        threshold: args.threshold,
+        threshold: args.threshold.unwrap_or(if span { 1.0 } else { 0.5 }),
+        min_span: args.min_span,
+        min_tokens: args.min_tokens,
         smoothing: !args.no_smoothing,
         max_stub: args.max_stub,
         exact: args.exact,
@@ -121,7 +153,13 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
     let mut out = OutputFile::create(args.output.as_deref())?;
     let stats = {
         let _progress = ProgressView::start(control, args.resources.quiet);
-        if args.exact_only { dedup_exact(&config, control, &mut out)? } else { dedup(&config, control, &mut out)? }
+        if span {
+            dedup_spans(&config, control, &mut out)?
+        } else if args.exact_only {
+            dedup_exact(&config, control, &mut out)?
+        } else {
+            dedup(&config, control, &mut out)?
+        }
     };
     out.finish()?;
     if let Some(path) = &args.stats_json {
@@ -138,7 +176,20 @@ fn summary(s: &DedupStats) -> String {
     let mut out = String::new();
     let mut line = |label: &str, value: String| out.push_str(&format!("  {label:<24}{value}\n"));
     line("documents", format!("{} ({} with nothing kept)", group(s.index.documents), group(s.documents_removed)));
-    let how = if s.exact_only {
+    if s.unit == "span" {
+        line(
+            &format!("passages ({}+ words)", s.min_span),
+            format!(
+                "{} cut, {} tokens; {} documents removed whole",
+                group(s.spans_removed),
+                group(s.tokens_in_spans),
+                group(s.documents_whole)
+            ),
+        );
+    }
+    let how = if s.unit == "span" {
+        "documents with nothing kept".to_owned()
+    } else if s.exact_only {
         "exact repeats of normalised text".to_owned()
     } else {
         format!(
@@ -179,7 +230,7 @@ fn summary(s: &DedupStats) -> String {
         );
     } else {
         line(
-            "duplicate index",
+            if s.unit == "span" { "repeated K-grams" } else { "duplicate index" },
             format!(
                 "{} {}-grams, {} occurrences",
                 group(s.index.duplicate_ngrams),
@@ -191,7 +242,9 @@ fn summary(s: &DedupStats) -> String {
     line("bytes spilled", human_bytes(s.index.bytes_spilled));
     line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
     let t = &s.seconds;
-    let phases = if s.exact_only {
+    let phases = if s.unit == "span" {
+        format!("hashing and sorting K-grams {:.2}, cutting {:.2}", t.index, t.decisions)
+    } else if s.exact_only {
         format!("fingerprints and verification {:.2}, output {:.2}", t.exact, t.decisions)
     } else {
         format!("index {:.2}, exact {:.2}, decisions {:.2}", t.index, t.exact, t.decisions)

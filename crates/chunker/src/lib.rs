@@ -24,6 +24,22 @@
 //! a suffix array does better is memory per token when *every* n-gram must
 //! be kept (8 bytes against `8·L`): then chunks hold fewer n-grams and there
 //! are more runs to merge, which the merge absorbs.
+//!
+//! **Long n** (`dedup --unit span`, K = 50 words and more). A packed key
+//! grows with n — 16 words (128 bytes) at n = 50 with 18-bit IDs, and past
+//! the 1024-bit maximum from about n = 56 — and rolling and comparing it
+//! costs L words a token. The second table of `benches/chunk_sort.rs`
+//! (2M generated tokens, a loaded 2-core machine, M n-grams/s): packed keys
+//! 4.2 at n = 10, 2.4 at n = 20, 1.1 at n = 50; a `libsais` suffix array with
+//! a neighbour scan 2.8 / 3.7 / 3.3, then 2.7 at n = 100 and 1.6 at n = 256;
+//! 128-bit hashes of the n-grams sorted with their positions and verified
+//! 2.8 / 3.5 / 3.1 / 3.1 / 2.8, flat in n. The **crossover lies between
+//! n = 10 and n = 20**: below it packed keys (exact, nothing to verify) win,
+//! which is why `ngrams`, `pairs` and the n-gram `dedup` (n ≤ 32) keep them;
+//! above it `dedup --unit span` sorts 128-bit hashes instead. A suffix array
+//! is as fast per chunk and smaller (4 bytes a token), but it only orders one
+//! chunk: the runs that carry a chunk's n-grams to the merge would again hold
+//! n words each, where a hash is 16 bytes whatever n.
 
 use std::cmp::Ordering;
 

@@ -29,9 +29,11 @@
 //! whatever its length; it combines with the n-gram test.
 
 mod segment;
+mod span;
 mod stats;
 
 pub use segment::{UnitKind, segment_text};
+pub use span::{SpanMarker, SpanParams, SpanVerdict};
 pub use stats::{LengthRow, LengthTable};
 
 use xxhash_rust::xxh3::Xxh3;

@@ -244,3 +244,121 @@ fn fingerprints_ignore_digits_and_punctuation() {
     assert_ne!(exact_fingerprint(["Noviny", "STV"]), exact_fingerprint(["NovinySTV"]));
     assert_ne!(exact_fingerprint(["a"]), exact_fingerprint(["b"]));
 }
+
+/// The span rule written the obvious way over K-gram values: the definition
+/// [`SpanMarker`] must meet. Returns each document's removed-token flags and
+/// whether it went whole.
+fn span_walk(corpus: &[Vec<u32>], params: SpanParams) -> Vec<(Vec<bool>, bool)> {
+    let k = params.k as usize;
+    let mut kept: HashSet<&[u32]> = HashSet::new();
+    let mut out = Vec::new();
+    for doc in corpus {
+        let mut local: HashSet<&[u32]> = HashSet::new();
+        let mut removed = vec![false; doc.len()];
+        for (p, g) in doc.windows(k).enumerate() {
+            if local.contains(g) || kept.contains(g) {
+                removed[p..p + k].iter_mut().for_each(|r| *r = true);
+            }
+            local.insert(g);
+        }
+        let cut = removed.iter().filter(|&&r| r).count();
+        let whole = doc.len() - cut < params.min_tokens as usize
+            || (!doc.is_empty() && cut as f64 / doc.len() as f64 > f64::from(params.threshold as f32));
+        if !whole {
+            for (p, g) in doc.windows(k).enumerate() {
+                if !removed[p..p + k].iter().any(|&r| r) {
+                    kept.insert(g);
+                }
+            }
+        }
+        out.push((removed, whole));
+    }
+    out
+}
+
+fn run_span_marker(corpus: &[Vec<u32>], params: SpanParams) -> Vec<SpanVerdict> {
+    let k = params.k as usize;
+    let as_units: Corpus = corpus.iter().map(|d| vec![d.clone()]).collect();
+    let ids = index(&as_units, k);
+    let mut marker = SpanMarker::new(params, ids.len());
+    corpus
+        .iter()
+        .map(|doc| {
+            let kgrams: Vec<NgramAt> = doc
+                .windows(k)
+                .enumerate()
+                .filter_map(|(p, g)| ids.get(g).map(|&id| NgramAt { pos: p as u32, id }))
+                .collect();
+            marker.document(doc.len() as u32, &kgrams)
+        })
+        .collect()
+}
+
+/// Documents of random words from a small vocabulary, with passages copied
+/// from earlier text (or earlier in the same document) planted at random.
+fn planted_corpus(k: usize) -> impl Strategy<Value = Vec<Vec<u32>>> {
+    let doc = prop::collection::vec(0u32..50, 0..60);
+    (
+        prop::collection::vec(doc, 1..12),
+        prop::collection::vec((any::<u16>(), any::<u16>(), any::<u16>(), 0usize..4), 0..20),
+    )
+        .prop_map(move |(mut docs, plants)| {
+            for (from, at, start, len_class) in plants {
+                let len = [k - 1, k, k + 1, 3 * k][len_class];
+                let source: Vec<u32> = docs[..=(from as usize % docs.len())].concat();
+                if source.len() < len {
+                    continue;
+                }
+                let s = start as usize % (source.len() - len + 1);
+                let passage = source[s..s + len].to_vec();
+                let target = (from as usize + at as usize) % docs.len();
+                let pos = at as usize % (docs[target].len() + 1);
+                docs[target].splice(pos..pos, passage);
+            }
+            docs
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn span_marker_equals_the_walk(
+        (k, corpus) in (1usize..6).prop_flat_map(|k| (Just(k), planted_corpus(k))),
+        min_tokens in prop_oneof![Just(0u32), 0u32..20],
+        threshold in prop_oneof![Just(1.0f64), 0.0f64..1.0],
+    ) {
+        let params = SpanParams { k: k as u32, threshold, min_tokens };
+        let walked = span_walk(&corpus, params);
+        let marked = run_span_marker(&corpus, params);
+        for ((removed, whole), verdict) in walked.iter().zip(&marked) {
+            let mut flags = vec![false; verdict.tokens as usize];
+            for s in &verdict.spans {
+                prop_assert!(s.start < s.end);
+                flags[s.start as usize..s.end as usize].iter_mut().for_each(|f| *f = true);
+            }
+            prop_assert_eq!(&flags, removed);
+            prop_assert_eq!(verdict.whole, *whole);
+            // Maximal runs: never adjacent.
+            for w in verdict.spans.windows(2) {
+                prop_assert!(w[0].end < w[1].start);
+            }
+        }
+    }
+}
+
+#[test]
+fn span_keeps_the_first_copy_and_forgets_removed_text() {
+    let params = SpanParams { k: 3, threshold: 1.0, min_tokens: 0 };
+    // Doc 1 holds 1 2 3 4 twice: the second copy goes. Doc 2 repeats 1 2 3:
+    // gone. Doc 3 repeats 2 3 4 9, whose K-gram 3 4 9 only occurred in removed text.
+    let corpus = vec![vec![1, 2, 3, 4, 7, 1, 2, 3, 4], vec![8, 1, 2, 3], vec![3, 4, 9]];
+    let v = run_span_marker(&corpus, params);
+    assert_eq!(v[0].spans, vec![5..9]);
+    assert_eq!(v[1].spans, vec![1..4]);
+    assert!(v[2].spans.is_empty());
+    // min_tokens: a document left with fewer tokens goes whole, and is not remembered.
+    let params = SpanParams { k: 2, threshold: 1.0, min_tokens: 3 };
+    let v = run_span_marker(&[vec![1, 2], vec![1, 2, 5]], params);
+    assert!(v[0].whole && v[0].nothing_kept());
+    assert!(v[1].spans.is_empty() && !v[1].whole);
+}

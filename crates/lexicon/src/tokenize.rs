@@ -107,6 +107,8 @@ pub struct Tokenizer {
     entity: String,
     overflow: Option<Box<Xxh3>>,
     long_tokens: u64,
+    /// See [`Tokenizer::taken`].
+    taken: u64,
 }
 
 impl Tokenizer {
@@ -120,6 +122,7 @@ impl Tokenizer {
             entity: String::new(),
             overflow: None,
             long_tokens: 0,
+            taken: 0,
         }
     }
 
@@ -130,6 +133,23 @@ impl Tokenizer {
     /// Tokens cut to [`MAX_TOKEN_BYTES`] so far.
     pub fn long_tokens(&self) -> u64 {
         self.long_tokens
+    }
+
+    /// Whether a token is being built.
+    pub fn in_token(&self) -> bool {
+        self.kind != Kind::Empty
+    }
+
+    /// Whether a character entity (`&…;`, with `strip_markup`) is being read.
+    pub fn in_entity(&self) -> bool {
+        self.markup == Markup::Entity
+    }
+
+    /// A counter that grows whenever text is taken into a token. With
+    /// [`Tokenizer::in_token`] it lets a caller that feeds one character at a
+    /// time find the characters each token was made of.
+    pub fn taken(&self) -> u64 {
+        self.taken
     }
 
     /// Tokenises one more piece of the current document, calling `emit` per token.
@@ -188,6 +208,7 @@ impl Tokenizer {
         if run.is_empty() {
             return;
         }
+        self.taken += 1;
         if self.kind == Kind::Empty {
             self.kind = Kind::Word;
         }
@@ -256,6 +277,7 @@ impl Tokenizer {
     /// Appends ASCII word bytes, lower-cased.
     #[inline]
     fn append_ascii_run(&mut self, run: &str) {
+        self.taken += 1;
         if self.overflow.is_none() && self.word.len() + run.len() <= MAX_TOKEN_BYTES {
             let start = self.word.len();
             self.word.push_str(run);
@@ -349,10 +371,12 @@ impl Tokenizer {
         }
         self.kind = Kind::Number;
         self.number_separator = false;
+        self.taken += 1;
     }
 
     #[inline]
     fn append(&mut self, c: char) {
+        self.taken += 1;
         if self.kind == Kind::Empty {
             self.kind = Kind::Word;
         }

@@ -48,6 +48,10 @@ pub struct DedupConfig {
     pub exact: bool,
     /// Drop duplicates instead of marking them.
     pub strip: bool,
+    /// `--unit span`: words in the shortest repeated passage cut out (K).
+    pub min_span: u32,
+    /// `--unit span`: a document left with fewer tokens goes whole.
+    pub min_tokens: u32,
 }
 
 impl DedupConfig {
@@ -61,6 +65,8 @@ impl DedupConfig {
             max_stub: 20,
             exact: false,
             strip: false,
+            min_span: 50,
+            min_tokens: 0,
         }
     }
 
@@ -109,6 +115,14 @@ pub struct DedupStats {
     /// `--exact-only`: units whose fingerprint matched an earlier unit's but whose text did not.
     pub fingerprint_collisions: u64,
     pub tokens_removed: u64,
+    /// `--unit span`: K, the shortest passage cut out, in words.
+    pub min_span: u32,
+    /// `--unit span`: repeated passages cut out (maximal runs of removed tokens).
+    pub spans_removed: u64,
+    /// `--unit span`: tokens in those passages (documents removed whole add the rest of theirs to `tokens_removed`).
+    pub tokens_in_spans: u64,
+    /// `--unit span`: documents removed whole by `--min-tokens` or `--threshold`.
+    pub documents_whole: u64,
     /// Documents with no unit left.
     pub documents_removed: u64,
     /// Benko's tables: units and tokens removed and kept, by unit length.
@@ -334,6 +348,59 @@ impl DedupJob<'_> {
     }
 }
 
+/// Documents of the corpus in order, read and tokenised on a thread of
+/// their own, handed to `each` with whether they are vertical and the
+/// reader's position. They travel in batches: one hand-over per document
+/// costs more in thread wake-ups than the work on a short document.
+pub(crate) fn read_batched(
+    mut stream: DocStream<'_>,
+    control: &Control,
+    working: u64,
+    mut each: impl FnMut(Item, bool, u64) -> Result<(), PipelineError>,
+) -> Result<(), PipelineError> {
+    const BATCH_DOCS: usize = 256;
+    // Four batches at most are alive (two waiting, one filling, one in
+    // use), each holding its text about three times (the record, its
+    // text, the keys): a fifth of the working memory in all.
+    let batch_bytes = (working / 64).clamp(1 << 16, 4 << 20);
+    let (tx, rx) = crossbeam_channel::bounded::<Vec<(Item, bool, u64)>>(2);
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || -> Result<(), PipelineError> {
+            let mut batch = Vec::with_capacity(BATCH_DOCS);
+            let mut start = 0;
+            while let Some(item) = stream.next()? {
+                let position = stream.position();
+                batch.push((item, stream.is_vertical(), position));
+                if batch.len() == BATCH_DOCS || position.wrapping_sub(start) > batch_bytes {
+                    start = position;
+                    if tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS))).is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+            let _ = tx.send(batch);
+            Ok(())
+        });
+        let done = (|| -> Result<(), PipelineError> {
+            for batch in &rx {
+                if control.interrupted() {
+                    return Err(PipelineError::Interrupted);
+                }
+                for (item, vertical, position) in batch {
+                    each(item, vertical, position)?;
+                    control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            Ok(())
+        })();
+        drop(rx);
+        let read = reader
+            .join()
+            .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the reader thread panicked".into())));
+        read.and(done)
+    })
+}
+
 /// Run tag of the exact pass's runs.
 const EXACT_RUNS: u64 = 0xE4AC_7000;
 
@@ -407,7 +474,7 @@ impl Doc {
 }
 
 /// Ends every token in a unit's key.
-const KEY_SEPARATOR: u8 = 0xFF;
+pub(crate) const KEY_SEPARATOR: u8 = 0xFF;
 
 #[derive(Debug)]
 pub(crate) enum Body {

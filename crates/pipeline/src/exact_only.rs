@@ -33,7 +33,7 @@ use dupgram_merge::MergeSink;
 use crate::control::Control;
 use std::io::Write;
 
-use crate::dedup::{DedupConfig, DedupStats, DocStream, DocWriter, Item, KnownUnits, record};
+use crate::dedup::{DedupConfig, DedupStats, DocStream, DocWriter, Item, KnownUnits, read_batched, record};
 use crate::error::PipelineError;
 use crate::index::IndexJob;
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -196,57 +196,13 @@ impl ExactJob<'_> {
         self.config.base.limits.chunk_ngrams.map_or(room, |c| c as u64 * 8)
     }
 
-    /// Documents of the corpus in order, read and tokenised on a thread of
-    /// their own, handed to `each` with the reader's position. They travel
-    /// in batches: one hand-over per document costs more in thread wake-ups
-    /// than the work on a short document.
+    /// Documents of the corpus in order (see [`read_batched`]).
     fn read_all(
         &self,
         wanted: Option<&[u64]>,
-        mut each: impl FnMut(Item, bool, u64) -> Result<(), PipelineError>,
+        each: impl FnMut(Item, bool, u64) -> Result<(), PipelineError>,
     ) -> Result<(), PipelineError> {
-        const BATCH_DOCS: usize = 256;
-        // Four batches at most are alive (two waiting, one filling, one in
-        // use), each holding its text about three times (the record, its
-        // text, the keys): a fifth of the working memory in all.
-        let batch_bytes = (self.index.working() / 64).clamp(1 << 16, 4 << 20);
-        let (tx, rx) = crossbeam_channel::bounded::<Vec<(Item, bool, u64)>>(2);
-        let mut stream = self.stream(wanted)?;
-        std::thread::scope(|scope| {
-            let reader = scope.spawn(move || -> Result<(), PipelineError> {
-                let mut batch = Vec::with_capacity(BATCH_DOCS);
-                let mut start = 0;
-                while let Some(item) = stream.next()? {
-                    let position = stream.position();
-                    batch.push((item, stream.is_vertical(), position));
-                    if batch.len() == BATCH_DOCS || position.wrapping_sub(start) > batch_bytes {
-                        start = position;
-                        if tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS))).is_err() {
-                            return Ok(());
-                        }
-                    }
-                }
-                let _ = tx.send(batch);
-                Ok(())
-            });
-            let done = (|| -> Result<(), PipelineError> {
-                for batch in &rx {
-                    if self.control.interrupted() {
-                        return Err(PipelineError::Interrupted);
-                    }
-                    for (item, vertical, position) in batch {
-                        each(item, vertical, position)?;
-                        self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-                Ok(())
-            })();
-            drop(rx);
-            let read = reader
-                .join()
-                .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the reader thread panicked".into())));
-            read.and(done)
-        })
+        read_batched(self.stream(wanted)?, self.control, self.index.working(), each)
     }
 
     /// Fingerprints every unit, sorts them out of core and finds the candidates.

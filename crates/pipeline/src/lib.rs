@@ -35,6 +35,7 @@ mod parted;
 mod parts;
 mod scan;
 pub mod scratch;
+mod span;
 mod spot;
 mod unit_sort;
 
@@ -59,4 +60,5 @@ pub use pairs::{
     find_pairs, index_fraction,
 };
 pub use parts::BucketTotals;
+pub use span::{MAX_MIN_SPAN, dedup_spans};
 pub use spot::{SpotConfig, SpotStats, find_spot_pairs};

@@ -1,0 +1,615 @@
+//! `dedup --unit span --min-span K`: repeated passages cut out word-exactly,
+//! the first copy kept (the rule is [`dupgram_dedup::SpanMarker`]'s).
+//!
+//! 1. **Fingerprint pass**: every K-gram of every document (K consecutive
+//!    tokens, as the token options make them) gets the 128-bit XXH3 hash of
+//!    its normalised text; hash and the K-gram's corpus position (its first
+//!    token's number) are sorted out of core, as the exact tests sort units
+//!    ([`UnitSort`]). 24 bytes a token in memory chunks, whatever K: no
+//!    packed key of K words.
+//! 2. **Numbering**: the merge hands each distinct hash with its positions;
+//!    a hash at two positions or more is a repeated K-gram and gets the next
+//!    number, and each of its positions goes, with that number, into a
+//!    second out-of-core sort, by position. The result, written to a file,
+//!    is every repeated K-gram occurrence in corpus order (12 bytes each).
+//! 3. **Decision pass**: the corpus is read once more; each document takes
+//!    its occurrences from that file, the marker cuts its spans, and it is
+//!    written out marked or stripped in its own format.
+//!
+//! Two different K-grams are confused only when their XXH3-128 hashes
+//! collide: then a passage that never repeated could be cut. For a corpus
+//! of N tokens the chance is about N²/2¹²⁹ (10⁻²⁰ for 10¹⁰ tokens).
+
+use std::collections::HashSet;
+use std::io::{BufRead, Read, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use dupgram_corpus::{Input, VerticalLine};
+use dupgram_dedup::{NgramAt, SpanMarker, SpanParams, SpanVerdict};
+use dupgram_lexicon::Tokenizer;
+use dupgram_merge::MergeSink;
+
+use crate::control::Control;
+use crate::dedup::{Body, DedupConfig, DedupStats, Doc, DocStream, DocWriter, Item, Role, read_batched};
+use crate::error::PipelineError;
+use crate::index::IndexJob;
+use crate::memory::{MemoryPlan, human_bytes, peak_rss};
+use crate::ngrams::zstd_need;
+use crate::output::OutputFile;
+use crate::unit_sort::UnitSort;
+
+/// The longest passage `--min-span` may ask for: hashing costs K words a token.
+pub const MAX_MIN_SPAN: u32 = 4096;
+
+/// Run tags of the two sorts.
+const KGRAM_RUNS: u64 = 0x5A4E_0001;
+const POSITION_RUNS: u64 = 0x5A4E_0002;
+
+/// Bytes of one repeated occurrence in the occurrences file: position (8), number (4).
+const OCCURRENCE_BYTES: usize = 12;
+
+fn check(config: &DedupConfig) -> Result<(), PipelineError> {
+    let k = config.min_span;
+    if k == 0 || k > MAX_MIN_SPAN {
+        return Err(PipelineError::Usage(format!("--min-span must be between 1 and {MAX_MIN_SPAN}, not {k}")));
+    }
+    if !(0.0..=1.0).contains(&config.threshold) {
+        return Err(PipelineError::Usage(format!("--threshold must be between 0 and 1, not {}", config.threshold)));
+    }
+    if config.base.stop_top > 0 {
+        return Err(PipelineError::Usage(
+            "--stop-top needs a count of the corpus's words, which --unit span does not make; use --stopwords".into(),
+        ));
+    }
+    if config.dups.is_some() || config.exact {
+        return Err(PipelineError::Usage("--dups and --exact do not apply to --unit span".into()));
+    }
+    Ok(())
+}
+
+/// Cuts every repeated passage of at least `config.min_span` words out of the corpus, into `out`.
+pub fn dedup_spans(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> Result<DedupStats, PipelineError> {
+    check(config)?;
+    let started = Instant::now();
+    let base = &config.base;
+    let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
+        .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
+    let work = crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?;
+    let index = IndexJob::new(base, None, control, plan, work.path());
+    let inputs = index.spool_stdin()?;
+    let mut stats = DedupStats {
+        unit: "span".into(),
+        n: config.min_span as usize,
+        threshold: config.threshold,
+        min_span: config.min_span,
+        memory_budget: base.memory,
+        ..DedupStats::default()
+    };
+    let job = SpanJob { config, control, plan, index: &index, inputs: &inputs };
+    let t = Instant::now();
+    let found = job.find_repeats(&mut stats)?;
+    stats.seconds.index = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    job.decide(&found, out, &mut stats)?;
+    stats.seconds.decisions = t.elapsed().as_secs_f64();
+    drop(work);
+    stats.seconds.total = started.elapsed().as_secs_f64();
+    stats.peak_rss = peak_rss().unwrap_or(0);
+    Ok(stats)
+}
+
+struct SpanJob<'a> {
+    config: &'a DedupConfig,
+    control: &'a Control,
+    plan: MemoryPlan,
+    index: &'a IndexJob<'a>,
+    inputs: &'a [Input],
+}
+
+/// What the first two steps found.
+struct Repeats {
+    /// Every repeated K-gram occurrence in corpus order.
+    occurrences: PathBuf,
+    /// Repeated K-grams (numbered `0..kgrams`).
+    kgrams: u64,
+}
+
+impl SpanJob<'_> {
+    fn stream(&self) -> DocStream<'_> {
+        let base = &self.config.base;
+        let mut stream = DocStream::new(
+            self.inputs,
+            &base.read,
+            self.plan,
+            dupgram_dedup::UnitKind::Document,
+            (base.norm, &base.stopwords),
+            (self.index.working() / 8) as usize,
+            crossbeam_channel::never(),
+        );
+        stream.keys = true;
+        stream
+    }
+
+    /// Steps 1 and 2: hashes every K-gram, and lists the repeated ones' occurrences by position.
+    fn find_repeats(&self, stats: &mut DedupStats) -> Result<Repeats, PipelineError> {
+        self.control.progress.start("hashing K-grams", self.inputs.iter().map(Input::size).sum());
+        let k = self.config.min_span as usize;
+        let working = self.index.working();
+        let chunk = self.config.base.limits.chunk_ngrams;
+        let mut sort = UnitSort::new(self.index.work, working, chunk, KGRAM_RUNS)?;
+        let mut position = 0u64;
+        let mut starts: Vec<usize> = Vec::new();
+        read_batched(self.stream(), self.control, working, |item, _, _| {
+            let Item::Doc(doc) = item else { return Ok(()) };
+            stats.index.documents += 1;
+            let keys = doc.key(0);
+            token_starts(keys, &mut starts);
+            let tokens = starts.len() - 1;
+            for (i, window) in starts.windows(k + 1).enumerate() {
+                let fp = xxhash_rust::xxh3::xxh3_128(&keys[window[0]..window[k]]);
+                sort.push(key_words(fp), position + i as u64)?;
+            }
+            position += tokens as u64;
+            Ok(())
+        })?;
+        stats.index.tokens = position;
+        let sorted = sort.finish()?;
+        stats.index.bytes_spilled += sorted.spilled;
+        self.control.progress.start("numbering repeated K-grams", None);
+        // The second sort gets a quarter of the memory; the merge's buffers the rest.
+        let positions_dir = self.index.work.join("positions");
+        std::fs::create_dir(&positions_dir).map_err(|e| PipelineError::io(&positions_dir, e))?;
+        let mut sink =
+            NumberSink { positions: UnitSort::new(&positions_dir, working / 2, chunk, POSITION_RUNS)?, kgrams: 0 };
+        sorted.merge(self.index.fan_in(working / 4), &mut sink, self.control)?;
+        let NumberSink { positions, kgrams } = sink;
+        stats.index.duplicate_ngrams = kgrams;
+        let positions = positions.finish()?;
+        stats.index.bytes_spilled += positions.spilled;
+        let path = self.index.work.join("occurrences.bin");
+        let file = std::fs::File::create(&path).map_err(|e| PipelineError::io(&path, e))?;
+        let mut sink = OccurrenceSink { out: std::io::BufWriter::with_capacity(1 << 16, file), path, count: 0 };
+        positions.merge(self.index.fan_in(0), &mut sink, self.control)?;
+        stats.index.duplicate_occurrences = sink.count;
+        stats.index.bytes_spilled += sink.count * OCCURRENCE_BYTES as u64;
+        let OccurrenceSink { out, path, .. } = sink;
+        out.into_inner().map_err(|e| PipelineError::io(&path, e.into_error()))?;
+        Ok(Repeats { occurrences: path, kgrams })
+    }
+
+    /// Step 3: reads the corpus once more, cuts each document's spans and writes it out.
+    fn decide(&self, found: &Repeats, out: &mut OutputFile, stats: &mut DedupStats) -> Result<(), PipelineError> {
+        self.control.progress.start("cutting repeated spans", self.inputs.iter().map(Input::size).sum());
+        let params = SpanParams {
+            k: self.config.min_span,
+            threshold: self.config.threshold,
+            min_tokens: self.config.min_tokens,
+        };
+        let kgrams = usize::try_from(found.kgrams)
+            .map_err(|_| PipelineError::Usage("too many repeated K-grams for this machine".into()))?;
+        let mut marker = SpanMarker::new(params, kgrams);
+        let mut occurrences = Occurrences::open(&found.occurrences)?;
+        let base = &self.config.base;
+        let mut writer = SpanWriter {
+            strip: self.config.strip,
+            text_field: &base.read.text_field,
+            tokenizer: Tokenizer::new(base.norm),
+            stopwords: base.stopwords.iter().cloned().collect(),
+            ranges: Vec::new(),
+            line: Vec::new(),
+        };
+        let mut passthrough = DocWriter::new(self.config.strip, &base.read.text_field);
+        let (mut position, mut docs, mut kgrams_here) = (0u64, 0u64, Vec::new());
+        read_batched(self.stream(), self.control, self.index.working(), |item, vertical, _| {
+            let doc = match item {
+                Item::Passthrough(line) => return passthrough.passthrough(out, &line, vertical),
+                Item::Doc(doc) => doc,
+            };
+            let tokens: u32 = doc.unit_tokens.iter().sum();
+            occurrences.take_document(position, tokens, &mut kgrams_here)?;
+            let verdict = marker.document(tokens, &kgrams_here);
+            record(stats, &verdict);
+            writer.write(out, &doc, &verdict)?;
+            position += u64::from(tokens);
+            docs += 1;
+            Ok(())
+        })?;
+        if docs != stats.index.documents || position != stats.index.tokens || !occurrences.at_end()? {
+            return Err(PipelineError::Changed(format!(
+                "{} documents and {} tokens were hashed, {docs} and {position} read back",
+                stats.index.documents, stats.index.tokens
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Where each token starts in a document's key (tokens back to back, each
+/// ended by a separator byte), and where the key ends.
+fn token_starts(keys: &[u8], starts: &mut Vec<usize>) {
+    starts.clear();
+    starts.push(0);
+    starts.extend(keys.iter().enumerate().filter(|&(_, &b)| b == crate::dedup::KEY_SEPARATOR).map(|(i, _)| i + 1));
+}
+
+/// A hash as a sort key.
+fn key_words(fp: u128) -> [u32; 4] {
+    [(fp >> 96) as u32, (fp >> 64) as u32, (fp >> 32) as u32, fp as u32]
+}
+
+/// A corpus position as a sort key: ascending keys, ascending positions.
+fn position_key(position: u64) -> [u32; 4] {
+    [(position >> 32) as u32, position as u32, 0, 0]
+}
+
+fn record(stats: &mut DedupStats, verdict: &SpanVerdict) {
+    stats.units += 1;
+    stats.spans_removed += verdict.spans.len() as u64;
+    stats.tokens_removed += u64::from(verdict.removed_tokens());
+    stats.tokens_in_spans += u64::from(verdict.span_tokens());
+    if verdict.nothing_kept() {
+        stats.documents_removed += 1;
+        stats.units_removed += 1;
+    }
+    if verdict.whole {
+        stats.documents_whole += 1;
+    }
+}
+
+/// Numbers each repeated K-gram and sorts its positions.
+struct NumberSink<'a> {
+    positions: UnitSort<'a>,
+    kgrams: u64,
+}
+
+impl MergeSink for NumberSink<'_> {
+    type Error = PipelineError;
+
+    fn accept(&mut self, _hash: &[u32], _count: u64, positions: &[u64]) -> Result<(), PipelineError> {
+        if positions.len() < 2 {
+            return Ok(());
+        }
+        if self.kgrams > u64::from(u32::MAX) {
+            return Err(PipelineError::Usage("more than 2³² repeated K-grams: raise --min-span".into()));
+        }
+        for &p in positions {
+            self.positions.push(position_key(p), self.kgrams)?;
+        }
+        self.kgrams += 1;
+        Ok(())
+    }
+}
+
+/// Writes the occurrences, in position order, to a file.
+struct OccurrenceSink {
+    out: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+    count: u64,
+}
+
+impl MergeSink for OccurrenceSink {
+    type Error = PipelineError;
+
+    fn accept(&mut self, key: &[u32], _count: u64, numbers: &[u64]) -> Result<(), PipelineError> {
+        let position = (u64::from(key[0]) << 32) | u64::from(key[1]);
+        for &number in numbers {
+            let mut bytes = [0u8; OCCURRENCE_BYTES];
+            bytes[..8].copy_from_slice(&position.to_le_bytes());
+            bytes[8..].copy_from_slice(&(number as u32).to_le_bytes());
+            self.out.write_all(&bytes).map_err(|e| PipelineError::io(&self.path, e))?;
+            self.count += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The occurrences file read back in order.
+struct Occurrences {
+    reader: std::io::BufReader<std::fs::File>,
+    path: PathBuf,
+    /// The next occurrence, read but not yet taken.
+    next: Option<(u64, u32)>,
+}
+
+impl Occurrences {
+    fn open(path: &Path) -> Result<Self, PipelineError> {
+        let file = std::fs::File::open(path).map_err(|e| PipelineError::io(path, e))?;
+        let mut this =
+            Occurrences { reader: std::io::BufReader::with_capacity(1 << 16, file), path: path.into(), next: None };
+        this.advance()?;
+        Ok(this)
+    }
+
+    fn advance(&mut self) -> Result<(), PipelineError> {
+        let mut bytes = [0u8; OCCURRENCE_BYTES];
+        self.next = match self.reader.read_exact(&mut bytes) {
+            Ok(()) => Some((
+                u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
+                u32::from_le_bytes(bytes[8..].try_into().expect("4 bytes")),
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
+            Err(e) => return Err(PipelineError::io(&self.path, e)),
+        };
+        Ok(())
+    }
+
+    /// The occurrences of the document of `tokens` tokens starting at corpus
+    /// position `start`, as positions in the document.
+    fn take_document(&mut self, start: u64, tokens: u32, into: &mut Vec<NgramAt>) -> Result<(), PipelineError> {
+        into.clear();
+        while let Some((position, number)) = self.next {
+            if position >= start + u64::from(tokens) {
+                break;
+            }
+            // Positions before `start` were all taken by earlier documents.
+            let pos = (position - start) as u32;
+            into.push(NgramAt { pos, id: number });
+            self.advance()?;
+        }
+        Ok(())
+    }
+
+    fn at_end(&mut self) -> Result<bool, PipelineError> {
+        Ok(self.next.is_none() && self.reader.fill_buf().map_err(|e| PipelineError::io(&self.path, e))?.is_empty())
+    }
+}
+
+/// Writes documents with their spans marked or cut, in their own format.
+struct SpanWriter<'a> {
+    strip: bool,
+    text_field: &'a str,
+    tokenizer: Tokenizer,
+    stopwords: HashSet<String>,
+    /// Byte ranges of the current text's tokens.
+    ranges: Vec<Range<usize>>,
+    line: Vec<u8>,
+}
+
+impl SpanWriter<'_> {
+    fn write(&mut self, out: &mut OutputFile, doc: &Doc, verdict: &SpanVerdict) -> Result<(), PipelineError> {
+        self.line.clear();
+        match &doc.body {
+            Body::Vertical { bytes, ends, roles } => self.vertical(bytes, ends, roles, verdict),
+            Body::Text { text, .. } => {
+                if self.strip {
+                    if !verdict.nothing_kept() {
+                        let cuts = self.cuts(text, verdict)?;
+                        self.line.extend_from_slice(cut_out(text, &cuts).trim_end_matches(['\n', '\r']).as_bytes());
+                        self.line.push(b'\n');
+                    }
+                } else {
+                    self.line.extend_from_slice(format!("{:.6}\t", fraction(verdict)).as_bytes());
+                    self.line.extend_from_slice(text.as_bytes());
+                    self.line.push(b'\n');
+                }
+            }
+            Body::Jsonl { line, text, .. } => {
+                if self.strip && verdict.nothing_kept() {
+                    return Ok(());
+                }
+                let cuts = self.cuts(text, verdict)?;
+                let mut value: serde_json::Value = serde_json::from_str(line)
+                    .map_err(|e| PipelineError::Changed(format!("a record no longer parses: {e}")))?;
+                let object = value
+                    .as_object_mut()
+                    .ok_or_else(|| PipelineError::Changed("a record is no longer an object".into()))?;
+                if self.strip {
+                    if !cuts.is_empty() {
+                        object.insert(self.text_field.to_owned(), cut_out(text, &cuts).into());
+                    }
+                } else {
+                    let spans = if verdict.whole { std::iter::once(0..text.len()).collect() } else { cuts };
+                    object.insert("dup_fraction".into(), serde_json::json!((fraction(verdict) * 1e6).round() / 1e6));
+                    object.insert("dup_spans".into(), serde_json::json!(char_offsets(text, &spans)));
+                }
+                self.line.extend_from_slice(value.to_string().as_bytes());
+                self.line.push(b'\n');
+            }
+        }
+        out.write_all(&self.line)
+    }
+
+    /// A vertical document: a token line goes with its span, every line with the whole document.
+    fn vertical(&mut self, bytes: &[u8], ends: &[u32], roles: &[Role], verdict: &SpanVerdict) {
+        let mut start = 0;
+        let mut token = 0u32;
+        let mut span = 0;
+        for (&end, role) in ends.iter().zip(roles) {
+            let line = &bytes[start..end as usize];
+            start = end as usize;
+            let gone = match (role, VerticalLine::classify(line)) {
+                (Role::DocTag, _) => verdict.nothing_kept(),
+                (Role::Unit(_), VerticalLine::Token(word)) if self.counts(word) => {
+                    while span < verdict.spans.len() && verdict.spans[span].end <= token {
+                        span += 1;
+                    }
+                    let in_span = verdict.spans.get(span).is_some_and(|s| s.start <= token);
+                    token += 1;
+                    verdict.whole || in_span
+                }
+                _ => verdict.whole,
+            };
+            if self.strip {
+                if !gone {
+                    self.line.extend_from_slice(line);
+                    self.line.push(b'\n');
+                }
+            } else {
+                self.line.extend_from_slice(if gone { b"1\t" } else { b"0\t" });
+                self.line.extend_from_slice(line);
+                self.line.push(b'\n');
+            }
+        }
+    }
+
+    /// Whether a vertical token line counts as a token (the reader's rule).
+    fn counts(&self, word: &[u8]) -> bool {
+        !word.is_empty()
+            && (self.stopwords.is_empty() || !self.stopwords.contains(String::from_utf8_lossy(word).as_ref()))
+    }
+
+    /// Byte ranges of a text to cut: from the first character of a span's
+    /// first token to the last character of its last.
+    fn cuts(&mut self, text: &str, verdict: &SpanVerdict) -> Result<Vec<Range<usize>>, PipelineError> {
+        if verdict.spans.is_empty() {
+            return Ok(Vec::new());
+        }
+        token_ranges(&mut self.tokenizer, &self.stopwords, text, &mut self.ranges);
+        if self.ranges.len() != verdict.tokens as usize {
+            return Err(PipelineError::Changed(format!(
+                "a document has {} tokens now and had {} when it was hashed",
+                self.ranges.len(),
+                verdict.tokens
+            )));
+        }
+        Ok(verdict
+            .spans
+            .iter()
+            .map(|s| self.ranges[s.start as usize].start..self.ranges[s.end as usize - 1].end)
+            .collect())
+    }
+}
+
+fn fraction(verdict: &SpanVerdict) -> f64 {
+    if verdict.tokens == 0 { 0.0 } else { f64::from(verdict.removed_tokens()) / f64::from(verdict.tokens) }
+}
+
+/// Byte ranges of a text's tokens, stop words left out, as [`Tokenizer`]
+/// makes them. The text is fed one character at a time; a token runs from
+/// the first character taken into it (the `&` of an entity that starts it)
+/// to the last one taken in, so markup or an unknown entity right after a
+/// token is not part of it.
+pub(crate) fn token_ranges(
+    tokenizer: &mut Tokenizer,
+    stopwords: &HashSet<String>,
+    text: &str,
+    ranges: &mut Vec<Range<usize>>,
+) {
+    ranges.clear();
+    let (mut start, mut last_end, mut entity_start) = (0, 0, 0);
+    let keep = |word: &str, range: Range<usize>, ranges: &mut Vec<Range<usize>>| {
+        if stopwords.is_empty() || !stopwords.contains(word) {
+            ranges.push(range);
+        }
+    };
+    for (i, c) in text.char_indices() {
+        let (in_token, in_entity, taken) = (tokenizer.in_token(), tokenizer.in_entity(), tokenizer.taken());
+        let mut emitted = false;
+        let (s, e) = (start, last_end);
+        tokenizer.feed(&text[i..i + c.len_utf8()], &mut |w| {
+            keep(w, s..e, ranges);
+            emitted = true;
+        });
+        if !in_entity && tokenizer.in_entity() {
+            entity_start = i;
+        }
+        if tokenizer.taken() != taken {
+            if !in_token || emitted {
+                start = if in_entity { entity_start } else { i };
+            }
+            last_end = i + c.len_utf8();
+        }
+    }
+    let (s, e) = (start, last_end);
+    tokenizer.finish(&mut |w| keep(w, s..e, ranges));
+}
+
+/// The text without the cuts; the words on either side of a cut are joined
+/// by one space (the space around a cut goes with it).
+fn cut_out(text: &str, cuts: &[Range<usize>]) -> String {
+    if cuts.is_empty() {
+        return text.to_owned();
+    }
+    let mut pieces = Vec::with_capacity(cuts.len() + 1);
+    let mut at = 0;
+    for (i, cut) in cuts.iter().enumerate() {
+        let piece = &text[at..cut.start];
+        pieces.push(if i == 0 { piece.trim_end() } else { piece.trim() });
+        at = cut.end;
+    }
+    pieces.push(text[at..].trim_start());
+    pieces.retain(|p| !p.is_empty());
+    pieces.join(" ")
+}
+
+/// Byte ranges as character offsets `[start, end)`.
+fn char_offsets(text: &str, ranges: &[Range<usize>]) -> Vec<[u64; 2]> {
+    let mut out = Vec::with_capacity(ranges.len());
+    let (mut chars, mut at) = (0u64, 0usize);
+    for r in ranges {
+        chars += text[at..r.start].chars().count() as u64;
+        let start = chars;
+        chars += text[r.start..r.end].chars().count() as u64;
+        at = r.end;
+        out.push([start, chars]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)] // one cut: a slice of one range
+    fn cuts_join_the_words_around_with_one_space() {
+        let text = "keep this  REPEATED PART\n and this";
+        let start = text.find("REPEATED").unwrap();
+        let end = start + "REPEATED PART".len();
+        assert_eq!(cut_out(text, &[start..end]), "keep this and this");
+        assert_eq!(cut_out(text, &[0..4]), "this  REPEATED PART\n and this");
+        assert_eq!(cut_out(text, &[text.len() - 4..text.len()]), "keep this  REPEATED PART\n and");
+        // Two cuts with only space between: one space in all.
+        let two = "a X Y b";
+        assert_eq!(cut_out(two, &[2..3, 4..5]), "a b");
+    }
+
+    /// The tokens of a text, fed whole.
+    fn tokens(norm: dupgram_lexicon::Normalization, text: &str) -> Vec<String> {
+        let mut tokenizer = Tokenizer::new(norm);
+        let mut out = Vec::new();
+        tokenizer.feed(text, &mut |w| out.push(w.to_owned()));
+        tokenizer.finish(&mut |w| out.push(w.to_owned()));
+        out
+    }
+
+    #[test]
+    fn token_ranges_point_at_the_tokens_in_the_text() {
+        use dupgram_lexicon::Normalization;
+        let text = "Straße, 3.5 vs. état-civil! &eacute;t&eacute; <b>bold</b>x &amp; 12,000";
+        let norms = [
+            Normalization::default(),
+            Normalization::raw(),
+            Normalization { numbers_as_token: true, ..Normalization::default() },
+            Normalization { strip_markup: true, ..Normalization::default() },
+        ];
+        for norm in norms {
+            let mut tokenizer = Tokenizer::new(norm);
+            let mut ranges = Vec::new();
+            token_ranges(&mut tokenizer, &HashSet::new(), text, &mut ranges);
+            let whole = tokens(norm, text);
+            assert_eq!(ranges.len(), whole.len(), "{norm:?}");
+            // Each range, tokenised alone, is its token; ranges ascend.
+            for (r, token) in ranges.iter().zip(&whole) {
+                assert_eq!(tokens(norm, &text[r.clone()]), std::slice::from_ref(token), "{norm:?} {r:?}");
+            }
+            assert!(ranges.windows(2).all(|w| w[0].end <= w[1].start));
+        }
+        let mut tokenizer = Tokenizer::new(Normalization::default());
+        let mut ranges = Vec::new();
+        let words = |ranges: &[Range<usize>]| ranges.iter().map(|r| text[r.clone()].to_owned()).collect::<Vec<_>>();
+        token_ranges(&mut tokenizer, &HashSet::new(), text, &mut ranges);
+        assert_eq!(words(&ranges)[..6], ["Straße", "3", "5", "vs", "état", "civil"]);
+        let stop: HashSet<String> = ["vs".to_owned()].into();
+        token_ranges(&mut tokenizer, &stop, text, &mut ranges);
+        assert_eq!(words(&ranges)[..5], ["Straße", "3", "5", "état", "civil"]);
+    }
+
+    #[test]
+    fn char_offsets_count_characters() {
+        let text = "é ab c";
+        assert_eq!(char_offsets(text, &[3..5, 6..7]), vec![[2, 4], [5, 6]]);
+    }
+}
