@@ -20,6 +20,7 @@
 //! result does not depend on the thread count or the memory budget: those
 //! only change how the corpus is cut into runs, and merging sums counts.
 
+pub mod attributes;
 mod control;
 mod dedup;
 mod error;
@@ -38,13 +39,13 @@ pub mod scratch;
 mod unit_sort;
 
 pub use control::{Control, Progress};
-pub use dedup::{DedupConfig, DedupStats, dedup};
+pub use dedup::{DedupConfig, DedupOutput, DedupStats, dedup, dedup_to};
 pub use dupgram_dedup::{LengthRow, LengthTable, UnitKind};
 pub use dupgram_index::PairScores;
 pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
 pub use error::PipelineError;
-pub use exact_only::{dedup_exact, dedup_exact_with};
+pub use exact_only::{dedup_exact, dedup_exact_to, dedup_exact_with};
 pub use groups::{Expansion, Groups};
 pub use index::{
     DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut, run_names,
