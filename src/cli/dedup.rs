@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use dupgram_pipeline::attributes::AttributesFile;
 use dupgram_pipeline::output::OutputFile;
 use dupgram_pipeline::{
-    Control, DedupConfig, DedupStats, DupsInput, UnitKind, dedup, dedup_exact, dedup_spans, human_bytes,
+    Control, DedupConfig, DedupOutput, DedupStats, DupsInput, UnitKind, dedup_exact_to, dedup_spans_to, dedup_to,
+    human_bytes,
 };
 
 use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
@@ -62,11 +64,19 @@ pub enum UnitArg {
 /// each line prefixed with its duplicate fraction and a TAB; with --strip,
 /// duplicate text is cut.
 ///
+/// --attributes FILE writes the decisions Dolma-style, beside documents that
+/// stay as they are: one JSON line per document (JSON Lines or plain text
+/// input), {"id", "attributes": {"dupgram_duplicate_spans": [[start, end,
+/// score], ...], "dupgram_dup_fraction": [[0, length, share]]}}, offsets in
+/// Unicode code points. The spans are the units --strip removes; cut out,
+/// they leave the text --strip writes. Without -o, no documents are written.
+///
 /// Examples:
 ///   dupgram dedup corpus.vert --unit p -n 7 --threshold 0.9 -o corpus.dedup.vert
 ///   dupgram dedup corpus.jsonl.zst --unit doc -n 10 --threshold 0.5 --strip -o kept.jsonl.zst
 ///   dupgram dedup corpus.jsonl.gz --exact-only --unit line --strip -o kept.jsonl.gz
 ///   dupgram dedup corpus.jsonl.zst --unit span --min-span 50 --strip -o kept.jsonl.zst
+///   dupgram dedup documents/part-0.jsonl --unit p --attributes attributes/dupgram/part-0.jsonl
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DedupArgs {
@@ -105,9 +115,13 @@ pub struct DedupArgs {
     /// Drop duplicates instead of marking them.
     #[arg(long)]
     strip: bool,
-    /// Write here (compressed when the name ends in .zst) [default: standard output].
+    /// Write here (compressed when the name ends in .zst) [default: standard output, none with --attributes].
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Write Dolma-style attributes here: per document, the removed spans (character offsets) and the
+    /// duplicate share (compressed when the name ends in .zst).
+    #[arg(long, value_name = "FILE")]
+    attributes: Option<PathBuf>,
     /// Use this duplicate list (from `dupgram ngrams`, same -n) instead of a lexicon pass.
     #[arg(long, value_name = "FILE", requires = "lexicon")]
     dups: Option<PathBuf>,
@@ -150,18 +164,29 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
         strip: args.strip,
         ..DedupConfig::new(base)
     };
-    let mut out = OutputFile::create(args.output.as_deref())?;
+    // Both files are opened before any work, so a bad path fails at once.
+    let mut documents = match (&args.output, &args.attributes) {
+        (None, Some(_)) => None,
+        (output, _) => Some(OutputFile::create(output.as_deref())?),
+    };
+    let mut attributes = args.attributes.as_deref().map(AttributesFile::create).transpose()?;
     let stats = {
         let _progress = ProgressView::start(control, args.resources.quiet);
+        let out = DedupOutput { documents: documents.as_mut(), attributes: attributes.as_mut() };
         if span {
-            dedup_spans(&config, control, &mut out)?
+            dedup_spans_to(&config, control, out)?
         } else if args.exact_only {
-            dedup_exact(&config, control, &mut out)?
+            dedup_exact_to(&config, control, out)?
         } else {
-            dedup(&config, control, &mut out)?
+            dedup_to(&config, control, out)?
         }
     };
-    out.finish()?;
+    if let Some(documents) = documents {
+        documents.finish()?;
+    }
+    if let Some(attributes) = attributes {
+        attributes.finish()?;
+    }
     if let Some(path) = &args.stats_json {
         write_json(path, &stats)?;
     }

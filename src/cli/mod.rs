@@ -3,6 +3,7 @@
 mod cluster;
 mod common;
 mod dedup;
+mod generate;
 mod ngrams;
 mod pairs;
 mod progress;
@@ -31,6 +32,8 @@ enum Command {
     Slurm(cluster::SlurmArgs),
     Stage(cluster::StageArgs),
     Update(cluster::UpdateArgs),
+    Completions(generate::CompletionsArgs),
+    Man(generate::ManArgs),
 }
 
 pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
@@ -42,6 +45,8 @@ pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
         Command::Slurm(args) => cluster::slurm(args, control),
         Command::Stage(args) => cluster::stage(args, control),
         Command::Update(args) => cluster::update(args, control),
+        Command::Completions(args) => generate::completions(args),
+        Command::Man(args) => generate::man(args),
     }
 }
 

@@ -25,6 +25,7 @@ use dupgram_lexicon::Tokenizer;
 use dupgram_merge::MergeSink;
 use serde::Serialize;
 
+use crate::attributes::{AttributesFile, char_spans, json_field};
 use crate::control::Control;
 use crate::error::PipelineError;
 use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexPart, IndexStats, PER_DOC_BYTES};
@@ -135,9 +136,97 @@ pub struct DedupStats {
     pub warnings: Vec<String>,
 }
 
+/// Where a deduplication's decisions go: the documents, marked or stripped
+/// (none: not written), and Dolma-style attributes beside them.
+#[derive(Default)]
+pub struct DedupOutput<'a> {
+    pub documents: Option<&'a mut OutputFile>,
+    pub attributes: Option<&'a mut AttributesFile>,
+}
+
+impl<'a> DedupOutput<'a> {
+    /// The documents only.
+    pub fn documents(out: &'a mut OutputFile) -> Self {
+        DedupOutput { documents: Some(out), attributes: None }
+    }
+
+    pub(crate) fn passthrough(
+        &mut self,
+        writer: &mut DocWriter,
+        line: &[u8],
+        vertical: bool,
+    ) -> Result<(), PipelineError> {
+        match self.documents.as_deref_mut() {
+            Some(out) => writer.passthrough(out, line, vertical),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes a judged document where it goes.
+    pub(crate) fn document(
+        &mut self,
+        writer: &mut DocWriter,
+        doc: &Doc,
+        verdicts: &[UnitVerdict],
+        exact: &[bool],
+    ) -> Result<(), PipelineError> {
+        if let Some(out) = self.documents.as_deref_mut() {
+            writer.write(out, doc, verdicts)?;
+        }
+        if let Some(file) = self.attributes.as_deref_mut() {
+            write_attributes(file, doc, verdicts, exact)?;
+        }
+        Ok(())
+    }
+
+    /// The input names a document stream needs for default IDs, when attributes are written.
+    pub(crate) fn id_names(&self, inputs: &[Input]) -> Option<Vec<String>> {
+        self.attributes.is_some().then(|| inputs.iter().map(Input::name).collect())
+    }
+
+    /// Refuses, before any work, inputs that attributes cannot describe.
+    pub(crate) fn check_inputs(&self, inputs: &[Input], read: &ReadOptions) -> Result<(), PipelineError> {
+        if self.attributes.is_none() {
+            return Ok(());
+        }
+        for input in inputs {
+            if let Input::Path(path) = input
+                && input_format(path, read)? == Format::Vertical
+            {
+                return Err(vertical_attributes(&path.display().to_string()));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn vertical_attributes(name: &str) -> PipelineError {
+    PipelineError::Usage(format!(
+        "--attributes: {name} is a vertical file; attributes give character offsets in a document's text, \
+         which JSON Lines and plain text have and vertical files do not"
+    ))
+}
+
+/// The format of an input: `--format`, else its extension, else its content.
+fn input_format(path: &std::path::Path, read: &ReadOptions) -> Result<Format, PipelineError> {
+    if let Some(format) = read.format.or_else(|| Format::from_path(path)) {
+        return Ok(format);
+    }
+    let name = path.display().to_string();
+    let open_err = |error| PipelineError::Corpus(CorpusError::Open { name: name.clone(), error });
+    let mut reader = dupgram_corpus::open_decoded(path).map_err(open_err)?;
+    Ok(Format::sniff(reader.fill_buf().map_err(open_err)?))
+}
+
 /// Deduplicates the corpus into `out`.
 pub fn dedup(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> Result<DedupStats, PipelineError> {
+    dedup_to(config, control, DedupOutput::documents(out))
+}
+
+/// Deduplicates the corpus into the documents and attribute files of `out`.
+pub fn dedup_to(config: &DedupConfig, control: &Control, mut out: DedupOutput) -> Result<DedupStats, PipelineError> {
     config.check()?;
+    out.check_inputs(&config.base.inputs, &config.base.read)?;
     let started = Instant::now();
     let base = &config.base;
     let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
@@ -169,7 +258,7 @@ pub fn dedup(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> R
     let exact = if config.exact { job.exact_pass(&mut stats)? } else { Vec::new() };
     stats.seconds.exact = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    job.decide(&exact, out, &mut stats)?;
+    job.decide(&exact, &mut out, &mut stats)?;
     stats.seconds.decisions = t.elapsed().as_secs_f64();
     drop(built);
     drop(work);
@@ -237,7 +326,7 @@ impl DedupJob<'_> {
     }
 
     /// Reads the corpus once more, judges each document's units and writes it out.
-    fn decide(&self, exact: &[u64], out: &mut OutputFile, stats: &mut DedupStats) -> Result<(), PipelineError> {
+    fn decide(&self, exact: &[u64], out: &mut DedupOutput, stats: &mut DedupStats) -> Result<(), PipelineError> {
         self.control.progress.start("deduplicating", self.built.inputs.iter().map(Input::size).sum());
         let n = self.config.base.n as u32;
         let totals = &self.built.totals;
@@ -268,6 +357,7 @@ impl DedupJob<'_> {
         // Written documents go back to the reader, which fills them again.
         let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Doc>(16);
         let mut stream = self.stream(false, spare_rx);
+        stream.ids = out.id_names(&self.config.base.inputs);
         std::thread::scope(|scope| {
             let reader = scope.spawn(move || -> Result<(), PipelineError> {
                 while let Some(item) = stream.next()? {
@@ -284,7 +374,7 @@ impl DedupJob<'_> {
                 for (item, vertical, position) in &rx {
                     let d = match item {
                         Item::Passthrough(line) => {
-                            writer.passthrough(out, &line, vertical)?;
+                            out.passthrough(&mut writer, &line, vertical)?;
                             continue;
                         }
                         Item::Doc(d) => d,
@@ -322,7 +412,7 @@ impl DedupJob<'_> {
                     }));
                     let verdicts = marker.document(&d.unit_tokens, ngrams, &exact_units);
                     record(stats, &d.unit_tokens, &verdicts, &exact_units);
-                    writer.write(out, &d, &verdicts)?;
+                    out.document(&mut writer, &d, &verdicts, &exact_units)?;
                     self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
                     unit_base += d.unit_tokens.len() as u64;
                     doc += 1;
@@ -463,6 +553,9 @@ pub(crate) struct Doc {
     pub(crate) keys: Vec<u8>,
     /// Where each unit's key ends in `keys`.
     pub(crate) key_ends: Vec<u32>,
+    /// The document's ID, when asked for (`--attributes`): the record's
+    /// `--id-field` as it is there, or its line number as the corpus reader numbers it.
+    pub(crate) id: Option<Box<serde_json::Value>>,
 }
 
 impl Doc {
@@ -530,6 +623,8 @@ pub(crate) struct DocStream<'a> {
     pub(crate) keys: bool,
     /// Token counts known from an earlier pass: only the units asked for are tokenised again.
     pub(crate) known: Option<KnownUnits<'a>>,
+    /// Each document's ID, when asked for: the names of the inputs as given (for default IDs).
+    pub(crate) ids: Option<Vec<String>>,
     doc_limit: usize,
     /// Documents written already, whose buffers can be used again.
     spare: crossbeam_channel::Receiver<Doc>,
@@ -566,6 +661,7 @@ impl<'a> DocStream<'a> {
             hasher: None,
             keys: false,
             known: None,
+            ids: None,
             doc_limit,
             spare,
         }
@@ -618,6 +714,9 @@ impl<'a> DocStream<'a> {
             Some(f) => f,
             None => Format::sniff(reader.fill_buf().map_err(open_err)?),
         };
+        if format == Format::Vertical && self.ids.is_some() {
+            return Err(vertical_attributes(&name));
+        }
         if format == Format::Vertical && self.unit == UnitKind::Line {
             return Err(PipelineError::Usage(format!(
                 "--unit line: {name} is a vertical file, whose lines are tokens; use --unit doc, p or s"
@@ -700,10 +799,12 @@ impl<'a> DocStream<'a> {
         }
         let input = self.current.as_ref().expect("an open input");
         let line = String::from_utf8_lossy(&raw).into_owned();
+        let default_id = || self.default_id();
         if !json {
+            let id = default_id();
             let units = segment_text(&line, self.unit);
             let doc = self.tokenize_units(&line, &units)?;
-            return Ok(Some(Item::Doc(Doc { body: Body::Text { text: line, units }, ..doc })));
+            return Ok(Some(Item::Doc(Doc { body: Body::Text { text: line, units }, id, ..doc })));
         }
         if line.trim().is_empty() {
             return Ok(Some(Item::Passthrough(raw)));
@@ -722,9 +823,26 @@ impl<'a> DocStream<'a> {
                 what: "not a record with a string text field (the file changed since it was indexed?)".into(),
             }));
         };
+        let id = match self.ids {
+            Some(_) => {
+                json_field(&line, &self.options.id_field).filter(|id| !id.is_null()).map(Box::new).or_else(default_id)
+            }
+            None => None,
+        };
         let units = segment_text(&text, self.unit);
         let doc = self.tokenize_units(&text, &units)?;
-        Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text, units }, ..doc })))
+        Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text, units }, id, ..doc })))
+    }
+
+    /// The ID the corpus reader gives a document without one (its line,
+    /// after the input's name when there are several), when IDs are wanted.
+    fn default_id(&self) -> Option<Box<serde_json::Value>> {
+        let names = self.ids.as_ref()?;
+        let line = self.current.as_ref().map_or(0, |c| c.line);
+        Some(Box::new(match names.get(self.next_input.wrapping_sub(1)) {
+            Some(name) if names.len() > 1 => format!("{name}:{line}").into(),
+            _ => line.to_string().into(),
+        }))
     }
 
     /// Token counts (and fingerprints) of a text's units.
@@ -767,19 +885,22 @@ impl<'a> DocStream<'a> {
             fingerprints,
             keys,
             key_ends,
+            id: None,
         })
     }
 
     /// The next vertical document (or a line outside documents).
     fn next_vertical(&mut self) -> Result<Option<Item>, PipelineError> {
         // The buffers of a document already written, when one came back.
-        let (mut bytes, mut ends, mut roles, mut units, mut fingerprints, mut keys, mut key_ends) =
-            match self.spare.try_recv() {
-                Ok(Doc { body: Body::Vertical { bytes, ends, roles }, unit_tokens, fingerprints, keys, key_ends }) => {
-                    (bytes, ends, roles, unit_tokens, fingerprints, keys, key_ends)
-                }
-                _ => Default::default(),
-            };
+        let (mut bytes, mut ends, mut roles, mut units, mut fingerprints, mut keys, mut key_ends) = match self
+            .spare
+            .try_recv()
+        {
+            Ok(Doc {
+                body: Body::Vertical { bytes, ends, roles }, unit_tokens, fingerprints, keys, key_ends, ..
+            }) => (bytes, ends, roles, unit_tokens, fingerprints, keys, key_ends),
+            _ => Default::default(),
+        };
         bytes.clear();
         ends.clear();
         roles.clear();
@@ -900,6 +1021,7 @@ impl<'a> DocStream<'a> {
             fingerprints,
             keys,
             key_ends,
+            id: None,
         })))
     }
 }
@@ -975,6 +1097,7 @@ impl KnownUnits<'_> {
             fingerprints: Vec::new(),
             keys,
             key_ends,
+            id: None,
         })
     }
 }
@@ -1055,9 +1178,7 @@ impl<'a> DocWriter<'a> {
             Body::Text { text, units } => {
                 if self.strip {
                     if !all_removed {
-                        self.line.extend_from_slice(
-                            kept_text(text, units, verdicts).trim_end_matches(['\n', '\r']).as_bytes(),
-                        );
+                        self.line.extend_from_slice(kept_text(line_text(text), units, verdicts).as_bytes());
                         self.line.push(b'\n');
                     }
                 } else {
@@ -1091,9 +1212,67 @@ impl<'a> DocWriter<'a> {
     }
 }
 
-/// The text of the kept units.
+/// The text of the kept units (`text` may be shorter than the units cover: see [`line_text`]).
 fn kept_text(text: &str, units: &[Range<usize>], verdicts: &[UnitVerdict]) -> String {
-    units.iter().zip(verdicts).filter(|(_, v)| !v.removed()).map(|(r, _)| &text[r.clone()]).collect()
+    units.iter().zip(verdicts).filter(|(_, v)| !v.removed()).map(|(r, _)| &text[clip(r, text.len())]).collect()
+}
+
+/// A unit's range within the first `len` bytes of its text.
+fn clip(range: &Range<usize>, len: usize) -> Range<usize> {
+    range.start.min(len)..range.end.min(len)
+}
+
+/// A plain-text document — a line — without the `\r` of a CRLF line end:
+/// the text `--strip` writes out of (ending it with `\n`) and attribute
+/// offsets count in. The `\r` is the last unit's last byte.
+pub(crate) fn line_text(text: &str) -> &str {
+    text.strip_suffix('\r').unwrap_or(text)
+}
+
+/// Writes a document's attributes: the units `--strip` removes, as
+/// character spans, and its duplicate share. When `--strip` drops the
+/// document whole (no unit with a token kept), every unit is listed and the
+/// share is 1, so cutting the spans leaves nothing, as `--strip` does.
+fn write_attributes(
+    file: &mut AttributesFile,
+    doc: &Doc,
+    verdicts: &[UnitVerdict],
+    exact: &[bool],
+) -> Result<(), PipelineError> {
+    let (text, units) = match &doc.body {
+        Body::Jsonl { text, units, .. } => (text.as_str(), units),
+        Body::Text { text, units } => (line_text(text), units),
+        Body::Vertical { .. } => return Err(vertical_attributes("a vertical document")),
+    };
+    let whole = nothing_kept(&doc.unit_tokens, verdicts);
+    let spans = units
+        .iter()
+        .zip(&doc.unit_tokens)
+        .zip(verdicts.iter().zip(exact))
+        .filter(|(_, (v, _))| whole || v.removed())
+        .map(|((range, &tokens), (v, &x))| (clip(range, text.len()), span_score(tokens, v, x)))
+        .filter(|(range, _)| !range.is_empty());
+    let (spans, chars) = char_spans(text, spans);
+    let fraction = if whole { 1.0 } else { removed_share(&doc.unit_tokens, verdicts) };
+    file.write(doc.id.as_deref().unwrap_or(&serde_json::Value::Null), &spans, chars, fraction)
+}
+
+/// A removed unit's score: the share of its tokens covered by n-grams seen
+/// before; 1 when the exact test marked it (its whole text repeats); 0 for
+/// a unit without tokens.
+fn span_score(tokens: u32, verdict: &UnitVerdict, exact: bool) -> f64 {
+    match (exact, tokens) {
+        (true, _) => 1.0,
+        (false, 0) => 0.0,
+        (false, t) => f64::from(verdict.covered.min(t)) / f64::from(t),
+    }
+}
+
+/// The share of a document's tokens in removed units.
+fn removed_share(unit_tokens: &[u32], verdicts: &[UnitVerdict]) -> f64 {
+    let tokens: u64 = unit_tokens.iter().map(|&t| u64::from(t)).sum();
+    let removed: u64 = unit_tokens.iter().zip(verdicts).filter(|(_, v)| v.removed()).map(|(&t, _)| u64::from(t)).sum();
+    if tokens == 0 { 0.0 } else { removed as f64 / tokens as f64 }
 }
 
 /// Character offsets `[start, end)` of the removed units, adjacent ones merged.

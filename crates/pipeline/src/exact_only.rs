@@ -33,7 +33,9 @@ use dupgram_merge::MergeSink;
 use crate::control::Control;
 use std::io::Write;
 
-use crate::dedup::{DedupConfig, DedupStats, DocStream, DocWriter, Item, KnownUnits, read_batched, record};
+use crate::dedup::{
+    DedupConfig, DedupOutput, DedupStats, DocStream, DocWriter, Item, KnownUnits, read_batched, record,
+};
 use crate::error::PipelineError;
 use crate::index::IndexJob;
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -57,6 +59,11 @@ const PER_TEXT_BYTES: u64 = 96;
 
 /// Deduplicates the corpus into `out` by exact normalised text only.
 pub fn dedup_exact(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> Result<DedupStats, PipelineError> {
+    dedup_exact_with(config, control, DedupOutput::documents(out), xxh3_128)
+}
+
+/// Deduplicates the corpus by exact normalised text into the documents and attribute files of `out`.
+pub fn dedup_exact_to(config: &DedupConfig, control: &Control, out: DedupOutput) -> Result<DedupStats, PipelineError> {
     dedup_exact_with(config, control, out, xxh3_128)
 }
 
@@ -78,10 +85,11 @@ fn check(config: &DedupConfig) -> Result<(), PipelineError> {
 pub fn dedup_exact_with(
     config: &DedupConfig,
     control: &Control,
-    out: &mut OutputFile,
+    mut out: DedupOutput,
     fingerprint: Fingerprint,
 ) -> Result<DedupStats, PipelineError> {
     check(config)?;
+    out.check_inputs(&config.base.inputs, &config.base.read)?;
     let started = Instant::now();
     let base = &config.base;
     let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
@@ -105,7 +113,7 @@ pub fn dedup_exact_with(
     }
     stats.seconds.exact = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    job.write(&found, &mut marks, out, &mut stats)?;
+    job.write(&found, &mut marks, &mut out, &mut stats)?;
     stats.seconds.decisions = t.elapsed().as_secs_f64();
     drop(work);
     stats.seconds.total = started.elapsed().as_secs_f64();
@@ -200,9 +208,12 @@ impl ExactJob<'_> {
     fn read_all(
         &self,
         wanted: Option<&[u64]>,
+        ids: Option<Vec<String>>,
         each: impl FnMut(Item, bool, u64) -> Result<(), PipelineError>,
     ) -> Result<(), PipelineError> {
-        read_batched(self.stream(wanted)?, self.control, self.index.working(), each)
+        let mut stream = self.stream(wanted)?;
+        stream.ids = ids;
+        read_batched(stream, self.control, self.index.working(), each)
     }
 
     /// Fingerprints every unit, sorts them out of core and finds the candidates.
@@ -216,7 +227,7 @@ impl ExactJob<'_> {
             1 << 16,
             std::fs::File::create(&counts_path).map_err(|e| PipelineError::io(&counts_path, e))?,
         );
-        self.read_all(None, |item, _, _| {
+        self.read_all(None, None, |item, _, _| {
             let Item::Doc(doc) = item else { return Ok(()) };
             stats.index.documents += 1;
             for (u, &tokens) in doc.unit_tokens.iter().enumerate() {
@@ -262,7 +273,7 @@ impl ExactJob<'_> {
         );
         let mut table = Verifier::default();
         let mut unit = 0u64;
-        self.read_all(Some(&found.candidates), |item, _, _| {
+        self.read_all(Some(&found.candidates), None, |item, _, _| {
             let Item::Doc(doc) = item else { return Ok(()) };
             for u in 0..doc.unit_tokens.len() {
                 if bit(&found.candidates, unit) {
@@ -285,7 +296,7 @@ impl ExactJob<'_> {
         &self,
         found: &Candidates,
         marks: &mut [u64],
-        out: &mut OutputFile,
+        out: &mut DedupOutput,
         stats: &mut DedupStats,
     ) -> Result<(), PipelineError> {
         self.control.progress.start("deduplicating", self.inputs.iter().map(Input::size).sum());
@@ -295,9 +306,10 @@ impl ExactJob<'_> {
         let (mut unit, mut docs) = (0u64, 0u64);
         let mut verdicts = Vec::new();
         let mut exact = Vec::new();
-        self.read_all(Some(&found.candidates), |item, vertical, _| {
+        let ids = out.id_names(&self.config.base.inputs);
+        self.read_all(Some(&found.candidates), ids, |item, vertical, _| {
             let doc = match item {
-                Item::Passthrough(line) => return writer.passthrough(out, &line, vertical),
+                Item::Passthrough(line) => return out.passthrough(&mut writer, &line, vertical),
                 Item::Doc(doc) => doc,
             };
             verdicts.clear();
@@ -318,7 +330,7 @@ impl ExactJob<'_> {
             }
             record(stats, &doc.unit_tokens, &verdicts, &exact);
             docs += 1;
-            writer.write(out, &doc, &verdicts)
+            out.document(&mut writer, &doc, &verdicts, &exact)
         })?;
         stats.fingerprint_collisions += table.collisions;
         if docs != stats.index.documents || unit != found.units {

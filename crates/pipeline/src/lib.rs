@@ -20,6 +20,7 @@
 //! result does not depend on the thread count or the memory budget: those
 //! only change how the corpus is cut into runs, and merging sums counts.
 
+pub mod attributes;
 mod control;
 mod dedup;
 mod error;
@@ -40,14 +41,14 @@ mod spot;
 mod unit_sort;
 
 pub use control::{Control, Progress};
-pub use dedup::{DedupConfig, DedupStats, dedup};
+pub use dedup::{DedupConfig, DedupOutput, DedupStats, dedup, dedup_to};
 pub use dupgram_dedup::{LengthRow, LengthTable, UnitKind};
 pub use dupgram_index::PairScores;
 pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
 pub use dupgram_spotsigs::SpotParams;
 pub use error::PipelineError;
-pub use exact_only::{dedup_exact, dedup_exact_with};
+pub use exact_only::{dedup_exact, dedup_exact_to, dedup_exact_with};
 pub use groups::{Expansion, Groups};
 pub use index::{
     DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut, run_names,
@@ -60,5 +61,5 @@ pub use pairs::{
     find_pairs, index_fraction,
 };
 pub use parts::BucketTotals;
-pub use span::{MAX_MIN_SPAN, dedup_spans};
+pub use span::{MAX_MIN_SPAN, dedup_spans, dedup_spans_to};
 pub use spot::{SpotConfig, SpotStats, find_spot_pairs};

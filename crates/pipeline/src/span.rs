@@ -31,8 +31,11 @@ use dupgram_dedup::{NgramAt, SpanMarker, SpanParams, SpanVerdict};
 use dupgram_lexicon::Tokenizer;
 use dupgram_merge::MergeSink;
 
+use crate::attributes::{AttributesFile, char_spans};
 use crate::control::Control;
-use crate::dedup::{Body, DedupConfig, DedupStats, Doc, DocStream, DocWriter, Item, Role, read_batched};
+use crate::dedup::{
+    Body, DedupConfig, DedupOutput, DedupStats, Doc, DocStream, DocWriter, Item, Role, line_text, read_batched,
+};
 use crate::error::PipelineError;
 use crate::index::IndexJob;
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -71,7 +74,17 @@ fn check(config: &DedupConfig) -> Result<(), PipelineError> {
 
 /// Cuts every repeated passage of at least `config.min_span` words out of the corpus, into `out`.
 pub fn dedup_spans(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> Result<DedupStats, PipelineError> {
+    dedup_spans_to(config, control, DedupOutput::documents(out))
+}
+
+/// Cuts every repeated passage out of the corpus, into the documents and attribute files of `out`.
+pub fn dedup_spans_to(
+    config: &DedupConfig,
+    control: &Control,
+    mut out: DedupOutput,
+) -> Result<DedupStats, PipelineError> {
     check(config)?;
+    out.check_inputs(&config.base.inputs, &config.base.read)?;
     let started = Instant::now();
     let base = &config.base;
     let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
@@ -87,12 +100,13 @@ pub fn dedup_spans(config: &DedupConfig, control: &Control, out: &mut OutputFile
         memory_budget: base.memory,
         ..DedupStats::default()
     };
-    let job = SpanJob { config, control, plan, index: &index, inputs: &inputs };
+    let ids = out.id_names(&inputs);
+    let job = SpanJob { config, control, plan, index: &index, inputs: &inputs, ids };
     let t = Instant::now();
     let found = job.find_repeats(&mut stats)?;
     stats.seconds.index = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    job.decide(&found, out, &mut stats)?;
+    job.decide(&found, &mut out, &mut stats)?;
     stats.seconds.decisions = t.elapsed().as_secs_f64();
     drop(work);
     stats.seconds.total = started.elapsed().as_secs_f64();
@@ -106,6 +120,8 @@ struct SpanJob<'a> {
     plan: MemoryPlan,
     index: &'a IndexJob<'a>,
     inputs: &'a [Input],
+    /// Input names for default document IDs, when attributes are written.
+    ids: Option<Vec<String>>,
 }
 
 /// What the first two steps found.
@@ -117,7 +133,7 @@ struct Repeats {
 }
 
 impl SpanJob<'_> {
-    fn stream(&self) -> DocStream<'_> {
+    fn stream(&self, ids: Option<Vec<String>>) -> DocStream<'_> {
         let base = &self.config.base;
         let mut stream = DocStream::new(
             self.inputs,
@@ -129,6 +145,7 @@ impl SpanJob<'_> {
             crossbeam_channel::never(),
         );
         stream.keys = true;
+        stream.ids = ids;
         stream
     }
 
@@ -141,7 +158,7 @@ impl SpanJob<'_> {
         let mut sort = UnitSort::new(self.index.work, working, chunk, KGRAM_RUNS)?;
         let mut position = 0u64;
         let mut starts: Vec<usize> = Vec::new();
-        read_batched(self.stream(), self.control, working, |item, _, _| {
+        read_batched(self.stream(None), self.control, working, |item, _, _| {
             let Item::Doc(doc) = item else { return Ok(()) };
             stats.index.documents += 1;
             let keys = doc.key(0);
@@ -180,7 +197,7 @@ impl SpanJob<'_> {
     }
 
     /// Step 3: reads the corpus once more, cuts each document's spans and writes it out.
-    fn decide(&self, found: &Repeats, out: &mut OutputFile, stats: &mut DedupStats) -> Result<(), PipelineError> {
+    fn decide(&self, found: &Repeats, out: &mut DedupOutput, stats: &mut DedupStats) -> Result<(), PipelineError> {
         self.control.progress.start("cutting repeated spans", self.inputs.iter().map(Input::size).sum());
         let params = SpanParams {
             k: self.config.min_span,
@@ -202,16 +219,21 @@ impl SpanJob<'_> {
         };
         let mut passthrough = DocWriter::new(self.config.strip, &base.read.text_field);
         let (mut position, mut docs, mut kgrams_here) = (0u64, 0u64, Vec::new());
-        read_batched(self.stream(), self.control, self.index.working(), |item, vertical, _| {
+        read_batched(self.stream(self.ids.clone()), self.control, self.index.working(), |item, vertical, _| {
             let doc = match item {
-                Item::Passthrough(line) => return passthrough.passthrough(out, &line, vertical),
+                Item::Passthrough(line) => return out.passthrough(&mut passthrough, &line, vertical),
                 Item::Doc(doc) => doc,
             };
             let tokens: u32 = doc.unit_tokens.iter().sum();
             occurrences.take_document(position, tokens, &mut kgrams_here)?;
             let verdict = marker.document(tokens, &kgrams_here);
             record(stats, &verdict);
-            writer.write(out, &doc, &verdict)?;
+            if let Some(documents) = out.documents.as_deref_mut() {
+                writer.write(documents, &doc, &verdict)?;
+            }
+            if let Some(file) = out.attributes.as_deref_mut() {
+                writer.attributes(file, &doc, &verdict)?;
+            }
             position += u64::from(tokens);
             docs += 1;
             Ok(())
@@ -409,6 +431,25 @@ impl SpanWriter<'_> {
             }
         }
         out.write_all(&self.line)
+    }
+
+    /// A document's attribute line: its cut spans (the whole text when it
+    /// goes whole), each of score 1 — every token in it is covered by a
+    /// repeated K-gram — and the share of its tokens cut (1 when it goes whole).
+    fn attributes(&mut self, file: &mut AttributesFile, doc: &Doc, verdict: &SpanVerdict) -> Result<(), PipelineError> {
+        let text = match &doc.body {
+            Body::Jsonl { text, .. } => text.as_str(),
+            Body::Text { text, .. } => line_text(text),
+            Body::Vertical { .. } => {
+                return Err(PipelineError::Usage("--attributes: a vertical document has no character offsets".into()));
+            }
+        };
+        // A document `--strip` drops whole is one span of share 1, as the other units give it.
+        let whole = verdict.whole || verdict.nothing_kept();
+        let cuts = if whole { vec![0..text.len()] } else { self.cuts(text, verdict)? };
+        let (spans, chars) = char_spans(text, cuts.into_iter().filter(|r| !r.is_empty()).map(|r| (r, 1.0)));
+        let share = if whole { 1.0 } else { fraction(verdict) };
+        file.write(doc.id.as_deref().unwrap_or(&serde_json::Value::Null), &spans, chars, share)
     }
 
     /// A vertical document: a token line goes with its span, every line with the whole document.

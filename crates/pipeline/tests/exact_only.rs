@@ -10,7 +10,7 @@ use dupgram_lexicon::{Normalization, Tokenizer};
 use proptest::prelude::*;
 
 use dupgram_pipeline::output::OutputFile;
-use dupgram_pipeline::{Control, DedupConfig, DedupStats, NgramConfig, PipelineError, dedup_exact_with};
+use dupgram_pipeline::{Control, DedupConfig, DedupOutput, DedupStats, NgramConfig, PipelineError, dedup_exact_with};
 
 type Fingerprint = fn(&[u8]) -> u128;
 
@@ -197,7 +197,7 @@ fn run_with(
     configure(&mut config);
     let target = tmp.join("out");
     let mut out = OutputFile::create(Some(&target)).unwrap();
-    let stats = dedup_exact_with(&config, &Control::default(), &mut out, fingerprint)?;
+    let stats = dedup_exact_with(&config, &Control::default(), DedupOutput::documents(&mut out), fingerprint)?;
     out.finish().unwrap();
     Ok((std::fs::read_to_string(&target).unwrap(), stats))
 }
