@@ -10,8 +10,11 @@ dedup`` over it (Onion's rule: the first instance is kept), and yields the
 kept documents in their order, each with ``dup_fraction`` (the share of its
 tokens in duplicate units) and ``dup_spans`` (character offsets of those
 units) in its metadata. A document is kept unless all its text is
-duplicate (``dup_fraction`` 1). With ``strip=True`` the duplicate spans are
-cut from the kept documents' text, as ``dupgram dedup --strip`` cuts them.
+duplicate (``dup_fraction`` 1), the documents ``dupgram dedup --strip``
+drops, except that a document without words (``dup_fraction`` 0) is passed
+on. With ``strip=True`` the duplicate spans are cut from the kept documents'
+text; what lies between units (the blank lines around a paragraph) stays,
+where ``--strip`` joins the kept units.
 
 Documents are judged within one task (one rank): dedup needs the corpus in
 order, in one place. The stream is spooled to a temporary directory, so
