@@ -19,7 +19,12 @@ use dupgram_pipeline::{Control, PipelineError};
 use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 
-pyo3::create_exception!(_dupgram, DupgramError, PyException, "A dupgram job failed; the message is the command line's.");
+pyo3::create_exception!(
+    _dupgram,
+    DupgramError,
+    PyException,
+    "A dupgram job failed; the message is the command line's."
+);
 
 /// How often the watching thread looks for a signal.
 const POLL: Duration = Duration::from_millis(50);
