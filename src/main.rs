@@ -1,13 +1,14 @@
 //! `dupgram`: exact duplicate word n-grams and co-derivative documents in fixed memory.
 //!
-//! The binary only parses arguments, shows progress and prints summaries;
-//! the work is done by the crates under `crates/` (see `dupgram-pipeline`).
-
-mod cli;
+//! The binary only parses arguments, shows progress and prints summaries
+//! (the `cli` module of this package's library, which the Python package
+//! shares); the work is done by the crates under `crates/` (see
+//! `dupgram-pipeline`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use dupgram::cli;
 
 fn main() -> ExitCode {
     dupgram_pipeline::tune_allocator();

@@ -70,7 +70,7 @@ pub fn report(error: &anyhow::Error, control: &Control) -> ExitCode {
 
 /// The error and its causes, each once, joined as `{:#}` joins them; a full
 /// disk is worded to name the directory that filled.
-fn one_line(error: &anyhow::Error) -> String {
+pub fn one_line(error: &anyhow::Error) -> String {
     let mut parts = Vec::new();
     for cause in error.chain() {
         if let Some((path, io)) = io_failure(cause)
