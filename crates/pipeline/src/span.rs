@@ -446,7 +446,7 @@ impl SpanWriter<'_> {
         };
         // A document `--strip` drops whole is one span of share 1, as the other units give it.
         let whole = verdict.whole || verdict.nothing_kept();
-        let cuts = if whole { vec![0..text.len()] } else { self.cuts(text, verdict)? };
+        let cuts = if whole { std::iter::once(0..text.len()).collect() } else { self.cuts(text, verdict)? };
         let (spans, chars) = char_spans(text, cuts.into_iter().filter(|r| !r.is_empty()).map(|r| (r, 1.0)));
         let share = if whole { 1.0 } else { fraction(verdict) };
         file.write(doc.id.as_deref().unwrap_or(&serde_json::Value::Null), &spans, chars, share)
