@@ -137,13 +137,19 @@ def pairs(inputs: PathLike | list[PathLike], *, output: PathLike | None = None, 
     return table.replace_schema_metadata({"dupgram": json.dumps(summary)})
 
 
-def dedup(inputs: PathLike | list[PathLike], *, output: PathLike, **options: Any) -> dict[str, Any]:
+def dedup(inputs: PathLike | list[PathLike], *, output: PathLike | None = None, **options: Any) -> dict[str, Any]:
     """Keeps the first instance of repeated text (``dupgram dedup``).
 
     Writes ``output`` as the command line does (the input's format, marked,
-    or with ``strip=True`` cut) and returns the summary as a dict.
+    or with ``strip=True`` cut), and ``attributes`` (Dolma-style attribute
+    records) when given, and returns the summary as a dict. One of the two
+    is needed.
     """
-    return _with_summary("dedup", inputs, dict(options, output=output))
+    if output is None and options.get("attributes") is None:
+        raise TypeError("dedup: give output=, attributes= or both")
+    if output is not None:
+        options = dict(options, output=output)
+    return _with_summary("dedup", inputs, options)
 
 
 def _with_summary(command: str, inputs: PathLike | list[PathLike], options: dict[str, Any]) -> dict[str, Any]:

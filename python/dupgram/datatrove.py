@@ -6,15 +6,13 @@
     pipeline = [JsonlReader("data/"), DupgramDedup(unit="p", n=7, threshold=0.5), ...]
 
 The step reads the whole document stream of its task, runs ``dupgram
-dedup`` over it (Onion's rule: the first instance is kept), and yields the
-kept documents in their order, each with ``dup_fraction`` (the share of its
-tokens in duplicate units) and ``dup_spans`` (character offsets of those
-units) in its metadata. A document is kept unless all its text is
-duplicate (``dup_fraction`` 1), the documents ``dupgram dedup --strip``
-drops, except that a document without words (``dup_fraction`` 0) is passed
-on. With ``strip=True`` the duplicate spans are cut from the kept documents'
-text; what lies between units (the blank lines around a paragraph) stays,
-where ``--strip`` joins the kept units.
+dedup --attributes`` over it (Onion's rule: the first instance is kept),
+and yields the kept documents in their order, each with ``dup_fraction``
+(the share of its tokens in duplicate units) and ``dup_spans`` (character
+offsets of the units ``--strip`` removes) in its metadata. It keeps exactly
+the documents ``dupgram dedup --strip`` keeps (those whose
+``dup_fraction`` is below 1), and with ``strip=True`` their text is exactly
+``--strip``'s: the spans cut out.
 
 Documents are judged within one task (one rank): dedup needs the corpus in
 order, in one place. The stream is spooled to a temporary directory, so
@@ -49,7 +47,7 @@ class DupgramDedup(PipelineStep):
 
     def __init__(self, *, strip: bool = False, **options: Any):
         super().__init__()
-        for taken in ("output", "format", "text_field", "id_field", "stats_json"):
+        for taken in ("output", "attributes", "format", "text_field", "id_field", "stats_json", "strip"):
             if taken in options:
                 raise TypeError(f"DupgramDedup: {taken} is chosen by the step")
         self.strip = strip
@@ -60,12 +58,12 @@ class DupgramDedup(PipelineStep):
         if data is None:
             return
         with tempfile.TemporaryDirectory(prefix="pydupgram-", dir=self.options.get("tmp_dir")) as work:
-            corpus, spool, marked = (Path(work) / name for name in ("docs.jsonl", "docs.pickle", "marked.jsonl"))
+            corpus, spool, marked = (Path(work) / name for name in ("docs.jsonl", "docs.pickle", "attributes.jsonl"))
             documents = spool_documents(data, corpus, spool)
             if documents == 0:
                 return
             with self.track_time(unit="task"):
-                self.summary = dedup(corpus, output=marked, format="jsonl", **self.options)
+                self.summary = dedup(corpus, attributes=marked, format="jsonl", **self.options)
             for document, kept in judged(spool, marked):
                 self.stat_update("documents")
                 if not kept:
@@ -92,9 +90,9 @@ def spool_documents(data: DocumentsPipeline, corpus: Path, spool: Path) -> int:
 
 
 def judged(spool: Path, marked: Path) -> Iterator[tuple[Document, bool]]:
-    """Each spooled document with dedup's marks in its metadata, and
-    whether it is kept, in corpus order. dedup writes one marked record per
-    input record, in order; the IDs are checked to be sure."""
+    """Each spooled document with dedup's attributes in its metadata, and
+    whether it is kept, in corpus order. dedup writes one attribute record
+    per input record, in order; the IDs are checked to be sure."""
     with open(spool, "rb") as pickles, open(marked, encoding="utf-8") as records:
         for line_number, line in enumerate(records, 1):
             record = json.loads(line)
@@ -104,9 +102,12 @@ def judged(spool: Path, marked: Path) -> Iterator[tuple[Document, bool]]:
                 raise RuntimeError(f"{marked}:{line_number}: dedup wrote more records than it was given") from None
             if record["id"] != str(document.id):
                 raise RuntimeError(f"{marked}:{line_number}: record {record['id']!r} is not document {document.id!r}")
-            document.metadata["dup_fraction"] = record["dup_fraction"]
-            document.metadata["dup_spans"] = record["dup_spans"]
-            yield document, record["dup_fraction"] < 1.0
+            attributes = record["attributes"]
+            fraction = attributes["dupgram_dup_fraction"][0][2]
+            document.metadata["dup_fraction"] = fraction
+            document.metadata["dup_spans"] = [[start, end] for start, end, _ in attributes["dupgram_duplicate_spans"]]
+            # 1.0 exactly for the documents --strip drops whole.
+            yield document, fraction < 1.0
         try:
             pickle.load(pickles)
         except EOFError:
