@@ -36,6 +36,7 @@ mod parts;
 mod scan;
 pub mod scratch;
 mod unit_sort;
+mod words;
 
 pub use control::{Control, Progress};
 pub use dedup::{DedupConfig, DedupStats, dedup};
