@@ -149,7 +149,9 @@ pub struct NgramStats {
     pub run_bytes: u64,
     pub intermediate_merges: u64,
     pub merge_bytes: u64,
-    /// All bytes written to temporary files: runs, intermediate merges and standard input's copy.
+    /// All bytes written to temporary files: word-ID streams, runs and
+    /// intermediate merges (`ngrams`); runs, intermediate merges and standard
+    /// input's copy (the jobs that read the corpus twice).
     pub bytes_spilled: u64,
     pub merge_passes: u32,
     pub fan_in: usize,
