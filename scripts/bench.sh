@@ -10,6 +10,9 @@
 #   scripts/bench.sh --only pairs --sizes 100M --lsh-size 10M   # LSH recall on a smaller corpus
 #   scripts/bench.sh --only dedup --onion ~/onion-1.2/src/onion  # beside the real Onion 1.2
 #   scripts/bench.sh --only exact --sizes 20M   # dedup --exact-only beside Dolma and datatrove
+#   scripts/bench.sh --sizes 1B           # scaling: ngrams, pairs, dedup on 10M, 100M and 1B tokens
+#                                         # of a growing (Heaps-law) vocabulary, default budgets
+#   scripts/bench.sh --only scale --sizes 1M,10M --open-vocabulary 0.2   # the same, smaller
 #
 # Baselines:
 #   sort   awk n-gram lines | LC_ALL=C sort -S <same memory> | uniq -cd   (exact)
@@ -35,6 +38,7 @@ only=all
 lsh_size=
 onion=
 onion_src=
+open_vocabulary=0.08
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
@@ -46,10 +50,25 @@ while [ $# -gt 0 ]; do
     --lsh-size) lsh_size=$2; shift 2 ;;
     --onion) onion=$2; shift 2 ;;
     --onion-src) onion_src=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --open-vocabulary) open_vocabulary=$2; shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+
+# Sizes in B (1B = 10⁹ tokens) are for the scaling section alone (section
+# scale): too large for the baselines of the others. Asked for alone, they
+# run that section only.
+scale_sizes=
+plain_sizes=
+for s in ${sizes//,/ }; do
+  case $s in
+    *B|*b) scale_sizes+=${scale_sizes:+,}$s ;;
+    *) plain_sizes+=${plain_sizes:+,}$s ;;
+  esac
+done
+if [ -n "$scale_sizes" ] && [ -z "$plain_sizes" ] && [ "$only" = all ]; then only=scale; fi
+sizes=${plain_sizes:-10M}
 
 work=${DUPGRAM_BENCH_DIR:-$here/target/bench}
 mkdir -p "$work"
@@ -509,6 +528,54 @@ print(docs, chars)' "$1"; }
     echo "| exact-real | datatrove 0.10.1 SentenceDedup (3 sentences, min 50 words, 3 stages, 1 task) | $wall s | $(( rss / 1024 )) MiB | $k_docs | $k_chars |" >> "$table"
   fi
   cat "$agreement" >&2
+fi
+
+# --- scale: a growing vocabulary, 10M to 1B tokens, default budgets ----------
+# Generated text whose vocabulary grows like real text's (Heaps' law:
+# --open-vocabulary 0.08 gives about 139k distinct words at 10M tokens, 628k
+# at 100M, several million at 1B), zstd-compressed. Each job runs with its
+# default --memory; its temporary directory is watched for its peak size.
+if [ "$only" = scale ]; then
+  {
+    echo
+    echo "| corpus | tokens | job | wall | M tokens/s | peak RSS | peak temp disk | spilled | text bytes |"
+    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
+  } >> "$table"
+  scale_list=${plain_sizes:-10M,100M}${scale_sizes:+,$scale_sizes}
+  for size in ${scale_list//,/ }; do
+    tokens=$(count "${size%[Bb]}$(case $size in *[Bb]) echo G ;; esac)")
+    base=$work/open-$open_vocabulary-$size
+    if [ ! -s "$base.jsonl.zst" ]; then
+      echo "generating $size tokens with a growing vocabulary..." >&2
+      "$bin/dupgram-gen" --tokens "$tokens" --seed 1 --open-vocabulary "$open_vocabulary" --format jsonl | zstd -q -T2 -f -o "$base.jsonl.zst"
+    fi
+    text_bytes=$(zstd -dc "$base.jsonl.zst" | wc -c)
+    for job in ngrams pairs dedup; do
+      tmp=$(mktemp -d "$work/scale-tmp.XXXX")
+      case $job in
+        ngrams) args=(ngrams "$base.jsonl.zst" -n "$n") ;;
+        pairs) args=(pairs "$base.jsonl.zst" -n 5) ;;
+        dedup) args=(dedup "$base.jsonl.zst" --unit doc -n 7 --threshold 0.5) ;;
+      esac
+      /usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin/dupgram" "${args[@]}" -q --tmp-dir "$tmp" \
+        -o "$work/scale-$job.out" --stats-json "$work/scale-$job.json" 2> "$work/stderr.log" &
+      pid=$!
+      peak=$(watch_dir "$pid" "$tmp")
+      wait "$pid" || { echo "failed: dupgram ${args[*]}" >&2; cat "$work/stderr.log" >&2; exit 1; }
+      rm -rf "$tmp"
+      read -r wall rss < "$work/time.txt"
+      python3 - "$work/scale-$job.json" "$size" "$job" "$wall" "$rss" "$peak" "$text_bytes" "$tokens" >> "$table" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+size, job, wall, rss, peak, text, tokens = sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
+tokens = s.get("tokens", tokens)
+spilled = s.get("bytes_spilled")
+mib = lambda b: f"{b / 2**20:,.0f} MiB"
+print(f"| open-{size} | {tokens:,} | {job} | {wall:.1f} s | {tokens / wall / 1e6:.2f} | {rss // 1024} MiB | {mib(peak)} "
+      f"| {mib(spilled) if spilled is not None else '—'} | {mib(text)} |")
+PY
+    done
+  done
 fi
 
 echo

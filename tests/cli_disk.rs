@@ -209,12 +209,15 @@ fn update_on_a_full_disk() {
     assert_eq!(leftovers(disk.path()), [filler], "temporary files removed, nothing under the output names");
 }
 
+/// The first worker's word-ID stream, in an `ngrams` job's scratch directory.
+const WORD_STREAM: &str = "words-w0.dgw";
+
 /// A process ID no process can have: above the largest `pid_max` Linux allows (2²²).
 const DEAD_PID: u32 = (1 << 22) + 1;
 
 /// Starts `dupgram ngrams -` writing its temporary files in `tmp`, feeds it
 /// `text` and keeps its standard input open, so it cannot end; returns once
-/// its scratch directory holds some of the copy of standard input.
+/// its scratch directory holds a word stream of the lexicon pass.
 #[allow(clippy::zombie_processes, reason = "the child is handed to the caller, who waits for it")]
 fn job_waiting_for_input(
     tmp: &Path,
@@ -237,7 +240,7 @@ fn job_waiting_for_input(
         let scratch =
             leftovers(tmp).into_iter().find(|d| d.file_name().unwrap().to_string_lossy().starts_with(&prefix));
         if let Some(scratch) = scratch
-            && std::fs::metadata(scratch.join("stdin.copy")).is_ok_and(|m| m.len() > 0)
+            && std::fs::metadata(scratch.join(WORD_STREAM)).is_ok_and(|m| m.len() > 0)
         {
             return (child, stdin, scratch);
         }
@@ -310,7 +313,7 @@ fn a_running_jobs_directory_is_left_alone() {
         let out = dir.path().join(format!("{command}.out"));
         let (code, _, stderr) = run(&[command, s(&corpus), "-n", "5", "-q", "-o", s(&out), "--tmp-dir", s(&tmp)]);
         assert_eq!((code, stderr.as_str()), (0, ""), "{command}");
-        assert!(scratch.join("stdin.copy").is_file(), "{command} left the running job's directory alone");
+        assert!(scratch.join(WORD_STREAM).is_file(), "{command} left the running job's directory alone");
         assert!(fake.join("run.dgr").is_file(), "{command} left a directory whose lock is held alone");
     }
 

@@ -387,3 +387,61 @@ fn help_describes_the_command() {
     let (code, _, stderr) = run(&["ngrams"]);
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// A growing vocabulary (most words seen once, as in web text) against the
+/// naive counter at several real `--memory` budgets, nothing forced: the word
+/// streams, the sieve halving to make room for the vocabulary or for chunks,
+/// or going, must never change a count; peak memory stays in the budget.
+#[test]
+fn a_growing_vocabulary_counts_exactly_at_every_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("open.txt");
+    let spec = dupgram_testkit::CorpusSpec {
+        seed: 7,
+        tokens: 1_000_000,
+        vocabulary: 3000,
+        mean_doc_len: 60,
+        open_vocabulary: 0.6,
+        open_zipf: 1.05,
+        ..dupgram_testkit::CorpusSpec::default()
+    };
+    let corpus = dupgram_testkit::Corpus::new(spec.clone());
+    let texts: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| corpus.text(&d)).collect();
+    std::fs::write(&path, texts.join("\n") + "\n").unwrap();
+    let want = naive(&texts, 3);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let (out, stats_path) = (dir.path().join("out.tsv"), dir.path().join("stats.json"));
+    let mut halvings = 0;
+    let mut sieved = 0;
+    for (memory, threads) in [("40M", "1"), ("44M", "2"), ("52M", "2"), ("64M", "1"), ("1G", "2")] {
+        let (code, _, stderr) = run(&[
+            "ngrams",
+            s(&path),
+            "-n",
+            "3",
+            "--memory",
+            memory,
+            "--threads",
+            threads,
+            "-q",
+            "--tmp-dir",
+            s(&tmp),
+            "-o",
+            s(&out),
+            "--stats-json",
+            s(&stats_path),
+        ]);
+        assert_eq!(code, 0, "--memory {memory}: {stderr}");
+        let got = parse_tsv(&std::fs::read_to_string(&out).unwrap());
+        assert!(got == want, "--memory {memory}: {} n-grams, the naive counter {}", got.len(), want.len());
+        let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats_path).unwrap()).unwrap();
+        assert!(stats["vocabulary"].as_u64().unwrap() > 100_000, "{stats}");
+        assert!(stats["peak_rss"].as_u64().unwrap() < stats["memory_budget"].as_u64().unwrap(), "{stats}");
+        halvings += stats["sieve"]["halvings"].as_u64().unwrap();
+        sieved += u64::from(stats["sieve"]["used"].as_bool().unwrap());
+        assert!(leftovers(&tmp).is_empty(), "--memory {memory}: {:?}", leftovers(&tmp));
+    }
+    assert!(halvings > 0, "no budget made the sieve halve");
+    assert!(sieved >= 3, "the sieve was used at {sieved} budgets");
+}

@@ -36,24 +36,61 @@ fn long_key(bytes: &[u8]) -> [u64; 2] {
 /// One word of a [`LexiconBuilder`], stored in the hash table itself so a
 /// lookup costs one probe (and, for words over 8 bytes, one arena read).
 /// 32 bytes: the arena offset is 32 bits, so a lexicon holds at most 4 GiB
-/// of distinct word bytes (far beyond any memory budget it must fit in).
+/// of distinct word bytes (far beyond any memory budget it must fit in), and
+/// count, length and stop flag share one word (`tally`) so that the
+/// first-seen ID fits without growing the entry.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     hash: u64,
     key: u64,
-    count: u64,
+    /// Count in the low [`COUNT_BITS`] bits, then the length, then the stop flag.
+    tally: u64,
     start: u32,
-    len: u16,
-    stop: bool,
+    /// The order in which the builder first saw the word: 0, 1, 2, …
+    first_seen: u32,
 }
+
+/// Bits of [`Entry::tally`] that hold the count: 2⁴⁸ tokens is far beyond any corpus.
+const COUNT_BITS: u32 = 48;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+/// Bits of [`Entry::tally`] that hold the length: the tokenizer cuts tokens
+/// at [`crate::MAX_TOKEN_BYTES`], far below 2¹⁵.
+const LEN_BITS: u32 = 15;
+const STOP_BIT: u64 = 1 << 63;
 
 impl Entry {
     #[inline]
     fn is(&self, hash: u64, key: u64, bytes: &[u8], arena: &[u8]) -> bool {
         self.hash == hash
             && self.key == key
-            && self.len as usize == bytes.len()
+            && self.len() == bytes.len()
             && (bytes.len() <= 8 || &arena[self.start as usize..self.start as usize + bytes.len()] == bytes)
+    }
+
+    #[inline]
+    fn count(&self) -> u64 {
+        self.tally & COUNT_MASK
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        ((self.tally >> COUNT_BITS) & ((1 << LEN_BITS) - 1)) as usize
+    }
+
+    #[inline]
+    fn stop(&self) -> bool {
+        self.tally & STOP_BIT != 0
+    }
+
+    /// Adds to the count, which saturates rather than spilling into the length.
+    #[inline]
+    fn add(&mut self, count: u64) {
+        let sum = (self.count() + count.min(COUNT_MASK)).min(COUNT_MASK);
+        self.tally = (self.tally & !COUNT_MASK) | sum;
+    }
+
+    fn bytes<'a>(&self, arena: &'a [u8]) -> &'a [u8] {
+        &arena[self.start as usize..self.start as usize + self.len()]
     }
 }
 
@@ -97,8 +134,19 @@ impl LexiconBuilder {
     pub fn add_hashed(&mut self, bytes: &[u8], hash: u64) -> Counted {
         self.tokens += 1;
         let entry = self.entry(bytes, hash);
-        entry.count += 1;
-        if entry.stop { Counted::Stop } else { Counted::Word(hash) }
+        entry.add(1);
+        if entry.stop() { Counted::Stop } else { Counted::Word(hash) }
+    }
+
+    /// Counts one occurrence of a word and returns its first-seen ID (the
+    /// number of distinct words the builder had seen before it), or `None`
+    /// for a stop word.
+    #[inline]
+    pub fn add_first_seen(&mut self, bytes: &[u8], hash: u64) -> Option<u32> {
+        self.tokens += 1;
+        let entry = self.entry(bytes, hash);
+        entry.add(1);
+        if entry.stop() { None } else { Some(entry.first_seen) }
     }
 
     /// Whether `word` is on the stop list given at construction.
@@ -115,6 +163,8 @@ impl LexiconBuilder {
     #[inline]
     fn entry(&mut self, bytes: &[u8], hash: u64) -> &mut Entry {
         let key = short_key(bytes);
+        let first_seen =
+            u32::try_from(self.table.len()).expect("over 4 billion distinct words cannot fit any memory budget");
         let arena = &mut self.arena;
         let stoplist = &self.stoplist;
         match self.table.entry(hash, |e| e.is(hash, key, bytes, arena), |e| e.hash) {
@@ -124,7 +174,9 @@ impl LexiconBuilder {
                 let start =
                     u32::try_from(arena.len()).expect("a lexicon arena over 4 GiB cannot fit any memory budget");
                 arena.extend_from_slice(bytes);
-                v.insert(Entry { hash, key, start, len: bytes.len() as u16, stop, count: 0 }).into_mut()
+                let len = (bytes.len() as u64).min((1 << LEN_BITS) - 1);
+                let tally = (len << COUNT_BITS) | if stop { STOP_BIT } else { 0 };
+                v.insert(Entry { hash, key, tally, start, first_seen }).into_mut()
             }
         }
     }
@@ -134,15 +186,14 @@ impl LexiconBuilder {
     /// into the lexicon of the whole.
     pub fn add_counted(&mut self, word: &[u8], count: u64) {
         self.tokens += count;
-        self.entry(word, word_hash(word)).count += count;
+        self.entry(word, word_hash(word)).add(count);
     }
 
     /// Adds another builder's counts (from a worker thread) to this one.
     pub fn absorb(&mut self, other: LexiconBuilder) {
         self.tokens += other.tokens;
         for e in other.table.iter() {
-            let bytes = &other.arena[e.start as usize..e.start as usize + e.len as usize];
-            self.entry(bytes, e.hash).count += e.count;
+            self.entry(e.bytes(&other.arena), e.hash).add(e.count());
         }
     }
 
@@ -169,32 +220,82 @@ impl LexiconBuilder {
     /// frequent words join the stop list, the rest are numbered by
     /// decreasing frequency (ties by bytes), so the most frequent words get
     /// the shortest Elias codes in run files.
-    fn numbered(&self, stop_top: usize) -> (Vec<(&[u8], u64)>, Vec<String>) {
+    fn numbered(&self, stop_top: usize) -> (Vec<&Entry>, Vec<String>) {
         let arena = &self.arena;
-        let bytes_of = |e: &Entry| &arena[e.start as usize..e.start as usize + e.len as usize];
-        let mut order: Vec<&Entry> = self.table.iter().filter(|e| !e.stop).collect();
-        order.sort_unstable_by(|a, b| b.count.cmp(&a.count).then_with(|| bytes_of(a).cmp(bytes_of(b))));
+        let bytes_of = |e: &Entry| e.bytes(arena);
+        let mut order: Vec<&Entry> = self.table.iter().filter(|e| !e.stop()).collect();
+        order.sort_unstable_by(|a, b| b.count().cmp(&a.count()).then_with(|| bytes_of(a).cmp(bytes_of(b))));
         let promoted = stop_top.min(order.len());
         let mut stopwords: Vec<String> = self.stoplist.iter().cloned().collect();
         stopwords.extend(order[..promoted].iter().map(|e| String::from_utf8_lossy(bytes_of(e)).into_owned()));
         stopwords.sort_unstable();
         stopwords.dedup();
-        let words = order[promoted..].iter().map(|e| (bytes_of(e), e.count)).collect();
-        (words, stopwords)
+        order.drain(..promoted);
+        (order, stopwords)
     }
 
     /// Numbers the words (see [`save`](Self::save)) and returns the lexicon in memory.
     pub fn finish(self, norm: Normalization, stop_top: usize) -> Lexicon {
         let (words, stopwords) = self.numbered(stop_top);
-        Lexicon::from_parts(norm, stopwords, words.into_iter())
+        Lexicon::from_parts(norm, stopwords, words.iter().map(|e| (e.bytes(&self.arena), e.count())))
     }
 
     /// Numbers the words and writes a lexicon file straight from the
     /// builder, without a second copy of the vocabulary in memory; returns
     /// its identity. See [`Lexicon::save`] for the format.
     pub fn write_to(self, norm: Normalization, stop_top: usize, out: &mut dyn Write) -> std::io::Result<u64> {
+        self.write_renumbered(norm, stop_top, out).map(|(identity, _)| identity)
+    }
+
+    /// [`write_to`](Self::write_to), also returning how first-seen IDs
+    /// ([`add_first_seen`](Self::add_first_seen)) become the file's IDs.
+    pub fn write_renumbered(
+        self,
+        norm: Normalization,
+        stop_top: usize,
+        out: &mut dyn Write,
+    ) -> std::io::Result<(u64, Renumbering)> {
         let (words, stopwords) = self.numbered(stop_top);
-        write_file(out, 1, |body| write_body(body, norm, &stopwords, words.iter().copied(), false))
+        let arena = &self.arena;
+        let identity = write_file(out, 1, |body| {
+            write_body(body, norm, &stopwords, words.iter().map(|e| (e.bytes(arena), e.count())), false)
+        })?;
+        // Stop words (listed or promoted) are skipped; words not numbered
+        // below are stop words, so that is the default.
+        let mut ids = vec![Renumbering::STOP; self.table.len()];
+        let mut hashes = Vec::new();
+        for (id, e) in words.iter().enumerate() {
+            ids[e.first_seen as usize] = if e.count() >= 2 {
+                hashes.push(e.hash);
+                id as u32
+            } else {
+                Renumbering::BREAK
+            };
+        }
+        Ok((identity, Renumbering { ids, hashes }))
+    }
+}
+
+/// From the order a [`LexiconBuilder`] first saw its words to the IDs of
+/// the lexicon it wrote, loaded with [`Scope::Repeated`]: what a pass that
+/// kept first-seen IDs (see [`crate::stream`]) needs instead of a lookup table.
+#[derive(Debug, Clone, Default)]
+pub struct Renumbering {
+    /// By first-seen ID: the word's ID, [`STOP`](Self::STOP) or [`BREAK`](Self::BREAK).
+    pub ids: Vec<u32>,
+    /// By word ID: the word's [`word_hash`] (for sieve fingerprints).
+    pub hashes: Vec<u64>,
+}
+
+impl Renumbering {
+    /// A stop word: skipped, as if it were not there.
+    pub const STOP: u32 = u32::MAX;
+    /// A word seen once: no repeated n-gram holds it, so it breaks the n-gram window.
+    pub const BREAK: u32 = u32::MAX - 1;
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.ids.capacity() * 4 + self.hashes.capacity() * 8
     }
 }
 
@@ -391,12 +492,12 @@ impl Lexicon {
         }
         let mut counts = self.counts.clone();
         let mut new: Vec<(&[u8], u64)> = Vec::new();
-        for e in more.table.iter().filter(|e| !e.stop) {
-            let bytes = &more.arena[e.start as usize..e.start as usize + e.len as usize];
+        for e in more.table.iter().filter(|e| !e.stop()) {
+            let bytes = e.bytes(&more.arena);
             match self.find(e.hash, bytes) {
-                Some(v) if v & STOP_FLAG == 0 => counts[v as usize] += e.count,
+                Some(v) if v & STOP_FLAG == 0 => counts[v as usize] += e.count(),
                 Some(_) => {}
-                None => new.push((bytes, e.count)),
+                None => new.push((bytes, e.count())),
             }
         }
         new.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
@@ -442,6 +543,13 @@ impl Lexicon {
     /// runs and duplicate lists record it so they are only used with the lexicon that made them.
     pub fn identity(&self) -> u64 {
         self.identity
+    }
+
+    /// Drops the lookup table, keeping words and counts: for a pass that
+    /// maps word IDs it already has ([`Renumbering`]) and only needs the
+    /// words back for output. Every lookup afterwards says [`Lookup::Unknown`].
+    pub fn drop_lookup(&mut self) {
+        self.table = HashTable::new();
     }
 
     /// Heap bytes held.

@@ -18,10 +18,12 @@
 //! later stage that reads the corpus again tokenises it exactly as the first.
 
 mod lexicon;
+pub mod stream;
 pub mod tokenize;
 
 pub use lexicon::{
-    Counted, LEXICON_MAGIC, LEXICON_VERSION, Lexicon, LexiconBuilder, LexiconError, Lookup, Scope, word_hash,
+    Counted, LEXICON_MAGIC, LEXICON_VERSION, Lexicon, LexiconBuilder, LexiconError, Lookup, Renumbering, Scope,
+    word_hash,
 };
 pub use tokenize::{MAX_TOKEN_BYTES, NUMBER_TOKEN, Normalization, TokenMode, Tokenizer, tokenize};
 

@@ -166,3 +166,43 @@ fn updated_lexicons_keep_ids_and_round_trip() {
     assert_eq!(u16::from_le_bytes([head[8], head[9]]), 1, "frequency-ordered lexicons stay version 1");
     assert!(Lexicon::load(&base_path, Scope::Repeated).unwrap().updated(&day).is_none());
 }
+
+#[test]
+fn renumbering_maps_first_seen_ids_to_the_written_lexicon() {
+    let text = "b a c a b a zz stop d d d only once top top top top top";
+    let mut builder = LexiconBuilder::new(["stop".to_string()]);
+    let mut first_seen = Vec::new();
+    for w in text.split_whitespace() {
+        if builder.is_stopword(w) {
+            builder.add_stop_tokens(1);
+            continue;
+        }
+        first_seen.push((w, builder.add_first_seen(w.as_bytes(), word_hash(w.as_bytes())).unwrap()));
+    }
+    // First-seen IDs count up as words first appear.
+    assert_eq!(&first_seen[..4], &[("b", 0), ("a", 1), ("c", 2), ("a", 1)]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("words.lex");
+    let mut file = Vec::new();
+    let (identity, renumbering) = builder.write_renumbered(Normalization::default(), 1, &mut file).unwrap();
+    std::fs::write(&path, &file).unwrap();
+    let lex = Lexicon::load(&path, Scope::Repeated).unwrap();
+    assert_eq!(lex.identity(), identity);
+    assert_eq!(renumbering.hashes.len(), lex.len());
+    for (word, id) in first_seen {
+        let mapped = renumbering.ids[id as usize];
+        match lex.lookup(word) {
+            Lookup::Id(want) => {
+                assert_eq!(mapped, want, "{word}");
+                assert_eq!(renumbering.hashes[want as usize], word_hash(word.as_bytes()));
+            }
+            // "top", the most frequent, joined the stop list (stop_top 1).
+            Lookup::Stop => assert_eq!((word, mapped), ("top", Renumbering::STOP)),
+            Lookup::Unknown => assert_eq!(mapped, Renumbering::BREAK, "{word} was seen once"),
+        }
+    }
+    let mut dropped = lex;
+    dropped.drop_lookup();
+    assert_eq!(dropped.lookup("a"), Lookup::Unknown);
+    assert_eq!(dropped.word(0), "a");
+}

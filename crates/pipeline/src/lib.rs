@@ -39,6 +39,7 @@ pub mod scratch;
 mod span;
 mod spot;
 mod unit_sort;
+mod words;
 
 pub use control::{Control, Progress};
 pub use dedup::{DedupConfig, DedupOutput, DedupStats, dedup, dedup_to};

@@ -9,7 +9,7 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
-use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Scope, Tokenizer, word_hash};
+use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Renumbering, Scope, Tokenizer, word_hash};
 use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::RunHeader;
 use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
@@ -21,6 +21,7 @@ use crate::feed::{BatchWorker, Source, feed};
 use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
+use crate::words::{WordsFile, WordsOut, each_stream, read_words};
 
 /// What to count, and with what resources.
 #[derive(Debug, Clone)]
@@ -111,6 +112,9 @@ pub struct SieveStats {
     pub saturation: f64,
     /// Why it was switched off, if it was.
     pub dropped: Option<String>,
+    /// Times it was halved to make room for the vocabulary.
+    #[serde(default)]
+    pub halvings: u32,
 }
 
 /// The summary of a job, as printed and as written by `--stats-json`.
@@ -145,7 +149,9 @@ pub struct NgramStats {
     pub run_bytes: u64,
     pub intermediate_merges: u64,
     pub merge_bytes: u64,
-    /// All bytes written to temporary files: runs, intermediate merges and standard input's copy.
+    /// All bytes written to temporary files: word-ID streams, runs and
+    /// intermediate merges (`ngrams`); runs, intermediate merges and standard
+    /// input's copy (the jobs that read the corpus twice).
     pub bytes_spilled: u64,
     pub merge_passes: u32,
     pub fan_in: usize,
@@ -161,8 +167,6 @@ pub struct NgramStats {
 pub(crate) struct Prepared {
     /// The repeated words (the lexicon loaded with `Scope::Repeated`).
     pub lexicon: Lexicon,
-    /// The whole lexicon, on disk.
-    pub lexicon_file: tempfile::NamedTempFile,
     /// Every repeated n-gram passes it; `None` when it was switched off.
     pub sieve: Option<Sieve>,
     /// Tokens the lexicon pass read, to check later passes against.
@@ -221,7 +225,7 @@ impl<'a> Passes<'a> {
     ) -> Result<(LexiconBuilder, Option<Sieve>), PipelineError> {
         let fused = sieve.is_some();
         let shared: SharedSieve = RwLock::new(sieve);
-        let (builder, read) = self.job.lexicon_pass(inputs, &shared, fused, stats)?;
+        let (builder, read, _) = self.job.lexicon_pass(inputs, &shared, fused, false, stats)?;
         record_read(&read, stats);
         Ok((builder, shared.into_inner().unwrap_or_else(|p| p.into_inner())))
     }
@@ -399,23 +403,27 @@ impl Job<'_> {
     }
 
     fn run(
-        mut self,
+        self,
         stats: &mut NgramStats,
         emit: &mut Emit,
         started: Instant,
     ) -> Result<(Lexicon, Option<tempfile::NamedTempFile>), PipelineError> {
         let config = self.config;
-        let prepared = self.prepare(stats, started)?;
-        let Prepared { lexicon, lexicon_file, sieve, first_tokens } = prepared;
+        let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams } = self.tokenise(stats, started)?;
         let t = Instant::now();
-        let inputs = self.inputs.clone();
-        let counted = self.count_pass(&inputs, &lexicon, sieve.as_ref(), &[], stats)?;
+        let mut sieve = sieve;
+        self.make_room_for_chunks(&mut sieve, &lexicon, &renumbering, streams.len(), stats)?;
+        let counted = self.count_streams(&streams, &lexicon, &renumbering, sieve.as_ref(), stats)?;
         drop(sieve);
+        drop(renumbering);
+        for file in &streams {
+            let _ = std::fs::remove_file(&file.path);
+        }
         stats.seconds.count = t.elapsed().as_secs_f64();
-        if counted.tokens != first_tokens || counted.documents != stats.documents {
+        if counted.documents != stats.documents {
             return Err(PipelineError::Changed(format!(
-                "the first pass read {} documents and {} tokens, the second {} and {}",
-                stats.documents, first_tokens, counted.documents, counted.tokens
+                "the lexicon pass read {} documents, its word streams hold {}",
+                stats.documents, counted.documents
             )));
         }
 
@@ -427,6 +435,222 @@ impl Job<'_> {
         stats.bytes_spilled += stats.run_bytes + stats.merge_bytes;
         let keep = config.lexicon_dir.is_some().then_some(lexicon_file);
         Ok((lexicon, keep))
+    }
+
+    /// The lexicon pass of a count, the only pass that reads the corpus:
+    /// the lexicon, each worker's word-ID stream, how first-seen IDs become
+    /// word IDs, and the sieve (filled from the streams with `--stop-top`).
+    /// The lexicon comes without its lookup table: nothing looks words up after this.
+    fn tokenise(&self, stats: &mut NgramStats, started: Instant) -> Result<Tokenised, PipelineError> {
+        let config = self.config;
+        let sieve: SharedSieve = RwLock::new(self.sized_sieve());
+        let fused = config.stop_top == 0;
+        let (builder, read, streams) = self.lexicon_pass(&config.inputs, &sieve, fused, true, stats)?;
+        record_read(&read, stats);
+        stats.bytes_spilled += streams.iter().map(|s| s.bytes).sum::<u64>();
+        let vocabulary = builder.len() as u32;
+        let (lexicon_file, renumbering) = self.write_lexicon(builder)?;
+        stats.seconds.lexicon = started.elapsed().as_secs_f64();
+
+        let mut lexicon = Lexicon::load(lexicon_file.path(), Scope::Repeated)?;
+        lexicon.drop_lookup();
+        stats.vocabulary = lexicon.total_words();
+        stats.repeated_words = lexicon.repeated_len() as u64;
+        stats.stopwords = lexicon.stopwords().len() as u64;
+
+        if config.sieve && !fused {
+            let t = Instant::now();
+            let codes = stats.tokens + stats.documents;
+            self.sieve_streams(&streams, vocabulary, codes, &renumbering, &sieve)?;
+            stats.seconds.sieve = t.elapsed().as_secs_f64();
+        }
+        settle_sieve(&sieve, stats);
+        let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
+        Ok(Tokenised { lexicon, lexicon_file, sieve, renumbering: Streamed { renumbering, vocabulary }, streams })
+    }
+
+    /// Numbers the words and writes the lexicon file (in `lexicon_dir`, or
+    /// the work directory); returns it and how first-seen IDs become word IDs.
+    fn write_lexicon(&self, builder: LexiconBuilder) -> Result<(tempfile::NamedTempFile, Renumbering), PipelineError> {
+        let config = self.config;
+        let dir = config.lexicon_dir.as_deref().unwrap_or(self.work);
+        let mut file = crate::output::temp_beside(dir, "dupgram-lexicon").map_err(|e| PipelineError::io(dir, e))?;
+        let path = file.path().to_owned();
+        let mut out = std::io::BufWriter::new(file.as_file_mut());
+        let (_, renumbering) = builder
+            .write_renumbered(config.norm, config.stop_top, &mut out)
+            .and_then(|r| out.flush().map(|()| r))
+            .map_err(|e| PipelineError::io(&path, e))?;
+        drop(out);
+        Ok((file, renumbering))
+    }
+
+    /// With `--stop-top`, the stop words are known only now: fill the sieve
+    /// with the final n-grams, read from the word streams.
+    fn sieve_streams(
+        &self,
+        streams: &[WordsFile],
+        vocabulary: u32,
+        codes: u64,
+        renumbering: &Renumbering,
+        sieve: &SharedSieve,
+    ) -> Result<(), PipelineError> {
+        let guard = sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))?;
+        let Some(sieve) = guard.as_ref() else { return Ok(()) };
+        self.control.progress.start("sieve", Some(codes));
+        let n = self.config.n;
+        each_stream(streams, |_, file, abort| {
+            let mut roll = RollingFingerprint::new(n);
+            let mut line = DelayLine::default();
+            read_words(file, vocabulary, self.control, abort, |codes| {
+                for &code in codes {
+                    let Some(first_seen) = code.checked_sub(1) else {
+                        roll.reset();
+                        continue;
+                    };
+                    match renumbering.ids[first_seen as usize] {
+                        Renumbering::STOP => {}
+                        Renumbering::BREAK => roll.reset(),
+                        id => {
+                            if let Some(fp) = roll.push(renumbering.hashes[id as usize]) {
+                                insert_later(sieve, &mut line, fp);
+                            }
+                        }
+                    }
+                }
+                line.drain().for_each(|slot| sieve.insert_at(slot));
+                Ok(())
+            })
+        })?;
+        Ok(())
+    }
+
+    /// The count pass over the word streams: what [`count_pass`](Self::count_pass)
+    /// does over the corpus, without reading, tokenising or looking up a word.
+    fn count_streams(
+        &self,
+        streams: &[WordsFile],
+        lexicon: &Lexicon,
+        streamed: &Streamed,
+        sieve: Option<&Sieve>,
+        stats: &mut NgramStats,
+    ) -> Result<CountPassTotals, PipelineError> {
+        let layout = KeyLayout::new(self.config.n, lexicon.len().saturating_sub(1) as u32)?;
+        let job = StreamJob { streams, lexicon, streamed, sieve, layout };
+        match layout.words() {
+            1 => self.count_streams_with::<1>(&job, stats),
+            2 => self.count_streams_with::<2>(&job, stats),
+            3 => self.count_streams_with::<3>(&job, stats),
+            4 => self.count_streams_with::<4>(&job, stats),
+            6 => self.count_streams_with::<6>(&job, stats),
+            8 => self.count_streams_with::<8>(&job, stats),
+            12 => self.count_streams_with::<12>(&job, stats),
+            _ => self.count_streams_with::<16>(&job, stats),
+        }
+    }
+
+    fn count_streams_with<const L: usize>(
+        &self,
+        job: &StreamJob,
+        stats: &mut NgramStats,
+    ) -> Result<CountPassTotals, PipelineError> {
+        let config = self.config;
+        let StreamJob { streams, lexicon, streamed, sieve, layout } = *job;
+        let beside = count_beside(streamed, streams.len());
+        let (sieve, capacity) = self.chunk_room(lexicon, beside, sieve, layout, stats)?;
+        stats.chunk_ngrams = capacity;
+        self.control.progress.start("counting", Some(stats.tokens + stats.documents));
+        let header = RunHeader::counts(config.n as u8, lexicon.identity());
+        let outputs = each_stream(streams, |worker, file, abort| {
+            let mut keep = KeepNgrams {
+                sieve,
+                line: DelayLine::default(),
+                spill: ChunkSpill {
+                    chunk: Chunk::new(layout, capacity),
+                    dir: self.work,
+                    worker,
+                    next: 0,
+                    header,
+                    buckets: &[],
+                    runs: Vec::new(),
+                    bytes: 0,
+                    distinct: 0,
+                    sorted: 0,
+                },
+                failure: None,
+            };
+            let mut walk = IdWalk::<L>::new(layout, &streamed.renumbering, sieve.is_some());
+            let documents = read_words(file, streamed.vocabulary, self.control, abort, |codes| {
+                walk.codes(codes, &mut keep);
+                keep.flush_line()
+            })?;
+            keep.flush_line()?;
+            keep.spill.write()?;
+            let ngrams = walk.ngrams;
+            Ok((keep.spill, documents, ngrams))
+        })?;
+        let mut total = CountPassTotals::default();
+        for (spill, documents, ngrams) in outputs {
+            total.documents += documents;
+            stats.ngrams += ngrams;
+            stats.sorted_ngrams += spill.sorted;
+            stats.runs_written += spill.runs.len() as u64;
+            stats.run_bytes += spill.bytes;
+            total.entries += spill.distinct;
+            total.runs.extend(spill.runs);
+        }
+        total.tokens = stats.tokens;
+        Ok(total)
+    }
+
+    /// Halves the sieve until chunks of n-grams fit beside it (or drops it
+    /// when it is as small as a sieve gets): a smaller sieve lets more
+    /// unique n-grams through, none lets them all through.
+    fn make_room_for_chunks(
+        &self,
+        sieve: &mut Option<Sieve>,
+        lexicon: &Lexicon,
+        streamed: &Streamed,
+        streams: usize,
+        stats: &mut NgramStats,
+    ) -> Result<(), PipelineError> {
+        let layout = KeyLayout::new(self.config.n, lexicon.len().saturating_sub(1) as u32)?;
+        let beside = count_beside(streamed, streams);
+        while let Some(s) = sieve.as_mut() {
+            if self.chunk_capacity(lexicon, beside, Some(s), layout).is_ok() {
+                break;
+            }
+            if s.bytes() >= 2 * MIN_SIEVE_BYTES && s.halve() {
+                stats.sieve.halvings += 1;
+                stats.sieve.bytes = s.bytes() as u64;
+                continue;
+            }
+            *sieve = None;
+            stats.sieve.used = false;
+            stats.sieve.dropped = Some("no room for chunks beside it".into());
+        }
+        Ok(())
+    }
+
+    /// Chunk capacity beside the lexicon, `beside` more bytes and the sieve;
+    /// without room for chunks beside the sieve, the count does without it.
+    fn chunk_room<'s>(
+        &self,
+        lexicon: &Lexicon,
+        beside: u64,
+        sieve: Option<&'s Sieve>,
+        layout: KeyLayout,
+        stats: &mut NgramStats,
+    ) -> Result<(Option<&'s Sieve>, usize), PipelineError> {
+        match self.chunk_capacity(lexicon, beside, sieve, layout) {
+            Ok(c) => Ok((sieve, c)),
+            Err(_) if sieve.is_some() => {
+                stats.sieve.used = false;
+                stats.sieve.dropped = Some("no room for chunks beside it".into());
+                Ok((None, self.chunk_capacity(lexicon, beside, None, layout)?))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The lexicon pass (and, with `--stop-top`, the sieve pass): the
@@ -453,9 +677,9 @@ impl Job<'_> {
 
         let sieve: SharedSieve = RwLock::new(self.sized_sieve());
         let fused = config.stop_top == 0;
-        let (builder, first_read) = self.lexicon_pass(&first_inputs, &sieve, fused, stats)?;
+        let (builder, first_read, _) = self.lexicon_pass(&first_inputs, &sieve, fused, false, stats)?;
         let first_tokens = builder.tokens();
-        let lexicon_file = self.write_lexicon(builder)?;
+        let (lexicon_file, _) = self.write_lexicon(builder)?;
         stats.seconds.lexicon = started.elapsed().as_secs_f64();
         if let Some(Input::Stdin { spool: Some(p) }) = first_inputs.iter().find(|i| matches!(i, Input::Stdin { .. })) {
             stats.bytes_spilled += std::fs::metadata(p).map_or(0, |m| m.len());
@@ -474,7 +698,7 @@ impl Job<'_> {
         }
         settle_sieve(&sieve, stats);
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
-        Ok(Prepared { lexicon, lexicon_file, sieve, first_tokens })
+        Ok(Prepared { lexicon, sieve, first_tokens })
     }
 
     /// A sieve of about 4 bytes (16 counters) per expected n-gram, within 40 % of the working memory.
@@ -495,32 +719,35 @@ impl Job<'_> {
             _ => i.size().map(|s| s / 6),
         });
         let wanted = expected_ngrams.sum::<Option<u64>>().map_or(cap, |n| (n * 4).max(1 << 20));
-        Some(wanted.min(cap))
+        // Whole 4 KiB pages: a sieve that must make room halves cleanly ([`Sieve::halve`]) and frees whole pages.
+        Some((wanted.min(cap) >> 12 << 12).max(4096))
     }
 
     /// Counts the words of `inputs` and, when `fused`, fills the sieve with
-    /// their n-grams' fingerprints.
+    /// their n-grams' fingerprints; with `streams`, each worker also writes
+    /// the first-seen IDs of its tokens to a word stream in the work directory.
     fn lexicon_pass(
         &self,
         inputs: &[Input],
         sieve: &SharedSieve,
         fused: bool,
+        streams: bool,
         stats: &mut NgramStats,
-    ) -> Result<(LexiconBuilder, ReadStats), PipelineError> {
+    ) -> Result<(LexiconBuilder, ReadStats, Vec<WordsFile>), PipelineError> {
         let config = self.config;
         self.control.progress.start("lexicon", self.total_input_bytes());
-        let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
         let budget = LexiconBudget {
-            // Numbering the words needs about as much again as counting them.
-            with_sieve: self.plan.working().saturating_sub(sieve_bytes) / 2,
-            without_sieve: self.plan.working() / 2,
+            working: self.plan.working(),
+            may_halve: streams,
             dropped_sieve: std::sync::OnceLock::new(),
+            halvings: std::sync::atomic::AtomicU32::new(0),
             budget: human_bytes(config.memory),
         };
         let shared = Mutex::new(LexiconBuilder::new(config.stopwords.iter().cloned()));
         let stoplist: HashSet<String> = config.stopwords.iter().cloned().collect();
-        let workers: Vec<LexiconWorker> = (0..config.threads)
-            .map(|_| LexiconWorker {
+        let mut workers = Vec::with_capacity(config.threads);
+        for worker in 0..config.threads {
+            workers.push(LexiconWorker {
                 tokenizer: Tokenizer::new(config.norm),
                 words: TokenBuffer::default(),
                 stoplist: &stoplist,
@@ -529,32 +756,21 @@ impl Job<'_> {
                 line: DelayLine::default(),
                 sieve,
                 budget: &budget,
-            })
-            .collect();
+                stream: if streams { Some(WordsOut::create(self.work, worker)?) } else { None },
+                codes: Vec::new(),
+            });
+        }
         let options = self.read_options();
-        let (long_tokens, read) = feed(workers, &self.source(inputs, &options), self.control)?;
+        let (outputs, read) = feed(workers, &self.source(inputs, &options), self.control)?;
         if let Some(why) = budget.dropped_sieve.get() {
             stats.sieve.dropped = Some(why.clone());
         }
+        stats.sieve.halvings = budget.halvings.into_inner();
         let builder = shared.into_inner().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-        stats.long_tokens = long_tokens.iter().sum();
+        stats.long_tokens = outputs.iter().map(|(long, _)| long).sum();
         stats.tokens = builder.tokens();
-        Ok((builder, read))
-    }
-
-    /// Numbers the words and writes the lexicon file (in `lexicon_dir`, or the work directory).
-    fn write_lexicon(&self, builder: LexiconBuilder) -> Result<tempfile::NamedTempFile, PipelineError> {
-        let config = self.config;
-        let dir = config.lexicon_dir.as_deref().unwrap_or(self.work);
-        let mut file = crate::output::temp_beside(dir, "dupgram-lexicon").map_err(|e| PipelineError::io(dir, e))?;
-        let path = file.path().to_owned();
-        let mut out = std::io::BufWriter::new(file.as_file_mut());
-        builder
-            .write_to(config.norm, config.stop_top, &mut out)
-            .and_then(|_| out.flush())
-            .map_err(|e| PipelineError::io(&path, e))?;
-        drop(out);
-        Ok(file)
+        let files = outputs.into_iter().filter_map(|(_, file)| file).collect();
+        Ok((builder, read, files))
     }
 
     /// With `--stop-top`, the stop words are known only now: fill the sieve with the final n-grams.
@@ -605,6 +821,7 @@ impl Job<'_> {
     fn chunk_capacity(
         &self,
         lexicon: &Lexicon,
+        beside: u64,
         sieve: Option<&Sieve>,
         layout: KeyLayout,
     ) -> Result<usize, PipelineError> {
@@ -612,7 +829,8 @@ impl Job<'_> {
             return Ok(n);
         }
         let threads = self.config.threads as u64;
-        let fixed = lexicon.heap_bytes() as u64 + sieve.map_or(0, |s| s.bytes() as u64) + threads * WRITER_BYTES;
+        let fixed =
+            lexicon.heap_bytes() as u64 + beside + sieve.map_or(0, |s| s.bytes() as u64) + threads * WRITER_BYTES;
         let room = self.plan.working().saturating_sub(fixed) / threads;
         let keys = room / layout.key_bytes() as u64;
         if keys < MIN_CHUNK_NGRAMS {
@@ -631,16 +849,7 @@ impl Job<'_> {
     ) -> Result<CountPassTotals, PipelineError> {
         let config = self.config;
         let CountJob { inputs, lexicon, sieve, buckets, layout } = *job;
-        // Without room for chunks beside the sieve, do without the sieve.
-        let (sieve, capacity) = match self.chunk_capacity(lexicon, sieve, layout) {
-            Ok(c) => (sieve, c),
-            Err(_) if sieve.is_some() => {
-                stats.sieve.used = false;
-                stats.sieve.dropped = Some("no room for chunks beside it".into());
-                (None, self.chunk_capacity(lexicon, None, layout)?)
-            }
-            Err(e) => return Err(e),
-        };
+        let (sieve, capacity) = self.chunk_room(lexicon, 0, sieve, layout, stats)?;
         stats.chunk_ngrams = capacity;
         self.control.progress.start("counting", self.total_input_bytes());
         let header = RunHeader::counts(config.n as u8, lexicon.identity());
@@ -769,6 +978,12 @@ impl Job<'_> {
     }
 }
 
+/// What a count over word streams holds beside the lexicon and the sieve:
+/// the renumbering and a reader per stream.
+fn count_beside(streamed: &Streamed, streams: usize) -> u64 {
+    streamed.renumbering.heap_bytes() as u64 + streams as u64 * crate::words::READ_BYTES
+}
+
 /// Records what the first reading of the corpus found.
 fn record_read(read: &ReadStats, stats: &mut NgramStats) {
     stats.documents = read.documents;
@@ -807,29 +1022,51 @@ const MIN_CHUNK_NGRAMS: u64 = 4096;
 
 /// The lexicon pass's share of memory, watched as the vocabulary grows.
 struct LexiconBudget {
-    with_sieve: u64,
-    without_sieve: u64,
+    /// The working memory; the vocabulary may take half of what the sieve leaves.
+    working: u64,
+    /// Whether the sieve may shrink (by halves) to make room, rather than go
+    /// at once: not when tasks of one job must all have sieves of one size.
+    may_halve: bool,
     dropped_sieve: std::sync::OnceLock<String>,
+    halvings: std::sync::atomic::AtomicU32,
     budget: String,
 }
 
+/// The sieve shrinks no further than this; below it, it goes.
+const MIN_SIEVE_BYTES: usize = 256 << 10;
+
 impl LexiconBudget {
-    /// Drops the sieve when the vocabulary needs its room, and fails when even that is not enough.
+    /// Halves the sieve (or drops it) while the vocabulary needs its room,
+    /// and fails when even no sieve is not enough.
     fn check(&self, bytes: u64, words: usize, sieve: &SharedSieve) -> Result<(), PipelineError> {
-        if bytes > self.with_sieve && sieve.read().is_ok_and(|s| s.is_some()) {
-            if let Ok(mut s) = sieve.write() {
-                *s = None;
+        // Numbering the words needs about as much again as counting them.
+        let room = |sieve_bytes: u64| self.working.saturating_sub(sieve_bytes) / 2;
+        let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
+        if sieve_bytes > 0
+            && bytes > room(sieve_bytes)
+            && let Ok(mut guard) = sieve.write()
+        {
+            while let Some(s) = guard.as_mut() {
+                if bytes <= room(s.bytes() as u64) {
+                    break;
+                }
+                if self.may_halve && s.bytes() >= 2 * MIN_SIEVE_BYTES && s.halve() {
+                    self.halvings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    continue;
+                }
+                *guard = None;
+                let _ = self
+                    .dropped_sieve
+                    .set(format!("the vocabulary needed its memory ({} for {words}+ words)", human_bytes(bytes)));
             }
-            let _ = self
-                .dropped_sieve
-                .set(format!("the vocabulary needed its memory ({} for {words}+ words)", human_bytes(bytes)));
         }
-        if bytes > self.without_sieve {
+        let without_sieve = room(0);
+        if bytes > without_sieve {
             return Err(PipelineError::Memory {
                 budget: self.budget.clone(),
                 what: format!(
                     "the vocabulary alone outgrew {} after {words} distinct words",
-                    human_bytes(self.without_sieve)
+                    human_bytes(without_sieve)
                 ),
             });
         }
@@ -841,10 +1078,14 @@ impl LexiconBudget {
 #[derive(Default)]
 struct TokenBuffer {
     bytes: Vec<u8>,
-    /// (end in `bytes`, word hash) of each word.
+    /// (end in `bytes`, word hash) of each word; [`DOCUMENT_END`] marks where
+    /// a document ends (only when the worker writes a word stream).
     words: Vec<(u32, u64)>,
     stop_tokens: u64,
 }
+
+/// The end of a document among a [`TokenBuffer`]'s words.
+const DOCUMENT_END: (u32, u64) = (u32::MAX, 0);
 
 struct LexiconWorker<'a> {
     tokenizer: Tokenizer,
@@ -856,10 +1097,14 @@ struct LexiconWorker<'a> {
     line: DelayLine<Slot>,
     sieve: &'a SharedSieve,
     budget: &'a LexiconBudget,
+    /// Where the first-seen IDs of the worker's tokens go, if anywhere.
+    stream: Option<WordsOut>,
+    /// A batch's stream codes (0: end of document, else first-seen ID + 1).
+    codes: Vec<u32>,
 }
 
 impl BatchWorker for LexiconWorker<'_> {
-    type Output = u64;
+    type Output = (u64, Option<WordsFile>);
 
     fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
         {
@@ -887,6 +1132,9 @@ impl BatchWorker for LexiconWorker<'_> {
                     if let Some(r) = self.roll.as_mut() {
                         r.reset();
                     }
+                    if self.stream.is_some() {
+                        self.words.words.push(DOCUMENT_END);
+                    }
                 }
             }
             if let Some(s) = sieve {
@@ -896,21 +1144,39 @@ impl BatchWorker for LexiconWorker<'_> {
         let (bytes, words) = {
             let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
             let mut start = 0usize;
-            for &(end, hash) in &self.words.words {
-                lexicon.add_hashed(&self.words.bytes[start..end as usize], hash);
-                start = end as usize;
+            if self.stream.is_some() {
+                for &(end, hash) in &self.words.words {
+                    if (end, hash) == DOCUMENT_END {
+                        self.codes.push(0);
+                        continue;
+                    }
+                    if let Some(id) = lexicon.add_first_seen(&self.words.bytes[start..end as usize], hash) {
+                        self.codes.push(id + 1);
+                    }
+                    start = end as usize;
+                }
+            } else {
+                for &(end, hash) in &self.words.words {
+                    lexicon.add_hashed(&self.words.bytes[start..end as usize], hash);
+                    start = end as usize;
+                }
             }
             lexicon.add_stop_tokens(self.words.stop_tokens);
             (lexicon.heap_bytes() as u64, lexicon.len())
         };
+        if let Some(stream) = self.stream.as_mut() {
+            stream.codes(&self.codes)?;
+            self.codes.clear();
+        }
         self.words.bytes.clear();
         self.words.words.clear();
         self.words.stop_tokens = 0;
         self.budget.check(bytes, words, self.sieve)
     }
 
-    fn finish(self) -> Result<u64, PipelineError> {
-        Ok(self.tokenizer.long_tokens())
+    fn finish(self) -> Result<(u64, Option<WordsFile>), PipelineError> {
+        let file = self.stream.map(WordsOut::finish).transpose()?;
+        Ok((self.tokenizer.long_tokens(), file))
     }
 }
 
@@ -973,6 +1239,98 @@ struct CountJob<'a> {
     sieve: Option<&'a Sieve>,
     buckets: &'a [u32],
     layout: KeyLayout,
+}
+
+/// What the lexicon pass of a count leaves for the passes after it.
+struct Tokenised {
+    /// The repeated words, without a lookup table.
+    lexicon: Lexicon,
+    lexicon_file: tempfile::NamedTempFile,
+    sieve: Option<Sieve>,
+    renumbering: Streamed,
+    /// The word streams, one per worker.
+    streams: Vec<WordsFile>,
+}
+
+/// How to read the word streams.
+struct Streamed {
+    renumbering: Renumbering,
+    /// First-seen IDs are below this.
+    vocabulary: u32,
+}
+
+/// What a count pass over the word streams reads and how it keys n-grams.
+#[derive(Clone, Copy)]
+struct StreamJob<'a> {
+    streams: &'a [WordsFile],
+    lexicon: &'a Lexicon,
+    streamed: &'a Streamed,
+    sieve: Option<&'a Sieve>,
+    layout: KeyLayout,
+}
+
+/// Rolls n-gram keys (and sieve fingerprints) over stream codes, as
+/// [`Scanner`] does over text: stop words are skipped, words seen once
+/// break the window, a document end resets it.
+struct IdWalk<'a, const L: usize> {
+    renumbering: &'a Renumbering,
+    window: dupgram_chunker::KeyWindow<L>,
+    roll: Option<RollingFingerprint>,
+    n: u64,
+    /// Tokens of the current document so far, stop words excluded.
+    doc_tokens: u64,
+    /// N-gram positions of the documents ended so far.
+    ngrams: u64,
+}
+
+impl<'a, const L: usize> IdWalk<'a, L> {
+    fn new(layout: KeyLayout, renumbering: &'a Renumbering, fingerprints: bool) -> Self {
+        IdWalk {
+            renumbering,
+            window: dupgram_chunker::KeyWindow::new(layout),
+            roll: fingerprints.then(|| RollingFingerprint::new(layout.n())),
+            n: layout.n() as u64,
+            doc_tokens: 0,
+            ngrams: 0,
+        }
+    }
+
+    #[inline]
+    fn codes(&mut self, codes: &[u32], sink: &mut impl ScanSink<L>) {
+        for &code in codes {
+            let Some(first_seen) = code.checked_sub(1) else {
+                self.end_document();
+                continue;
+            };
+            // The reader checked every code against the vocabulary, which the renumbering spans.
+            let id = self.renumbering.ids[first_seen as usize];
+            if id == Renumbering::STOP {
+                continue;
+            }
+            self.doc_tokens += 1;
+            if id == Renumbering::BREAK {
+                self.window.reset();
+                if let Some(r) = self.roll.as_mut() {
+                    r.reset();
+                }
+                continue;
+            }
+            let fingerprint =
+                self.roll.as_mut().and_then(|r| r.push(self.renumbering.hashes[id as usize])).unwrap_or(0);
+            if let Some(key) = self.window.push(id) {
+                sink.ngram(key, fingerprint, self.doc_tokens - self.n);
+            }
+        }
+    }
+
+    fn end_document(&mut self) {
+        self.ngrams += self.doc_tokens.saturating_sub(self.n - 1);
+        self.doc_tokens = 0;
+        self.window.reset();
+        if let Some(r) = self.roll.as_mut() {
+            r.reset();
+        }
+    }
 }
 
 /// Totals of the count pass.

@@ -223,6 +223,47 @@ impl Sieve {
         Ok(fresh)
     }
 
+    /// Halves the sieve in place, keeping every promise it made: counter
+    /// `i` of the half-size sieve is the saturating sum of counters `2i` and
+    /// `2i + 1`, which is exactly what filling a sieve of half the size would
+    /// have given, because [`locate`](Self::locate) maps a fingerprint to
+    /// `⌊fingerprint × slots / 2⁶⁴⌋` and halving `slots` halves that index.
+    /// The freed upper half goes back to the system. False (and nothing
+    /// changes) when the sieve has an odd number of words.
+    pub fn halve(&mut self) -> bool {
+        if self.words < 2 || !self.words.is_multiple_of(2) {
+            return false;
+        }
+        let half = self.words / 2;
+        let cells = self.cells();
+        // Word `j` is written after words `2j` and `2j + 1` (both ≥ j) are read.
+        for j in 0..half {
+            let low = fold_counters(cells[2 * j].load(Ordering::Relaxed));
+            let high = fold_counters(cells[2 * j + 1].load(Ordering::Relaxed));
+            cells[j].store(low | high << 32, Ordering::Relaxed);
+        }
+        self.words = half;
+        self.slots = half as u64 * SLOTS_PER_WORD;
+        self.release_beyond(half * 8);
+        true
+    }
+
+    /// Gives the whole pages past byte `used` of the map back to the system.
+    fn release_beyond(&mut self, used: usize) {
+        let page = 4096;
+        let start = used.div_ceil(page) * page;
+        let end = self._map.len();
+        if start >= end {
+            return;
+        }
+        // SAFETY: the range lies inside the mapping, which is private and
+        // anonymous: after MADV_DONTNEED its pages read as zeros again, and
+        // nothing reads them anyway — every access goes through `cells()`,
+        // which now spans only the first `words` u64s, all below `start`.
+        // `&mut self` means no other thread holds a reference into the map.
+        let _ = unsafe { self._map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
+    }
+
     /// Share of counters at "2 or more": the chance a unique n-gram slips through.
     pub fn saturation(&self) -> f64 {
         let high_bits = 0xAAAA_AAAA_AAAA_AAAAu64;
@@ -230,6 +271,23 @@ impl Sieve {
             self.cells().iter().map(|w| u64::from((w.load(Ordering::Relaxed) & high_bits).count_ones())).sum();
         set as f64 / self.slots as f64
     }
+}
+
+/// The 32 two-bit counters of a word, pairwise added (saturating at 2)
+/// into 16, packed into the low 32 bits: counters `2i` and `2i + 1` become counter `i`.
+#[inline]
+fn fold_counters(word: u64) -> u64 {
+    const PAIR: u64 = 0x3333_3333_3333_3333;
+    const SEEN: u64 = 0x1111_1111_1111_1111;
+    let (a, b) = (word & PAIR, (word >> 2) & PAIR);
+    let any = a | b;
+    let sum = (any & SEEN) | (any & (SEEN << 1)) | ((a & b & SEEN) << 1);
+    // Two bits every four, packed into two bits every two.
+    let mut x = sum & PAIR;
+    x = (x | (x >> 2)) & 0x0F0F_0F0F_0F0F_0F0F;
+    x = (x | (x >> 4)) & 0x00FF_00FF_00FF_00FF;
+    x = (x | (x >> 8)) & 0x0000_FFFF_0000_FFFF;
+    (x | (x >> 16)) & 0x0000_0000_FFFF_FFFF
 }
 
 /// Holds the last few items so their counters can be prefetched before
@@ -336,6 +394,34 @@ mod tests {
         }
 
         #[test]
+        fn a_halved_sieve_is_the_sieve_of_half_the_size(
+            fingerprints in prop::collection::vec(any::<u64>(), 0..3000),
+            halvings in 1u32..4,
+            words in prop_oneof![Just(8usize), Just(64), Just(2048)],
+        ) {
+            let mut big = Sieve::with_bytes(words * 8).unwrap();
+            let small = Sieve::with_bytes((words >> halvings).max(1) * 8).unwrap();
+            // Half the fingerprints before halving, half after (as the lexicon pass does).
+            let (before, after) = fingerprints.split_at(fingerprints.len() / 2);
+            for &f in before {
+                big.insert(f);
+                small.insert(f);
+            }
+            for _ in 0..halvings {
+                prop_assert!(big.halve() || big.words % 2 == 1);
+            }
+            for &f in after {
+                big.insert(f);
+                small.insert(f);
+            }
+            prop_assert_eq!(big.bytes(), small.bytes());
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            big.save(&mut a).unwrap();
+            small.save(&mut b).unwrap();
+            prop_assert_eq!(a, b);
+        }
+
+        #[test]
         fn repeated_ngrams_always_pass(words in prop::collection::vec(0u64..6, 0..300), n in 1usize..5, kb in 0usize..3) {
             // A tiny sieve collides a lot; repeated n-grams must still all pass.
             let sieve = Sieve::with_bytes(kb * 8).unwrap();
@@ -399,6 +485,9 @@ mod tests {
         // 100k n-grams in 4M counters: about 2.4 % collide.
         assert!(passed < 5_000, "{passed} unique n-grams passed");
         assert!(sieve.saturation() < 0.01);
+        let mut odd = Sieve::with_bytes(24).unwrap();
+        assert!(!odd.halve(), "three words cannot be halved");
+        assert_eq!(odd.bytes(), 24);
         let reset = {
             let mut r = RollingFingerprint::new(2);
             r.push(1);

@@ -1,0 +1,323 @@
+//! The word-ID stream: the corpus as the lexicon pass saw it, tokenised once.
+//!
+//! The lexicon pass numbers words in the order it first meets them
+//! ([`LexiconBuilder::add_first_seen`](crate::LexiconBuilder::add_first_seen))
+//! and writes each token's first-seen ID here, with the document ends. The
+//! passes after it read this stream instead of the corpus: no decoding,
+//! tokenising, case folding or hashing a second time, and no word table —
+//! a plain array ([`Renumbering`](crate::Renumbering)) turns first-seen IDs
+//! into the lexicon's. Frequent words are met early, so most tokens take one
+//! or two bytes.
+//!
+//! ```text
+//! magic "DGWIDS\r\n" | version u16 LE | 0 u16 | 0 u32
+//! frames, each:
+//!   length u32 LE (1 ..= MAX_FRAME_BYTES) | XXH3-64 of the payload u64 LE
+//!   payload: LEB128 varints; 0 ends a document, k ≥ 1 is the word with first-seen ID k − 1
+//! end: length 0 u32 | documents u64 LE | words u64 LE | XXH3-64 of those 16 bytes u64 LE
+//! ```
+//!
+//! A document may run across frames. Stop words on the stop list are not
+//! written (they only count as tokens). Nothing may follow the end.
+
+use std::io::{Read, Write};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+/// First eight bytes of a word-ID stream.
+pub const STREAM_MAGIC: &[u8; 8] = b"DGWIDS\r\n";
+/// The stream format this build writes and reads.
+pub const STREAM_VERSION: u16 = 1;
+/// The largest frame payload a reader accepts (and a writer makes: it cuts frames far below).
+pub const MAX_FRAME_BYTES: usize = 16 << 20;
+/// The code that ends a document.
+pub const END_OF_DOCUMENT: u32 = 0;
+/// A writer cuts its frame when the payload reaches this: a reader then
+/// holds at most this plus one number, and a code (4 bytes) per byte of it.
+pub const FRAME_TARGET: usize = 64 << 10;
+
+/// Why a stream could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a dupgram word-ID stream")]
+    BadMagic,
+    #[error("word-ID stream format version {0}; this build reads version {STREAM_VERSION}")]
+    Version(u16),
+    #[error("corrupt word-ID stream: {0}")]
+    Corrupt(&'static str),
+}
+
+/// Writes a stream: codes go into a frame buffer, cut into frames as it fills.
+pub struct StreamWriter<W: Write> {
+    out: W,
+    frame: Vec<u8>,
+    documents: u64,
+    words: u64,
+    bytes: u64,
+}
+
+impl<W: Write> StreamWriter<W> {
+    /// Writes the header to `out`.
+    pub fn new(mut out: W) -> std::io::Result<Self> {
+        let mut head = [0u8; 16];
+        head[..8].copy_from_slice(STREAM_MAGIC);
+        head[8..10].copy_from_slice(&STREAM_VERSION.to_le_bytes());
+        out.write_all(&head)?;
+        Ok(StreamWriter { out, frame: Vec::with_capacity(FRAME_TARGET + 16), documents: 0, words: 0, bytes: 16 })
+    }
+
+    /// A word, by first-seen ID.
+    #[inline]
+    pub fn word(&mut self, first_seen: u32) -> std::io::Result<()> {
+        self.words += 1;
+        push_varint(&mut self.frame, u64::from(first_seen) + 1);
+        self.cut_if_full()
+    }
+
+    /// The end of a document.
+    #[inline]
+    pub fn end_document(&mut self) -> std::io::Result<()> {
+        self.documents += 1;
+        self.frame.push(0);
+        self.cut_if_full()
+    }
+
+    #[inline]
+    fn cut_if_full(&mut self) -> std::io::Result<()> {
+        if self.frame.len() >= FRAME_TARGET { self.cut() } else { Ok(()) }
+    }
+
+    /// Writes what the frame buffer holds as a frame.
+    pub fn cut(&mut self) -> std::io::Result<()> {
+        if self.frame.is_empty() {
+            return Ok(());
+        }
+        let mut head = [0u8; 12];
+        head[..4].copy_from_slice(&(self.frame.len() as u32).to_le_bytes());
+        head[4..].copy_from_slice(&xxh3_64(&self.frame).to_le_bytes());
+        self.out.write_all(&head)?;
+        self.out.write_all(&self.frame)?;
+        self.bytes += 12 + self.frame.len() as u64;
+        self.frame.clear();
+        Ok(())
+    }
+
+    /// Writes the last frame and the end; returns the writer and the bytes written.
+    pub fn finish(mut self) -> std::io::Result<(W, u64)> {
+        self.cut()?;
+        let mut end = [0u8; 28];
+        end[4..12].copy_from_slice(&self.documents.to_le_bytes());
+        end[12..20].copy_from_slice(&self.words.to_le_bytes());
+        let check = xxh3_64(&end[4..20]);
+        end[20..28].copy_from_slice(&check.to_le_bytes());
+        self.out.write_all(&end)?;
+        self.out.flush()?;
+        Ok((self.out, self.bytes + 28))
+    }
+}
+
+#[inline]
+fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a stream frame by frame, checking every checksum, that every
+/// first-seen ID is below the vocabulary's size, and the totals at the end.
+pub struct StreamReader<R: Read> {
+    input: R,
+    /// Codes above this are refused: `vocabulary` first-seen IDs exist.
+    max_code: u64,
+    payload: Vec<u8>,
+    documents: u64,
+    words: u64,
+    done: bool,
+}
+
+impl<R: Read> StreamReader<R> {
+    /// Checks the header of a stream over a vocabulary of `vocabulary` words.
+    pub fn new(mut input: R, vocabulary: u32) -> Result<Self, StreamError> {
+        let mut head = [0u8; 16];
+        input.read_exact(&mut head).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => StreamError::BadMagic,
+            _ => StreamError::Io(e),
+        })?;
+        if &head[..8] != STREAM_MAGIC {
+            return Err(StreamError::BadMagic);
+        }
+        let version = u16::from_le_bytes([head[8], head[9]]);
+        if version != STREAM_VERSION {
+            return Err(StreamError::Version(version));
+        }
+        if head[10..] != [0; 6] {
+            return Err(StreamError::Corrupt("reserved header bytes are not zero"));
+        }
+        Ok(StreamReader {
+            input,
+            max_code: u64::from(vocabulary),
+            payload: Vec::new(),
+            documents: 0,
+            words: 0,
+            done: false,
+        })
+    }
+
+    /// Replaces `codes` with the next frame's codes ([`END_OF_DOCUMENT`], or
+    /// first-seen ID + 1); false at the end of the stream, once its totals are checked.
+    pub fn next_frame(&mut self, codes: &mut Vec<u32>) -> Result<bool, StreamError> {
+        codes.clear();
+        if self.done {
+            return Ok(false);
+        }
+        let mut len = [0u8; 4];
+        self.read_exact(&mut len)?;
+        let len = u32::from_le_bytes(len) as usize;
+        if len == 0 {
+            self.read_end()?;
+            return Ok(false);
+        }
+        if len > MAX_FRAME_BYTES {
+            return Err(StreamError::Corrupt("frame longer than any writer makes"));
+        }
+        let mut check = [0u8; 8];
+        self.read_exact(&mut check)?;
+        // Grown as bytes arrive, so a damaged length allocates no more than the file holds.
+        self.payload.clear();
+        (&mut self.input).take(len as u64).read_to_end(&mut self.payload)?;
+        if self.payload.len() < len {
+            return Err(StreamError::Corrupt("truncated"));
+        }
+        if xxh3_64(&self.payload) != u64::from_le_bytes(check) {
+            return Err(StreamError::Corrupt("frame checksum mismatch"));
+        }
+        self.decode(codes)
+    }
+
+    fn decode(&mut self, codes: &mut Vec<u32>) -> Result<bool, StreamError> {
+        let mut at = 0;
+        let bytes = &self.payload;
+        while at < bytes.len() {
+            let mut v = 0u64;
+            let mut shift = 0;
+            loop {
+                let Some(&b) = bytes.get(at) else { return Err(StreamError::Corrupt("frame ends inside a number")) };
+                at += 1;
+                if shift > 35 {
+                    return Err(StreamError::Corrupt("number too long"));
+                }
+                v |= u64::from(b & 0x7f) << shift;
+                shift += 7;
+                if b < 0x80 {
+                    break;
+                }
+            }
+            if v > self.max_code {
+                return Err(StreamError::Corrupt("word ID beyond the vocabulary"));
+            }
+            if v == 0 {
+                self.documents += 1;
+            } else {
+                self.words += 1;
+            }
+            codes.push(v as u32);
+        }
+        Ok(true)
+    }
+
+    fn read_end(&mut self) -> Result<(), StreamError> {
+        let mut end = [0u8; 24];
+        self.read_exact(&mut end)?;
+        if xxh3_64(&end[..16]) != u64::from_le_bytes(end[16..24].try_into().expect("8 bytes")) {
+            return Err(StreamError::Corrupt("end checksum mismatch"));
+        }
+        let documents = u64::from_le_bytes(end[..8].try_into().expect("8 bytes"));
+        let words = u64::from_le_bytes(end[8..16].try_into().expect("8 bytes"));
+        if documents != self.documents || words != self.words {
+            return Err(StreamError::Corrupt("totals at the end differ from the frames read"));
+        }
+        let mut rest = [0u8; 1];
+        if self.input.read(&mut rest)? != 0 {
+            return Err(StreamError::Corrupt("trailing bytes after the end"));
+        }
+        self.done = true;
+        Ok(())
+    }
+
+    fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), StreamError> {
+        self.input.read_exact(buf).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => StreamError::Corrupt("truncated"),
+            _ => StreamError::Io(e),
+        })
+    }
+
+    /// Documents read so far.
+    pub fn documents(&self) -> u64 {
+        self.documents
+    }
+
+    /// Words read so far.
+    pub fn words(&self) -> u64 {
+        self.words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(docs: &[&[u32]]) -> Vec<u8> {
+        let mut w = StreamWriter::new(Vec::new()).unwrap();
+        for doc in docs {
+            for &id in *doc {
+                w.word(id).unwrap();
+            }
+            w.end_document().unwrap();
+        }
+        let (out, bytes) = w.finish().unwrap();
+        assert_eq!(bytes, out.len() as u64);
+        out
+    }
+
+    fn read_all(bytes: &[u8], vocabulary: u32) -> Result<Vec<u32>, StreamError> {
+        let mut r = StreamReader::new(bytes, vocabulary)?;
+        let (mut all, mut codes) = (Vec::new(), Vec::new());
+        while r.next_frame(&mut codes)? {
+            all.extend_from_slice(&codes);
+        }
+        Ok(all)
+    }
+
+    #[test]
+    fn codes_come_back_as_written() {
+        let big: Vec<u32> = (0..200_000u32).map(|i| i * 7919 % 300_000).collect();
+        let bytes = written(&[&[0, 1, 2], &[], &big, &[299_999]]);
+        let mut want = vec![1, 2, 3, 0, 0];
+        want.extend(big.iter().map(|&i| i + 1));
+        want.extend([0, 300_000, 0]);
+        assert_eq!(read_all(&bytes, 300_000).unwrap(), want);
+    }
+
+    #[test]
+    fn an_id_beyond_the_vocabulary_is_refused() {
+        let bytes = written(&[&[5]]);
+        assert!(read_all(&bytes, 6).is_ok());
+        let err = read_all(&bytes, 5).unwrap_err();
+        assert!(err.to_string().contains("beyond the vocabulary"), "{err}");
+    }
+
+    #[test]
+    fn a_stream_without_its_end_is_truncated() {
+        let bytes = written(&[&[1, 2, 3]]);
+        let err = read_all(&bytes[..bytes.len() - 28], 10).unwrap_err();
+        assert!(err.to_string().contains("truncated"), "{err}");
+        let mut longer = bytes.clone();
+        longer.push(0);
+        let err = read_all(&longer, 10).unwrap_err();
+        assert!(err.to_string().contains("trailing"), "{err}");
+    }
+}
