@@ -3,10 +3,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use dupgram_pipeline::output::OutputFile;
 use dupgram_pipeline::{Control, DedupConfig, DedupStats, DupsInput, UnitKind, dedup, dedup_exact, human_bytes};
 
-use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, create_output, group, write_json};
 use super::progress::ProgressView;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -47,12 +46,17 @@ pub enum UnitArg {
 /// dup_fraction and dup_spans (character offsets of duplicate units); with
 /// --strip duplicate documents are dropped and duplicate spans cut. Text:
 /// each line prefixed with its duplicate fraction and a TAB; with --strip,
-/// duplicate text is cut.
+/// duplicate text is cut. Parquet input is written as JSON Lines records of
+/// its ID and text. A name ending in .parquet makes a Parquet table of the
+/// same documents, whatever the input (not vertical): columns id, text,
+/// dup_fraction and dup_spans (without --strip), or id, the kept text and
+/// dup_fraction (with --strip).
 ///
 /// Examples:
 ///   dupgram dedup corpus.vert --unit p -n 7 --threshold 0.9 -o corpus.dedup.vert
 ///   dupgram dedup corpus.jsonl.zst --unit doc -n 10 --threshold 0.5 --strip -o kept.jsonl.zst
 ///   dupgram dedup corpus.jsonl.gz --exact-only --unit line --strip -o kept.jsonl.gz
+///   dupgram dedup shard.parquet --unit doc --strip -o kept.parquet
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DedupArgs {
@@ -83,7 +87,7 @@ pub struct DedupArgs {
     /// Drop duplicates instead of marking them.
     #[arg(long)]
     strip: bool,
-    /// Write here (compressed when the name ends in .zst) [default: standard output].
+    /// Write here (compressed when the name ends in .zst; a Parquet table when it ends in .parquet) [default: standard output].
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Use this duplicate list (from `dupgram ngrams`, same -n) instead of a lexicon pass.
@@ -118,7 +122,7 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
         strip: args.strip,
         ..DedupConfig::new(base)
     };
-    let mut out = OutputFile::create(args.output.as_deref())?;
+    let mut out = create_output(args.output.as_deref(), args.resources.memory)?;
     let stats = {
         let _progress = ProgressView::start(control, args.resources.quiet);
         if args.exact_only { dedup_exact(&config, control, &mut out)? } else { dedup(&config, control, &mut out)? }

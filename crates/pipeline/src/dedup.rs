@@ -10,14 +10,14 @@
 //!    gathered in memory by the index merge when they fit, else read back
 //!    from the index file a block of documents at a time —, its units are
 //!    judged by Onion's rule ([`dupgram_dedup::Marker`]), and it is written
-//!    out marked or stripped, in its own format.
+//!    out marked or stripped, in its own format (or as a Parquet table).
 
 use std::borrow::Cow;
 use std::io::BufRead;
 use std::ops::Range;
 use std::time::Instant;
 
-use dupgram_corpus::{CorpusError, Format, Input, ReadOptions, VerticalLine, parse_record};
+use dupgram_corpus::{CorpusError, Format, Input, ParquetRows, ReadOptions, VerticalLine, parse_record};
 use dupgram_dedup::{
     DedupParams, ExactHasher, LengthTable, Marker, NgramAt, UnitKind, UnitVerdict, nothing_kept, segment_text,
 };
@@ -31,6 +31,7 @@ use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexP
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
 use crate::output::OutputFile;
+use crate::table::{Column, Rows};
 use crate::unit_sort::UnitSort;
 
 /// What to deduplicate, and how.
@@ -248,7 +249,7 @@ impl DedupJob<'_> {
             max_stub: self.config.max_stub,
         };
         let mut marker = Marker::new(params, totals.ngrams as usize);
-        let mut writer = DocWriter::new(self.config.strip, &self.config.base.read.text_field);
+        let mut writer = DocWriter::new(self.config.strip, &self.config.base.read.text_field, out)?;
         // Reading and tokenising run on their own thread, ahead of the decisions.
         let (tx, rx) = crossbeam_channel::bounded::<(Item, bool, u64)>(256);
         // Written documents go back to the reader, which fills them again.
@@ -316,6 +317,7 @@ impl DedupJob<'_> {
                         let _ = spare_tx.try_send(d);
                     }
                 }
+                writer.finish(out)?;
                 if u64::from(doc) != stats.index.documents {
                     return Err(PipelineError::Changed(format!(
                         "{} documents were indexed, {doc} read back",
@@ -386,6 +388,9 @@ pub(crate) enum Role {
 #[derive(Debug)]
 pub(crate) struct Doc {
     pub(crate) body: Body,
+    /// The document's ID (the ID field, or its line or row number), but
+    /// for vertical documents.
+    pub(crate) id: String,
     /// Tokens of each unit (stop words excluded).
     pub(crate) unit_tokens: Vec<u32>,
     /// Each unit's Benko fingerprint, when asked for.
@@ -445,6 +450,8 @@ struct OpenInput {
     pending: Option<Vec<u8>>,
     /// Bytes read from it so far (for progress).
     position: u64,
+    /// A Parquet input's rows, and the row groups counted in `position`.
+    parquet: Option<(ParquetRows, usize)>,
 }
 
 /// Documents with their structure, in input order, numbered as the index pass numbered them.
@@ -523,6 +530,7 @@ impl<'a> DocStream<'a> {
             let item = match self.current.as_ref().map(|c| c.format) {
                 Some(Format::Vertical) => self.next_vertical()?,
                 Some(Format::Jsonl) => self.next_record(true)?,
+                Some(Format::Parquet) => self.next_row()?,
                 _ => self.next_record(false)?,
             };
             match item {
@@ -551,12 +559,16 @@ impl<'a> DocStream<'a> {
             Some(f) => f,
             None => Format::sniff(reader.fill_buf().map_err(open_err)?),
         };
+        let parquet = match format {
+            Format::Parquet => Some((ParquetRows::open(path, &name, &self.options)?, 0)),
+            _ => None,
+        };
         if format == Format::Vertical && self.unit == UnitKind::Line {
             return Err(PipelineError::Usage(format!(
                 "--unit line: {name} is a vertical file, whose lines are tokens; use --unit doc, p or s"
             )));
         }
-        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position: 0 })
+        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position: 0, parquet })
     }
 
     /// Appends the next line of the current input to `buf`, without its
@@ -626,24 +638,60 @@ impl<'a> DocStream<'a> {
         Ok(Some(start))
     }
 
+    /// The ID a document without one gets: its line (or row) number, after
+    /// the input's name when there are several inputs, as the corpus reader numbers it.
+    fn default_id(&self, name: &str, number: u64) -> String {
+        if self.inputs.len() > 1 { format!("{name}:{number}") } else { number.to_string() }
+    }
+
+    /// The next row of a Parquet input, as a JSON record of its ID and text.
+    fn next_row(&mut self) -> Result<Option<Item>, PipelineError> {
+        let skip_bad = self.options.skip_bad;
+        let input = self.current.as_mut().expect("an open input");
+        let Some((rows, counted)) = input.parquet.as_mut() else { return Ok(None) };
+        let row = loop {
+            match rows.next_row()? {
+                None => return Ok(None),
+                // Skipped by the index pass too, so the documents are numbered alike.
+                Some(Err(_)) if skip_bad => {}
+                Some(Err(bad)) => return Err(PipelineError::Corpus(bad.error(&input.name))),
+                Some(Ok(row)) => break row,
+            }
+        };
+        while *counted <= row.row_group {
+            input.position += rows.row_group_bytes(*counted);
+            *counted += 1;
+        }
+        let name = input.name.clone();
+        let id = row.id.unwrap_or_else(|| self.default_id(&name, row.row));
+        let mut record = serde_json::Map::new();
+        record.insert(self.options.id_field.clone(), id.clone().into());
+        record.insert(self.options.text_field.clone(), row.text.clone().into());
+        let line = serde_json::Value::Object(record).to_string();
+        let units = segment_text(&row.text, self.unit);
+        let doc = self.tokenize_units(&row.text, &units)?;
+        Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text: row.text, units }, id, ..doc })))
+    }
+
     fn next_record(&mut self, json: bool) -> Result<Option<Item>, PipelineError> {
         let mut raw = Vec::new();
         if self.read_line(&mut raw)?.is_none() {
             return Ok(None);
         }
         let input = self.current.as_ref().expect("an open input");
+        let id = self.default_id(&input.name, input.line);
         let line = String::from_utf8_lossy(&raw).into_owned();
         if !json {
             let units = segment_text(&line, self.unit);
             let doc = self.tokenize_units(&line, &units)?;
-            return Ok(Some(Item::Doc(Doc { body: Body::Text { text: line, units }, ..doc })));
+            return Ok(Some(Item::Doc(Doc { body: Body::Text { text: line, units }, id, ..doc })));
         }
         if line.trim().is_empty() {
             return Ok(Some(Item::Passthrough(raw)));
         }
-        let text = match parse_record(&line, &self.options.text_field, &self.options.id_field) {
-            Ok(record) => record.text.map(Cow::into_owned),
-            Err(_) => None,
+        let (text, id) = match parse_record(&line, &self.options.text_field, &self.options.id_field) {
+            Ok(record) => (record.text.map(Cow::into_owned), record.id.unwrap_or(id)),
+            Err(_) => (None, id),
         };
         let Some(text) = text else {
             if self.options.skip_bad {
@@ -657,7 +705,7 @@ impl<'a> DocStream<'a> {
         };
         let units = segment_text(&text, self.unit);
         let doc = self.tokenize_units(&text, &units)?;
-        Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text, units }, ..doc })))
+        Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text, units }, id, ..doc })))
     }
 
     /// Token counts (and fingerprints) of a text's units.
@@ -696,6 +744,7 @@ impl<'a> DocStream<'a> {
         }
         Ok(Doc {
             body: Body::Text { text: String::new(), units: Vec::new() },
+            id: String::new(),
             unit_tokens: counts,
             fingerprints,
             keys,
@@ -706,13 +755,15 @@ impl<'a> DocStream<'a> {
     /// The next vertical document (or a line outside documents).
     fn next_vertical(&mut self) -> Result<Option<Item>, PipelineError> {
         // The buffers of a document already written, when one came back.
-        let (mut bytes, mut ends, mut roles, mut units, mut fingerprints, mut keys, mut key_ends) =
-            match self.spare.try_recv() {
-                Ok(Doc { body: Body::Vertical { bytes, ends, roles }, unit_tokens, fingerprints, keys, key_ends }) => {
-                    (bytes, ends, roles, unit_tokens, fingerprints, keys, key_ends)
-                }
-                _ => Default::default(),
-            };
+        let (mut bytes, mut ends, mut roles, mut units, mut fingerprints, mut keys, mut key_ends) = match self
+            .spare
+            .try_recv()
+        {
+            Ok(Doc {
+                body: Body::Vertical { bytes, ends, roles }, unit_tokens, fingerprints, keys, key_ends, ..
+            }) => (bytes, ends, roles, unit_tokens, fingerprints, keys, key_ends),
+            _ => Default::default(),
+        };
         bytes.clear();
         ends.clear();
         roles.clear();
@@ -829,6 +880,7 @@ impl<'a> DocStream<'a> {
         }
         Ok(Some(Item::Doc(Doc {
             body: Body::Vertical { bytes, ends, roles },
+            id: String::new(),
             unit_tokens: units,
             fingerprints,
             keys,
@@ -904,6 +956,7 @@ impl KnownUnits<'_> {
         }
         Ok(Doc {
             body: Body::Text { text: String::new(), units: Vec::new() },
+            id: String::new(),
             unit_tokens: counts,
             fingerprints: Vec::new(),
             keys,
@@ -924,24 +977,55 @@ fn is_close_tag(line: &[u8], tag: &str) -> bool {
     line.strip_prefix(b"</").and_then(|rest| rest.strip_prefix(tag.as_bytes())) == Some(b">".as_slice())
 }
 
-/// Writes documents marked or stripped, in their own format.
+/// Writes documents marked or stripped, in their own format, or as the rows
+/// of a Parquet table: `id`, `text` (what is kept of it with `strip`),
+/// `dup_fraction` and, when marking, `dup_spans` (character offsets), the
+/// documents kept being those a JSON Lines output keeps.
 pub(crate) struct DocWriter<'a> {
     strip: bool,
     text_field: &'a str,
     line: Vec<u8>,
+    table: Option<Rows>,
 }
 
 impl<'a> DocWriter<'a> {
-    pub(crate) fn new(strip: bool, text_field: &'a str) -> Self {
-        DocWriter { strip, text_field, line: Vec::new() }
+    /// A writer to `out`, whose Parquet table (if it is one) it starts.
+    pub(crate) fn new(strip: bool, text_field: &'a str, out: &mut OutputFile) -> Result<Self, PipelineError> {
+        let table = if out.is_parquet() {
+            let rows = if strip {
+                Rows::new(&["id", "text", "dup_fraction"], vec![Column::text(), Column::text(), Column::score()])
+            } else {
+                Rows::new(
+                    &["id", "text", "dup_fraction", "dup_spans"],
+                    vec![Column::text(), Column::text(), Column::score(), Column::spans()],
+                )
+            };
+            out.begin_table(rows.schema())?;
+            Some(rows)
+        } else {
+            None
+        };
+        Ok(DocWriter { strip, text_field, line: Vec::new(), table })
     }
 
+    /// Writes the rows a Parquet table still holds.
+    pub(crate) fn finish(&mut self, out: &mut OutputFile) -> Result<(), PipelineError> {
+        match &mut self.table {
+            Some(rows) => out.write_rows(rows),
+            None => Ok(()),
+        }
+    }
+
+    /// A line that is no document: kept in line formats; a Parquet table has rows of documents only.
     pub(crate) fn passthrough(
         &mut self,
         out: &mut OutputFile,
         line: &[u8],
         vertical: bool,
     ) -> Result<(), PipelineError> {
+        if self.table.is_some() {
+            return Ok(());
+        }
         self.line.clear();
         if vertical && !self.strip {
             self.line.extend_from_slice(b"0\t");
@@ -962,6 +1046,9 @@ impl<'a> DocWriter<'a> {
         let removed: u64 =
             doc.unit_tokens.iter().zip(verdicts).filter(|(_, v)| v.removed()).map(|(&t, _)| u64::from(t)).sum();
         let fraction = if tokens == 0 { 0.0 } else { removed as f64 / tokens as f64 };
+        if let Some(rows) = &mut self.table {
+            return write_row(rows, out, self.strip, doc, verdicts, (fraction, all_removed));
+        }
         self.line.clear();
         match &doc.body {
             Body::Vertical { bytes, ends, roles } => {
@@ -1022,6 +1109,55 @@ impl<'a> DocWriter<'a> {
         }
         out.write_all(&self.line)
     }
+}
+
+/// One document as a row of a Parquet table (see [`DocWriter`]).
+fn write_row(
+    rows: &mut Rows,
+    out: &mut OutputFile,
+    strip: bool,
+    doc: &Doc,
+    verdicts: &[UnitVerdict],
+    (fraction, all_removed): (f64, bool),
+) -> Result<(), PipelineError> {
+    let (text, units) = match &doc.body {
+        Body::Jsonl { text, units, .. } => (text, units),
+        Body::Text { text, units } => (text, units),
+        Body::Vertical { .. } => {
+            return Err(PipelineError::Usage(
+                "a vertical corpus cannot be written as Parquet; write a vertical file".into(),
+            ));
+        }
+    };
+    if strip && all_removed {
+        return Ok(());
+    }
+    let kept;
+    let text: &str = if strip && verdicts.iter().any(UnitVerdict::removed) {
+        kept = kept_text(text, units, verdicts);
+        &kept
+    } else {
+        text
+    };
+    let (id_column, rest) = rows.columns.split_at_mut(1);
+    let (Column::Text(ids), [Column::Text(texts), Column::Score(fractions), spans @ ..]) = (&mut id_column[0], rest)
+    else {
+        return Err(PipelineError::Usage("internal error: the document table's columns".into()));
+    };
+    ids.append_value(&doc.id);
+    texts.append_value(text);
+    // Rounded as the JSON Lines output rounds it.
+    fractions.append_value((fraction * 1e6).round() / 1e6);
+    if let [Column::Spans(spans)] = spans {
+        for [start, end] in duplicate_spans(text, units, verdicts) {
+            spans.values().values().append_value(start);
+            spans.values().values().append_value(end);
+            spans.values().append(true);
+        }
+        spans.append(true);
+    }
+    rows.added(doc.id.len() + text.len());
+    if rows.full() { out.write_rows(rows) } else { Ok(()) }
 }
 
 /// The text of the kept units.

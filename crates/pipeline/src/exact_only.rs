@@ -335,7 +335,7 @@ impl ExactJob<'_> {
         self.control.progress.start("deduplicating", self.inputs.iter().map(Input::size).sum());
         let last = found.ranges.len() - 1;
         let mut table = Verifier::default();
-        let mut writer = DocWriter::new(self.config.strip, &self.config.base.read.text_field);
+        let mut writer = DocWriter::new(self.config.strip, &self.config.base.read.text_field, out)?;
         let (mut unit, mut docs) = (0u64, 0u64);
         let mut verdicts = Vec::new();
         let mut exact = Vec::new();
@@ -364,6 +364,7 @@ impl ExactJob<'_> {
             docs += 1;
             writer.write(out, &doc, &verdicts)
         })?;
+        writer.finish(out)?;
         stats.fingerprint_collisions += table.collisions;
         if docs != stats.index.documents || unit != found.units {
             return Err(PipelineError::Changed(format!(

@@ -35,6 +35,7 @@ mod parted;
 mod parts;
 mod scan;
 pub mod scratch;
+pub mod table;
 mod unit_sort;
 
 pub use control::{Control, Progress};
