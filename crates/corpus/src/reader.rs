@@ -270,9 +270,9 @@ struct OpenInput {
     /// is to be taken again before reading on.
     replay: bool,
     utf8: Utf8Repair,
-    /// A Parquet input's rows (`src` is then empty), and the row groups
-    /// whose stored bytes are counted as read.
-    parquet: Option<(ParquetRows, usize, Arc<AtomicU64>)>,
+    /// A Parquet input's rows (`src` is then empty), the stored bytes of
+    /// the row groups begun, and the progress counter.
+    parquet: Option<(ParquetRows, (usize, u64), Arc<AtomicU64>)>,
 }
 
 /// Bytes of decompressed text buffered per input.
@@ -326,7 +326,7 @@ impl OpenInput {
                 in_doc: false,
                 replay: false,
                 utf8: Utf8Repair::default(),
-                parquet: Some((rows, 0, progress)),
+                parquet: Some((rows, (0, 0), progress)),
             });
         }
         let decoded: Box<dyn Read + Send> = if head.starts_with(&[0x1f, 0x8b]) {
@@ -609,14 +609,14 @@ impl OpenInput {
         let Some((rows, counted, progress)) = self.parquet.as_mut() else { return Ok(true) };
         while batch.text.len() < target {
             let next = rows.next_row()?;
-            // Progress counts a row group's stored bytes when it is begun, the rest (the footer) at the end.
+            // Progress counts a row group's stored bytes when it is begun, the
+            // rest (the footer) at the end; what was read to detect the format counts already.
             let begun = if next.is_some() { rows.row_group() + 1 } else { rows.row_groups() };
-            let mut stored: u64 = (*counted..begun).map(|g| rows.row_group_bytes(g)).sum();
-            *counted = (*counted).max(begun);
-            if next.is_none() {
-                let size = self.position.load(Ordering::Relaxed) + stored;
-                stored += rows.file_size().saturating_sub(size);
-            }
+            let (groups, bytes) = counted;
+            *bytes += (*groups..begun).map(|g| rows.row_group_bytes(g)).sum::<u64>();
+            *groups = (*groups).max(begun);
+            let total = if next.is_none() { rows.file_size() } else { (4 + *bytes).min(rows.file_size()) };
+            let stored = total.saturating_sub(self.position.load(Ordering::Relaxed));
             self.position.fetch_add(stored, Ordering::Relaxed);
             progress.fetch_add(stored, Ordering::Relaxed);
             match next {
