@@ -106,7 +106,14 @@ impl Job {
     /// is the configuration the tasks run with.
     fn outputs(&self, config: &NgramConfig) -> anyhow::Result<Outputs> {
         Ok(match self {
-            Job::Ngrams(a) => Outputs { dups: a.output.clone(), lexicon: ngrams::config(a)?.1, pairs: None },
+            Job::Ngrams(a) => {
+                // The buckets' TSV lists are joined into -o: it has no table form yet.
+                anyhow::ensure!(
+                    !a.output.as_deref().is_some_and(dupgram_pipeline::table::is_parquet_name),
+                    "slurm ngrams writes TSV; -o cannot name a .parquet file (`dupgram ngrams` can)"
+                );
+                Outputs { dups: a.output.clone(), lexicon: ngrams::config(a)?.1, pairs: None }
+            }
             Job::Pairs(a) => Outputs { dups: None, lexicon: None, pairs: Some(a.outputs(config.clone())) },
         })
     }
@@ -389,6 +396,11 @@ pub fn update(args: UpdateArgs, control: &Control) -> anyhow::Result<()> {
     let work = WorkDir::new(&args.workdir)?;
     let plan = work.load_plan()?;
     let inputs: Vec<PathBuf> = args.inputs.iter().map(std::path::absolute).collect::<Result<_, _>>()?;
+    let parquet = [&args.output, &args.all, &args.documents].into_iter().flatten();
+    anyhow::ensure!(
+        !parquet.into_iter().any(|p| dupgram_pipeline::table::is_parquet_name(p)),
+        "update writes TSV; its outputs cannot name .parquet files"
+    );
     // Outputs are named relative to where `update` was run, not the job's directory.
     let outputs = dupgram_cluster::UpdateOutputs {
         newly_duplicated: args.output.as_ref().map(std::path::absolute).transpose()?,

@@ -16,6 +16,8 @@ pub enum FormatArg {
     Jsonl,
     /// Vertical (Onion / Sketch Engine): one token per line, <doc> structure.
     Vertical,
+    /// Parquet: one document per row, text in the --text-field column.
+    Parquet,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -30,7 +32,7 @@ pub enum TokensArg {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
-    /// Corpus files (plain, .gz or .zst); `-` reads standard input.
+    /// Corpus files (plain, .gz or .zst, or Parquet); `-` reads standard input (not Parquet).
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
     #[command(flatten)]
@@ -44,13 +46,13 @@ pub struct ReadArgs {
     /// Input format [default: from the extension, else from the content].
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
-    /// JSON Lines field holding the document text.
+    /// JSON Lines field or Parquet column holding the document text (a dot path into Parquet structs: meta.text).
     #[arg(long, default_value = "text", value_name = "NAME")]
     pub text_field: String,
-    /// JSON Lines field holding the document ID.
+    /// JSON Lines field or Parquet column holding the document ID (a dot path into Parquet structs: meta.id).
     #[arg(long, default_value = "id", value_name = "NAME")]
     pub id_field: String,
-    /// Count malformed or over-long records and go on, instead of stopping.
+    /// Count malformed or over-long records (and null Parquet texts) and go on, instead of stopping.
     #[arg(long)]
     pub skip_bad: bool,
 }
@@ -93,6 +95,7 @@ impl ReadArgs {
                 FormatArg::Text => Format::Text,
                 FormatArg::Jsonl => Format::Jsonl,
                 FormatArg::Vertical => Format::Vertical,
+                FormatArg::Parquet => Format::Parquet,
             }),
             text_field: self.text_field.clone(),
             id_field: self.id_field.clone(),
@@ -238,6 +241,15 @@ pub fn count_config(
         lexicon_dir: None,
         limits: dupgram_pipeline::Limits::default(),
     })
+}
+
+/// Opens an output file (see [`OutputFile::create`]); a Parquet table's row
+/// groups are sized from `--memory` (1/64 of it, 1 to 64 MiB), what its
+/// writer holds before a row group is written.
+pub fn create_output(path: Option<&Path>, memory: u64) -> anyhow::Result<dupgram_pipeline::output::OutputFile> {
+    let mut out = dupgram_pipeline::output::OutputFile::create(path)?;
+    out.set_row_group_bytes((memory / 64).clamp(1 << 20, 64 << 20) as usize);
+    Ok(out)
 }
 
 /// `path` with `suffix` appended to its file name.

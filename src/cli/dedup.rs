@@ -4,13 +4,12 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use dupgram_pipeline::attributes::AttributesFile;
-use dupgram_pipeline::output::OutputFile;
 use dupgram_pipeline::{
     Control, DedupConfig, DedupOutput, DedupStats, DupsInput, UnitKind, dedup_exact_to, dedup_spans_to, dedup_to,
     human_bytes,
 };
 
-use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, create_output, group, write_json};
 use super::progress::ProgressView;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -62,7 +61,11 @@ pub enum UnitArg {
 /// dup_fraction and dup_spans (character offsets of duplicate units); with
 /// --strip duplicate documents are dropped and duplicate spans cut. Text:
 /// each line prefixed with its duplicate fraction and a TAB; with --strip,
-/// duplicate text is cut.
+/// duplicate text is cut. Parquet input is written as JSON Lines records of
+/// its ID and text. A name ending in .parquet makes a Parquet table of the
+/// same documents, whatever the input (not vertical): columns id, text,
+/// dup_fraction and dup_spans (without --strip), or id, the kept text and
+/// dup_fraction (with --strip).
 ///
 /// --attributes FILE writes the decisions Dolma-style, beside documents that
 /// stay as they are: one JSON line per document (JSON Lines or plain text
@@ -77,6 +80,7 @@ pub enum UnitArg {
 ///   dupgram dedup corpus.jsonl.gz --exact-only --unit line --strip -o kept.jsonl.gz
 ///   dupgram dedup corpus.jsonl.zst --unit span --min-span 50 --strip -o kept.jsonl.zst
 ///   dupgram dedup documents/part-0.jsonl --unit p --attributes attributes/dupgram/part-0.jsonl
+///   dupgram dedup shard.parquet --unit doc --strip -o kept.parquet
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DedupArgs {
@@ -115,7 +119,8 @@ pub struct DedupArgs {
     /// Drop duplicates instead of marking them.
     #[arg(long)]
     strip: bool,
-    /// Write here (compressed when the name ends in .zst) [default: standard output, none with --attributes].
+    /// Write here (compressed when the name ends in .zst; a Parquet table when it ends in .parquet)
+    /// [default: standard output, none with --attributes].
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Write Dolma-style attributes here: per document, the removed spans (character offsets) and the
@@ -167,7 +172,7 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
     // Both files are opened before any work, so a bad path fails at once.
     let mut documents = match (&args.output, &args.attributes) {
         (None, Some(_)) => None,
-        (output, _) => Some(OutputFile::create(output.as_deref())?),
+        (output, _) => Some(create_output(output.as_deref(), args.resources.memory)?),
     };
     let mut attributes = args.attributes.as_deref().map(AttributesFile::create).transpose()?;
     let stats = {

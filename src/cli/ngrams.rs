@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use dupgram_pipeline::output::{DupTsvWriter, OutputFile, persist};
+use dupgram_pipeline::output::{DupTsvWriter, persist};
 use dupgram_pipeline::{Control, NgramConfig, NgramStats, count_ngrams, human_bytes};
 
-use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, with_suffix, write_json};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, create_output, group, with_suffix, write_json};
 use super::progress::ProgressView;
 
 /// List every word n-gram occurring at least twice, with its exact count.
@@ -26,7 +26,7 @@ pub struct NgramsArgs {
     /// Words per n-gram (1 to 32).
     #[arg(short = 'n', long = "n", default_value_t = 10, value_name = "N")]
     n: usize,
-    /// Write the n-grams here (compressed when the name ends in .zst) [default: standard output].
+    /// Write the n-grams here (compressed when the name ends in .zst; a Parquet table of ngram, count when it ends in .parquet) [default: standard output].
     #[arg(short, long, value_name = "FILE")]
     pub(super) output: Option<PathBuf>,
     /// Report n-grams seen at least this many times.
@@ -66,7 +66,7 @@ pub(super) fn config(args: &NgramsArgs) -> anyhow::Result<(NgramConfig, Option<P
 pub fn run(args: NgramsArgs, control: &Control) -> anyhow::Result<()> {
     let (config, lexicon_path) = config(&args)?;
     // Open outputs before any work, so a bad path fails at once.
-    let mut writer = DupTsvWriter::new(OutputFile::create(args.output.as_deref())?);
+    let mut writer = DupTsvWriter::create(create_output(args.output.as_deref(), args.resources.memory)?)?;
     let outcome = {
         let _progress = ProgressView::start(control, args.resources.quiet);
         count_ngrams(&config, control, &mut |lexicon, ids, count| writer.write(lexicon, ids, count))?

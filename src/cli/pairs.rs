@@ -4,14 +4,14 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use dupgram_cluster::PairsOutputs;
-use dupgram_pipeline::output::{OutputFile, PairFiles, PairFormat};
+use dupgram_pipeline::output::{PairFiles, PairFormat};
 use dupgram_pipeline::{
     Control, DupsInput, NgramConfig, PairsConfig, PairsStats, SpotConfig, SpotParams, SpotStats, find_pairs,
     find_spot_pairs, human_bytes,
 };
 use dupgram_spotsigs::{DEFAULT_ANTECEDENTS, DEFAULT_CHAIN, DEFAULT_DISTANCE, ENGLISH_STOPWORDS};
 
-use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, group, write_json};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, create_output, group, write_json};
 use super::progress::ProgressView;
 
 /// What documents are compared by.
@@ -81,13 +81,13 @@ pub struct PairsArgs {
     /// Spotsigs: keep signatures whose IDF, ln(N/df)/ln N, lies in LO..=HI [default: 0,1, all].
     #[arg(long, value_name = "LO,HI", value_parser = parse_idf_range, help_heading = "SpotSigs")]
     idf_range: Option<(f64, f64)>,
-    /// Write the pairs here (compressed when the name ends in .zst) [default: standard output].
+    /// Write the pairs here (compressed when the name ends in .zst; a Parquet table of typed columns when it ends in .parquet) [default: standard output].
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Pairs as tsv or jsonl [default: jsonl when the output name ends in .jsonl, else tsv].
     #[arg(long, value_enum, value_name = "FORMAT")]
     output_format: Option<PairFormatArg>,
-    /// Write clusters (connected components of the kept pairs): size, then member IDs, TAB-separated.
+    /// Write clusters (connected components of the kept pairs): size, then member IDs, TAB-separated (a Parquet table of size, members when the name ends in .parquet).
     #[arg(long, value_name = "FILE")]
     clusters: Option<PathBuf>,
     /// Keep pairs with at least this SSCR.
@@ -262,8 +262,9 @@ fn word_list(path: &std::path::Path, what: &str) -> anyhow::Result<Vec<String>> 
 pub fn run(args: PairsArgs, control: &Control) -> anyhow::Result<()> {
     let PairsOutputs { config, output, format, clusters } = args.outputs(args.count_config()?);
     // Open outputs before any work, so a bad path fails at once.
-    let clusters = clusters.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
-    let mut files = PairFiles::new(OutputFile::create(output.as_deref())?, format, clusters)?;
+    let memory = args.resources.memory;
+    let clusters = clusters.as_deref().map(|p| create_output(Some(p), memory)).transpose()?;
+    let mut files = PairFiles::new(create_output(output.as_deref(), memory)?, format, clusters)?;
     let spot = args.spot_config()?;
     let (stats, spot_stats) = {
         let _progress = ProgressView::start(control, args.resources.quiet);

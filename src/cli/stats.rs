@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use dupgram_pipeline::output::OutputFile;
+use dupgram_pipeline::table::{Column, Rows};
 use dupgram_pipeline::{Control, LengthTable, Limits, NgramConfig, count_ngrams};
 use dupgram_report::{LengthReport, NgramRow};
 
-use super::common::{ReadArgs, ResourceArgs, TokenArgs, inputs};
+use super::common::{ReadArgs, ResourceArgs, TokenArgs, create_output, inputs};
 use super::progress::ProgressView;
 
 /// Tables of what a corpus repeats: duplicate n-grams for a range of n, and what deduplication removed.
@@ -38,7 +39,7 @@ pub struct StatsArgs {
     /// A `dupgram dedup --stats-json` summary whose length tables to report (repeatable).
     #[arg(long, value_name = "FILE")]
     dedup: Vec<PathBuf>,
-    /// Write the tables as TSV here [default: standard output].
+    /// Write the tables as TSV here; a name ending in .parquet makes a Parquet table of the n-gram counts (n, ngrams, distinct, unique, duplicate_types, duplicate_occurrences) [default: standard output].
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Write an HTML report with charts here.
@@ -80,7 +81,11 @@ fn parse_range(text: &str) -> Result<NRange, String> {
 pub fn run(args: StatsArgs, control: &Control) -> anyhow::Result<()> {
     anyhow::ensure!(!args.inputs.is_empty() || !args.dedup.is_empty(), "give a corpus, or --dedup summaries, or both");
     let lengths = args.dedup.iter().map(|p| read_lengths(p)).collect::<anyhow::Result<Vec<_>>>()?;
-    let mut out = OutputFile::create(args.output.as_deref())?;
+    let mut out = create_output(args.output.as_deref(), args.resources.memory)?;
+    anyhow::ensure!(
+        !out.is_parquet() || args.dedup.is_empty(),
+        "--dedup length tables are written as TSV, not Parquet; give -o a .tsv name"
+    );
     let html = args.html.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
     let mut rows = Vec::new();
     if !args.inputs.is_empty() {
@@ -124,7 +129,11 @@ pub fn run(args: StatsArgs, control: &Control) -> anyhow::Result<()> {
             });
         }
     }
-    out.write_all(dupgram_report::tsv(&rows, &lengths).as_bytes())?;
+    if out.is_parquet() {
+        write_ngram_table(&mut out, &rows)?;
+    } else {
+        out.write_all(dupgram_report::tsv(&rows, &lengths).as_bytes())?;
+    }
     out.finish()?;
     if let Some(mut page) = html {
         let title = if args.inputs.is_empty() {
@@ -138,6 +147,24 @@ pub fn run(args: StatsArgs, control: &Control) -> anyhow::Result<()> {
         page.write_all(dupgram_report::html(&title, &rows, &lengths).as_bytes())?;
         page.finish()?;
     }
+    Ok(())
+}
+
+/// The n-gram counts as a Parquet table, one row per n.
+fn write_ngram_table(out: &mut OutputFile, rows: &[NgramRow]) -> anyhow::Result<()> {
+    const NAMES: [&str; 6] = ["n", "ngrams", "distinct", "unique", "duplicate_types", "duplicate_occurrences"];
+    let mut table = Rows::new(&NAMES, NAMES.iter().map(|_| Column::count()).collect());
+    out.begin_table(table.schema())?;
+    for r in rows {
+        let values = [r.n as u64, r.ngrams, r.distinct, r.unique, r.duplicate_types, r.duplicate_occurrences];
+        for (column, v) in table.columns.iter_mut().zip(values) {
+            if let Column::Count(c) = column {
+                c.append_value(v);
+            }
+        }
+        table.added(0);
+    }
+    out.write_rows(&mut table)?;
     Ok(())
 }
 

@@ -130,7 +130,8 @@ impl JobPlan {
 
     /// Cuts `paths` into `shards` parts of about equal size, in input
     /// order: whole files where there are enough of them, otherwise plain
-    /// files are cut at document boundaries (compressed files cannot be).
+    /// files are cut at document boundaries (compressed files cannot be,
+    /// nor Parquet files: each is read whole by one task).
     pub fn cut(
         paths: &[PathBuf],
         format: Option<Format>,
@@ -151,7 +152,8 @@ impl JobPlan {
             let io = |e| ClusterError::io(&input.path, e);
             let cuttable = inputs.len() < shards
                 && input.size > target
-                && !dupgram_corpus::is_compressed(&input.path).map_err(io)?;
+                && !dupgram_corpus::is_compressed(&input.path).map_err(io)?
+                && !dupgram_corpus::is_parquet(&input.path).map_err(io)?;
             if !cuttable {
                 pieces.push(Piece { input: index, start: 0, end: input.size, whole: true });
                 continue;

@@ -1,7 +1,7 @@
 //! Reading corpora: documents out of files, whatever their format.
 //!
-//! Three formats, each plain, gzip or zstd (detected from the magic bytes,
-//! so a misnamed file still reads):
+//! Three line formats, each plain, gzip or zstd (detected from the magic
+//! bytes, so a misnamed file still reads), and Parquet:
 //!
 //! * **text** — one document per line;
 //! * **JSON Lines** — one object per line, the document in a string field
@@ -11,8 +11,8 @@
 //!   `<…>` lines (`<p>`, `<s>`, `<g/>`) being structure.
 //!
 //! The format comes from the extension (`.txt`, `.jsonl`/`.json`/`.ndjson`,
-//! `.vert`/`.vrt`, under any `.gz`/`.zst`) or, failing that, from the first
-//! bytes. A [`CorpusReader`] turns all inputs into [`Batch`]es of text pieces
+//! `.vert`/`.vrt`, under any `.gz`/`.zst`; `.parquet`) or, failing that, from
+//! the first bytes (`PAR1` is Parquet). A [`CorpusReader`] turns all inputs into [`Batch`]es of text pieces
 //! of a bounded size: a text or vertical document of any length streams
 //! through in pieces, so memory never depends on document size; a JSON line
 //! must fit in [`ReadOptions::max_record_bytes`].
@@ -24,10 +24,12 @@
 //! compressed stream is always an error: what follows it is unknowable).
 
 mod json;
+mod parquet;
 mod reader;
 mod utf8;
 
 pub use json::{Record, parse_record};
+pub use parquet::{BadRow, PARQUET_MAGIC, ParquetRow, ParquetRows, is_parquet};
 pub use reader::{Batch, CorpusReader, Input, Piece, ReadStats, VerticalLine};
 pub use utf8::Utf8Repair;
 
@@ -40,12 +42,16 @@ pub enum Format {
     Text,
     Jsonl,
     Vertical,
+    Parquet,
 }
 
 impl Format {
     /// The format an extension names, looking through `.gz`/`.zst`.
     pub fn from_path(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        if name.ends_with(".parquet") {
+            return Some(Format::Parquet);
+        }
         let name =
             ["gz", "gzip", "zst", "zstd"].iter().find_map(|c| name.strip_suffix(&format!(".{c}"))).unwrap_or(&name);
         match name.rsplit('.').next()? {
@@ -59,7 +65,9 @@ impl Format {
     /// A guess from the first decompressed bytes.
     pub fn sniff(head: &[u8]) -> Format {
         let start = head.iter().position(|b| !b.is_ascii_whitespace()).map_or(&[][..], |i| &head[i..]);
-        if start.starts_with(b"{") {
+        if head.starts_with(PARQUET_MAGIC) {
+            Format::Parquet
+        } else if start.starts_with(b"{") {
             Format::Jsonl
         } else if start.starts_with(b"<doc") {
             Format::Vertical
@@ -118,6 +126,14 @@ pub enum CorpusError {
         "{name}: needs a zstd window larger than the {limit} bytes --memory allows for decompression; raise --memory or recompress with a smaller window"
     )]
     Window { name: String, limit: u64 },
+    #[error("{name}: not a readable Parquet file: {what}")]
+    ParquetFile { name: String, what: String },
+    #[error("{name}: row group {row_group}, column {column}: {what}")]
+    Parquet { name: String, row_group: usize, column: String, what: String },
+    #[error(
+        "{name}: Parquet needs a file it can seek in, not standard input; give the file's path, or convert it to JSON Lines"
+    )]
+    ParquetStdin { name: String },
     #[error("{path}: cannot write the copy of standard input: {error}")]
     Spool { path: PathBuf, error: std::io::Error },
 }
@@ -138,7 +154,8 @@ pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead + S
 }
 
 /// Whether a file is gzip or zstd (from its magic bytes): such a file can
-/// only be read from its start, so it is never cut into ranges.
+/// only be read from its start, so it is never cut into ranges (nor is
+/// Parquet: see [`is_parquet`]).
 pub fn is_compressed(path: &Path) -> std::io::Result<bool> {
     let mut head = [0u8; 4];
     let got = read_head(path, &mut head)?;

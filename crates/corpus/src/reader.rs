@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::{CorpusError, Format, ReadOptions, Utf8Repair, parse_record};
+use crate::{CorpusError, Format, ParquetRows, ReadOptions, Utf8Repair, parse_record};
 
 /// Where a corpus comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,6 +202,9 @@ impl CorpusReader {
                     &mut self.line_buf,
                     &self.options,
                 )?,
+                Format::Parquet => {
+                    input.pump_parquet(batch, target, &mut self.next_doc, &mut self.stats, &self.options)?
+                }
             };
             if !done {
                 // The batch is full (a vertical batch may end early, at a document's end).
@@ -267,6 +270,9 @@ struct OpenInput {
     /// is to be taken again before reading on.
     replay: bool,
     utf8: Utf8Repair,
+    /// A Parquet input's rows (`src` is then empty), the stored bytes of
+    /// the row groups begun, and the progress counter.
+    parquet: Option<(ParquetRows, (usize, u64), Arc<AtomicU64>)>,
 }
 
 /// Bytes of decompressed text buffered per input.
@@ -295,9 +301,34 @@ impl OpenInput {
                 Box::new(Tee { inner: std::io::stdin(), copy: std::io::BufWriter::new(file), path: path.clone() })
             }
         };
-        let mut raw =
-            BufReader::with_capacity(64 * 1024, Counting { inner: raw, position: position.clone(), progress });
+        let mut raw = BufReader::with_capacity(
+            64 * 1024,
+            Counting { inner: raw, position: position.clone(), progress: progress.clone() },
+        );
         let head = raw.fill_buf().map_err(open_err)?;
+        let by_name = options.format.or_else(|| input_spec.path().and_then(Format::from_path));
+        if by_name == Some(Format::Parquet) || (by_name.is_none() && head.starts_with(crate::PARQUET_MAGIC)) {
+            let rows = match input_spec {
+                Input::Path(path) => ParquetRows::open(path, &name, options)?,
+                Input::Stdin { .. } => return Err(CorpusError::ParquetStdin { name }),
+                Input::Range { .. } => {
+                    return Err(CorpusError::ParquetFile { name, what: "cannot be read by byte ranges".into() });
+                }
+            };
+            return Ok(OpenInput {
+                label: if several { format!("{name}:") } else { String::new() },
+                name,
+                format: Format::Parquet,
+                src: Box::new(std::io::empty()),
+                position,
+                decoded: Arc::new(AtomicU64::new(0)),
+                line: 0,
+                in_doc: false,
+                replay: false,
+                utf8: Utf8Repair::default(),
+                parquet: Some((rows, (0, 0), progress)),
+            });
+        }
         let decoded: Box<dyn Read + Send> = if head.starts_with(&[0x1f, 0x8b]) {
             Box::new(flate2::bufread::MultiGzDecoder::new(raw))
         } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
@@ -321,8 +352,8 @@ impl OpenInput {
             in_doc: false,
             replay: false,
             utf8: Utf8Repair::default(),
+            parquet: None,
         };
-        let by_name = options.format.or_else(|| input_spec.path().and_then(Format::from_path));
         input.format = match by_name {
             Some(f) => f,
             None => {
@@ -562,6 +593,51 @@ impl OpenInput {
             batch.text.push_str(&body);
             batch.end(true);
             stats.documents += 1;
+        }
+        Ok(false)
+    }
+
+    /// One document per Parquet row. True at the end of the input.
+    fn pump_parquet(
+        &mut self,
+        batch: &mut Batch,
+        target: usize,
+        next_doc: &mut u64,
+        stats: &mut ReadStats,
+        options: &ReadOptions,
+    ) -> Result<bool, CorpusError> {
+        let Some((rows, counted, progress)) = self.parquet.as_mut() else { return Ok(true) };
+        while batch.text.len() < target {
+            let next = rows.next_row()?;
+            // Progress counts a row group's stored bytes when it is begun, the
+            // rest (the footer) at the end; what was read to detect the format counts already.
+            let begun = if next.is_some() { rows.row_group() + 1 } else { rows.row_groups() };
+            let (groups, bytes) = counted;
+            *bytes += (*groups..begun).map(|g| rows.row_group_bytes(g)).sum::<u64>();
+            *groups = (*groups).max(begun);
+            let total = if next.is_none() { rows.file_size() } else { (4 + *bytes).min(rows.file_size()) };
+            let stored = total.saturating_sub(self.position.load(Ordering::Relaxed));
+            self.position.fetch_add(stored, Ordering::Relaxed);
+            progress.fetch_add(stored, Ordering::Relaxed);
+            match next {
+                None => return Ok(true),
+                Some(Err(bad)) => {
+                    if !options.skip_bad {
+                        return Err(bad.error(&self.name));
+                    }
+                    stats.skipped_records += 1;
+                    stats.first_skipped.get_or_insert_with(|| bad.describe(&self.name));
+                }
+                Some(Ok(row)) => {
+                    let id = row.id.unwrap_or_else(|| format!("{}{}", self.label, row.row));
+                    batch.begin(*next_doc, Some(&id));
+                    *next_doc += 1;
+                    batch.text.push_str(&row.text);
+                    batch.end(true);
+                    self.decoded.fetch_add(row.text.len() as u64, Ordering::Relaxed);
+                    stats.documents += 1;
+                }
+            }
         }
         Ok(false)
     }

@@ -10,14 +10,14 @@
 //!    gathered in memory by the index merge when they fit, else read back
 //!    from the index file a block of documents at a time —, its units are
 //!    judged by Onion's rule ([`dupgram_dedup::Marker`]), and it is written
-//!    out marked or stripped, in its own format.
+//!    out marked or stripped, in its own format (or as a Parquet table).
 
 use std::borrow::Cow;
 use std::io::BufRead;
 use std::ops::Range;
 use std::time::Instant;
 
-use dupgram_corpus::{CorpusError, Format, Input, ReadOptions, VerticalLine, parse_record};
+use dupgram_corpus::{CorpusError, Format, Input, ParquetRows, ReadOptions, VerticalLine, parse_record};
 use dupgram_dedup::{
     DedupParams, ExactHasher, LengthTable, Marker, NgramAt, UnitKind, UnitVerdict, nothing_kept, segment_text,
 };
@@ -32,6 +32,7 @@ use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexP
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
 use crate::output::OutputFile;
+use crate::table::{Column, Rows};
 use crate::unit_sort::UnitSort;
 
 /// What to deduplicate, and how.
@@ -148,6 +149,27 @@ impl<'a> DedupOutput<'a> {
     /// The documents only.
     pub fn documents(out: &'a mut OutputFile) -> Self {
         DedupOutput { documents: Some(out), attributes: None }
+    }
+
+    /// The writer of the documents: a Parquet table's rows when the documents file is one.
+    pub(crate) fn doc_writer<'t>(&mut self, strip: bool, text_field: &'t str) -> Result<DocWriter<'t>, PipelineError> {
+        match self.documents.as_deref_mut() {
+            Some(out) => DocWriter::new(strip, text_field, out),
+            None => Ok(DocWriter::lines(strip, text_field)),
+        }
+    }
+
+    /// Writes the rows a Parquet table of documents still holds.
+    pub(crate) fn finish_documents(&mut self, writer: &mut DocWriter) -> Result<(), PipelineError> {
+        match self.documents.as_deref_mut() {
+            Some(out) => writer.finish(out),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the documents go into a Parquet table.
+    pub(crate) fn documents_parquet(&self) -> bool {
+        self.documents.as_deref().is_some_and(OutputFile::is_parquet)
     }
 
     pub(crate) fn passthrough(
@@ -351,7 +373,7 @@ impl DedupJob<'_> {
             max_stub: self.config.max_stub,
         };
         let mut marker = Marker::new(params, totals.ngrams as usize);
-        let mut writer = DocWriter::new(self.config.strip, &self.config.base.read.text_field);
+        let mut writer = out.doc_writer(self.config.strip, &self.config.base.read.text_field)?;
         // Reading and tokenising run on their own thread, ahead of the decisions.
         let (tx, rx) = crossbeam_channel::bounded::<(Item, bool, u64)>(256);
         // Written documents go back to the reader, which fills them again.
@@ -420,6 +442,7 @@ impl DedupJob<'_> {
                         let _ = spare_tx.try_send(d);
                     }
                 }
+                out.finish_documents(&mut writer)?;
                 if u64::from(doc) != stats.index.documents {
                     return Err(PipelineError::Changed(format!(
                         "{} documents were indexed, {doc} read back",
@@ -543,6 +566,11 @@ pub(crate) enum Role {
 #[derive(Debug)]
 pub(crate) struct Doc {
     pub(crate) body: Body,
+    /// The document's ID, but for vertical documents: the record's
+    /// `--id-field` (as the record has it when attributes are written, a
+    /// number staying a number; else as text), or its line or row number as
+    /// the corpus reader numbers it.
+    pub(crate) id: serde_json::Value,
     /// Tokens of each unit (stop words excluded).
     pub(crate) unit_tokens: Vec<u32>,
     /// Each unit's Benko fingerprint, when asked for.
@@ -553,9 +581,6 @@ pub(crate) struct Doc {
     pub(crate) keys: Vec<u8>,
     /// Where each unit's key ends in `keys`.
     pub(crate) key_ends: Vec<u32>,
-    /// The document's ID, when asked for (`--attributes`): the record's
-    /// `--id-field` as it is there, or its line number as the corpus reader numbers it.
-    pub(crate) id: Option<Box<serde_json::Value>>,
 }
 
 impl Doc {
@@ -605,6 +630,8 @@ struct OpenInput {
     pending: Option<Vec<u8>>,
     /// Bytes read from it so far (for progress).
     position: u64,
+    /// A Parquet input's rows, and the row groups counted in `position`.
+    parquet: Option<(ParquetRows, usize)>,
 }
 
 /// Documents with their structure, in input order, numbered as the index pass numbered them.
@@ -686,6 +713,7 @@ impl<'a> DocStream<'a> {
             let item = match self.current.as_ref().map(|c| c.format) {
                 Some(Format::Vertical) => self.next_vertical()?,
                 Some(Format::Jsonl) => self.next_record(true)?,
+                Some(Format::Parquet) => self.next_row()?,
                 _ => self.next_record(false)?,
             };
             match item {
@@ -717,12 +745,16 @@ impl<'a> DocStream<'a> {
         if format == Format::Vertical && self.ids.is_some() {
             return Err(vertical_attributes(&name));
         }
+        let parquet = match format {
+            Format::Parquet => Some((ParquetRows::open(path, &name, &self.options)?, 0)),
+            _ => None,
+        };
         if format == Format::Vertical && self.unit == UnitKind::Line {
             return Err(PipelineError::Usage(format!(
                 "--unit line: {name} is a vertical file, whose lines are tokens; use --unit doc, p or s"
             )));
         }
-        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position: 0 })
+        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position: 0, parquet })
     }
 
     /// Appends the next line of the current input to `buf`, without its
@@ -792,16 +824,51 @@ impl<'a> DocStream<'a> {
         Ok(Some(start))
     }
 
+    /// The ID a document without one gets: its line (or row) number, after
+    /// the input's name when there are several inputs, as the corpus reader numbers it.
+    fn default_id(&self, name: &str, number: u64) -> String {
+        if self.inputs.len() > 1 { format!("{name}:{number}") } else { number.to_string() }
+    }
+
+    /// The next row of a Parquet input, as a JSON record of its ID and text.
+    fn next_row(&mut self) -> Result<Option<Item>, PipelineError> {
+        let skip_bad = self.options.skip_bad;
+        let input = self.current.as_mut().expect("an open input");
+        let Some((rows, counted)) = input.parquet.as_mut() else { return Ok(None) };
+        let row = loop {
+            match rows.next_row()? {
+                None => return Ok(None),
+                // Skipped by the index pass too, so the documents are numbered alike.
+                Some(Err(_)) if skip_bad => {}
+                Some(Err(bad)) => return Err(PipelineError::Corpus(bad.error(&input.name))),
+                Some(Ok(row)) => break row,
+            }
+        };
+        while *counted <= row.row_group {
+            input.position += rows.row_group_bytes(*counted);
+            *counted += 1;
+        }
+        let name = input.name.clone();
+        let id = row.id.unwrap_or_else(|| self.default_id(&name, row.row));
+        let mut record = serde_json::Map::new();
+        record.insert(self.options.id_field.clone(), id.clone().into());
+        record.insert(self.options.text_field.clone(), row.text.clone().into());
+        let line = serde_json::Value::Object(record).to_string();
+        let units = segment_text(&row.text, self.unit);
+        let doc = self.tokenize_units(&row.text, &units)?;
+        Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text: row.text, units }, id: id.into(), ..doc })))
+    }
+
     fn next_record(&mut self, json: bool) -> Result<Option<Item>, PipelineError> {
         let mut raw = Vec::new();
         if self.read_line(&mut raw)?.is_none() {
             return Ok(None);
         }
         let input = self.current.as_ref().expect("an open input");
+        let id = self.default_id(&input.name, input.line);
         let line = String::from_utf8_lossy(&raw).into_owned();
-        let default_id = || self.default_id();
         if !json {
-            let id = default_id();
+            let id = serde_json::Value::String(id);
             let units = segment_text(&line, self.unit);
             let doc = self.tokenize_units(&line, &units)?;
             return Ok(Some(Item::Doc(Doc { body: Body::Text { text: line, units }, id, ..doc })));
@@ -809,9 +876,9 @@ impl<'a> DocStream<'a> {
         if line.trim().is_empty() {
             return Ok(Some(Item::Passthrough(raw)));
         }
-        let text = match parse_record(&line, &self.options.text_field, &self.options.id_field) {
-            Ok(record) => record.text.map(Cow::into_owned),
-            Err(_) => None,
+        let (text, id) = match parse_record(&line, &self.options.text_field, &self.options.id_field) {
+            Ok(record) => (record.text.map(Cow::into_owned), record.id.unwrap_or(id)),
+            Err(_) => (None, id),
         };
         let Some(text) = text else {
             if self.options.skip_bad {
@@ -823,26 +890,16 @@ impl<'a> DocStream<'a> {
                 what: "not a record with a string text field (the file changed since it was indexed?)".into(),
             }));
         };
+        // Attributes give the ID as the record has it (a number stays a number).
         let id = match self.ids {
-            Some(_) => {
-                json_field(&line, &self.options.id_field).filter(|id| !id.is_null()).map(Box::new).or_else(default_id)
-            }
-            None => None,
+            Some(_) => json_field(&line, &self.options.id_field)
+                .filter(|id| !id.is_null())
+                .unwrap_or(serde_json::Value::String(id)),
+            None => serde_json::Value::String(id),
         };
         let units = segment_text(&text, self.unit);
         let doc = self.tokenize_units(&text, &units)?;
         Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text, units }, id, ..doc })))
-    }
-
-    /// The ID the corpus reader gives a document without one (its line,
-    /// after the input's name when there are several), when IDs are wanted.
-    fn default_id(&self) -> Option<Box<serde_json::Value>> {
-        let names = self.ids.as_ref()?;
-        let line = self.current.as_ref().map_or(0, |c| c.line);
-        Some(Box::new(match names.get(self.next_input.wrapping_sub(1)) {
-            Some(name) if names.len() > 1 => format!("{name}:{line}").into(),
-            _ => line.to_string().into(),
-        }))
     }
 
     /// Token counts (and fingerprints) of a text's units.
@@ -881,11 +938,11 @@ impl<'a> DocStream<'a> {
         }
         Ok(Doc {
             body: Body::Text { text: String::new(), units: Vec::new() },
+            id: serde_json::Value::Null,
             unit_tokens: counts,
             fingerprints,
             keys,
             key_ends,
-            id: None,
         })
     }
 
@@ -1017,11 +1074,11 @@ impl<'a> DocStream<'a> {
         }
         Ok(Some(Item::Doc(Doc {
             body: Body::Vertical { bytes, ends, roles },
+            id: serde_json::Value::Null,
             unit_tokens: units,
             fingerprints,
             keys,
             key_ends,
-            id: None,
         })))
     }
 }
@@ -1093,11 +1150,11 @@ impl KnownUnits<'_> {
         }
         Ok(Doc {
             body: Body::Text { text: String::new(), units: Vec::new() },
+            id: serde_json::Value::Null,
             unit_tokens: counts,
             fingerprints: Vec::new(),
             keys,
             key_ends,
-            id: None,
         })
     }
 }
@@ -1114,24 +1171,60 @@ fn is_close_tag(line: &[u8], tag: &str) -> bool {
     line.strip_prefix(b"</").and_then(|rest| rest.strip_prefix(tag.as_bytes())) == Some(b">".as_slice())
 }
 
-/// Writes documents marked or stripped, in their own format.
+/// Writes documents marked or stripped, in their own format, or as the rows
+/// of a Parquet table: `id`, `text` (what is kept of it with `strip`),
+/// `dup_fraction` and, when marking, `dup_spans` (character offsets), the
+/// documents kept being those a JSON Lines output keeps.
 pub(crate) struct DocWriter<'a> {
     strip: bool,
     text_field: &'a str,
     line: Vec<u8>,
+    table: Option<Rows>,
 }
 
 impl<'a> DocWriter<'a> {
-    pub(crate) fn new(strip: bool, text_field: &'a str) -> Self {
-        DocWriter { strip, text_field, line: Vec::new() }
+    /// A writer to `out`, whose Parquet table (if it is one) it starts.
+    pub(crate) fn new(strip: bool, text_field: &'a str, out: &mut OutputFile) -> Result<Self, PipelineError> {
+        let table = if out.is_parquet() {
+            let rows = if strip {
+                Rows::new(&["id", "text", "dup_fraction"], vec![Column::text(), Column::text(), Column::score()])
+            } else {
+                Rows::new(
+                    &["id", "text", "dup_fraction", "dup_spans"],
+                    vec![Column::text(), Column::text(), Column::score(), Column::spans()],
+                )
+            };
+            out.begin_table(rows.schema())?;
+            Some(rows)
+        } else {
+            None
+        };
+        Ok(DocWriter { strip, text_field, line: Vec::new(), table })
     }
 
+    /// A writer of documents in their own (line) format.
+    pub(crate) fn lines(strip: bool, text_field: &'a str) -> Self {
+        DocWriter { strip, text_field, line: Vec::new(), table: None }
+    }
+
+    /// Writes the rows a Parquet table still holds.
+    pub(crate) fn finish(&mut self, out: &mut OutputFile) -> Result<(), PipelineError> {
+        match &mut self.table {
+            Some(rows) => out.write_rows(rows),
+            None => Ok(()),
+        }
+    }
+
+    /// A line that is no document: kept in line formats; a Parquet table has rows of documents only.
     pub(crate) fn passthrough(
         &mut self,
         out: &mut OutputFile,
         line: &[u8],
         vertical: bool,
     ) -> Result<(), PipelineError> {
+        if self.table.is_some() {
+            return Ok(());
+        }
         self.line.clear();
         if vertical && !self.strip {
             self.line.extend_from_slice(b"0\t");
@@ -1152,6 +1245,9 @@ impl<'a> DocWriter<'a> {
         let removed: u64 =
             doc.unit_tokens.iter().zip(verdicts).filter(|(_, v)| v.removed()).map(|(&t, _)| u64::from(t)).sum();
         let fraction = if tokens == 0 { 0.0 } else { removed as f64 / tokens as f64 };
+        if let Some(rows) = &mut self.table {
+            return write_row(rows, out, self.strip, doc, verdicts, (fraction, all_removed));
+        }
         self.line.clear();
         match &doc.body {
             Body::Vertical { bytes, ends, roles } => {
@@ -1212,6 +1308,65 @@ impl<'a> DocWriter<'a> {
     }
 }
 
+/// A document's ID as the text of a table's `id` column.
+fn id_text(id: &serde_json::Value) -> std::borrow::Cow<'_, str> {
+    match id {
+        serde_json::Value::String(s) => s.as_str().into(),
+        serde_json::Value::Null => "".into(),
+        other => other.to_string().into(),
+    }
+}
+
+/// One document as a row of a Parquet table (see [`DocWriter`]).
+fn write_row(
+    rows: &mut Rows,
+    out: &mut OutputFile,
+    strip: bool,
+    doc: &Doc,
+    verdicts: &[UnitVerdict],
+    (fraction, all_removed): (f64, bool),
+) -> Result<(), PipelineError> {
+    let (text, units) = match &doc.body {
+        Body::Jsonl { text, units, .. } => (text, units),
+        Body::Text { text, units } => (text, units),
+        Body::Vertical { .. } => {
+            return Err(PipelineError::Usage(
+                "a vertical corpus cannot be written as Parquet; write a vertical file".into(),
+            ));
+        }
+    };
+    if strip && all_removed {
+        return Ok(());
+    }
+    let kept;
+    let text: &str = if strip && verdicts.iter().any(UnitVerdict::removed) {
+        kept = kept_text(text, units, verdicts);
+        &kept
+    } else {
+        text
+    };
+    let (id_column, rest) = rows.columns.split_at_mut(1);
+    let (Column::Text(ids), [Column::Text(texts), Column::Score(fractions), spans @ ..]) = (&mut id_column[0], rest)
+    else {
+        return Err(PipelineError::Usage("internal error: the document table's columns".into()));
+    };
+    let id = id_text(&doc.id);
+    ids.append_value(&id);
+    texts.append_value(text);
+    // Rounded as the JSON Lines output rounds it.
+    fractions.append_value((fraction * 1e6).round() / 1e6);
+    if let [Column::Spans(spans)] = spans {
+        for [start, end] in duplicate_spans(text, units, verdicts) {
+            spans.values().values().append_value(start);
+            spans.values().values().append_value(end);
+            spans.values().append(true);
+        }
+        spans.append(true);
+    }
+    rows.added(id.len() + text.len());
+    if rows.full() { out.write_rows(rows) } else { Ok(()) }
+}
+
 /// The text of the kept units (`text` may be shorter than the units cover: see [`line_text`]).
 fn kept_text(text: &str, units: &[Range<usize>], verdicts: &[UnitVerdict]) -> String {
     units.iter().zip(verdicts).filter(|(_, v)| !v.removed()).map(|(r, _)| &text[clip(r, text.len())]).collect()
@@ -1254,7 +1409,7 @@ fn write_attributes(
         .filter(|(range, _)| !range.is_empty());
     let (spans, chars) = char_spans(text, spans);
     let fraction = if whole { 1.0 } else { removed_share(&doc.unit_tokens, verdicts) };
-    file.write(doc.id.as_deref().unwrap_or(&serde_json::Value::Null), &spans, chars, fraction)
+    file.write(&doc.id, &spans, chars, fraction)
 }
 
 /// A removed unit's score: the share of its tokens covered by n-grams seen

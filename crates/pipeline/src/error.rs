@@ -21,6 +21,8 @@ pub enum PipelineError {
     Layout(#[from] LayoutError),
     #[error("{path}: {error}")]
     Io { path: PathBuf, error: std::io::Error },
+    #[error("{path}: cannot write Parquet: {what}")]
+    Parquet { path: PathBuf, what: String },
     #[error("--memory {budget} is too small: {what}")]
     Memory { budget: String, what: String },
     #[error("the input changed while it was being read: {0}")]

@@ -33,9 +33,7 @@ use dupgram_merge::MergeSink;
 use crate::control::Control;
 use std::io::Write;
 
-use crate::dedup::{
-    DedupConfig, DedupOutput, DedupStats, DocStream, DocWriter, Item, KnownUnits, read_batched, record,
-};
+use crate::dedup::{DedupConfig, DedupOutput, DedupStats, DocStream, Item, KnownUnits, read_batched, record};
 use crate::error::PipelineError;
 use crate::index::IndexJob;
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -302,7 +300,7 @@ impl ExactJob<'_> {
         self.control.progress.start("deduplicating", self.inputs.iter().map(Input::size).sum());
         let last = found.ranges.len() - 1;
         let mut table = Verifier::default();
-        let mut writer = DocWriter::new(self.config.strip, &self.config.base.read.text_field);
+        let mut writer = out.doc_writer(self.config.strip, &self.config.base.read.text_field)?;
         let (mut unit, mut docs) = (0u64, 0u64);
         let mut verdicts = Vec::new();
         let mut exact = Vec::new();
@@ -332,6 +330,7 @@ impl ExactJob<'_> {
             docs += 1;
             out.document(&mut writer, &doc, &verdicts, &exact)
         })?;
+        out.finish_documents(&mut writer)?;
         stats.fingerprint_collisions += table.collisions;
         if docs != stats.index.documents || unit != found.units {
             return Err(PipelineError::Changed(format!(

@@ -38,6 +38,7 @@ mod scan;
 pub mod scratch;
 mod span;
 mod spot;
+pub mod table;
 mod unit_sort;
 mod words;
 

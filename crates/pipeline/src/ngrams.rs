@@ -715,7 +715,12 @@ impl Job<'_> {
         let cap = self.plan.working() * 2 / 5;
         // Compressed text is roughly a quarter of its plain size; a token takes about 6 bytes.
         let expected_ngrams = self.config.inputs.iter().map(|i| match i {
-            Input::Path(p) if dupgram_corpus::is_compressed(p).unwrap_or(false) => i.size().map(|s| s * 4 / 6),
+            Input::Path(p)
+                if dupgram_corpus::is_compressed(p).unwrap_or(false)
+                    || dupgram_corpus::is_parquet(p).unwrap_or(false) =>
+            {
+                i.size().map(|s| s * 4 / 6)
+            }
             _ => i.size().map(|s| s / 6),
         });
         let wanted = expected_ngrams.sum::<Option<u64>>().map_or(cap, |n| (n * 4).max(1 << 20));

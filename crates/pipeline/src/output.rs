@@ -1,19 +1,27 @@
 //! Output files: written under a temporary name beside the target and
 //! renamed into place only when complete, so a failed or interrupted job
 //! never leaves a half-written file under the name a user asked for.
+//!
+//! A name ending in `.parquet` makes a Parquet table (see [`crate::table`]):
+//! the writers of each result then add typed rows instead of lines.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use arrow_schema::SchemaRef;
 use dupgram_index::PairScores;
 
 use crate::error::PipelineError;
+use crate::table::{Column, ParquetTable, ROW_GROUP_BYTES, Rows, is_parquet_name};
 
 enum Sink {
     Stdout(BufWriter<std::io::Stdout>),
     Plain(BufWriter<File>),
     Zstd(zstd::Encoder<'static, BufWriter<File>>),
+    /// A Parquet file, before its schema is known (taken when it is).
+    ParquetFile(Option<File>),
+    Parquet(Box<ParquetTable>),
 }
 
 /// A file (or standard output) being written.
@@ -21,6 +29,7 @@ pub struct OutputFile {
     sink: Sink,
     target: Option<PathBuf>,
     tmp: Option<tempfile::TempPath>,
+    row_group_bytes: usize,
 }
 
 impl OutputFile {
@@ -32,6 +41,7 @@ impl OutputFile {
                 sink: Sink::Stdout(BufWriter::with_capacity(256 * 1024, std::io::stdout())),
                 target: None,
                 tmp: None,
+                row_group_bytes: ROW_GROUP_BYTES,
             });
         };
         let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -44,14 +54,28 @@ impl OutputFile {
         // a file over it would replace it.
         if std::fs::metadata(target).is_ok_and(|m| !m.is_file()) {
             let file = File::options().write(true).open(target).map_err(|e| PipelineError::io(target, e))?;
+            let sink = if is_parquet_name(target) {
+                Sink::ParquetFile(Some(file))
+            } else {
+                Sink::Plain(BufWriter::with_capacity(256 * 1024, file))
+            };
             return Ok(OutputFile {
-                sink: Sink::Plain(BufWriter::with_capacity(256 * 1024, file)),
+                sink,
                 target: Some(target.to_owned()),
                 tmp: None,
+                row_group_bytes: ROW_GROUP_BYTES,
             });
         }
         let tmp = temp_beside(dir, &name.to_string_lossy()).map_err(|e| PipelineError::io(target, e))?;
         let (file, path) = tmp.into_parts();
+        if is_parquet_name(target) {
+            return Ok(OutputFile {
+                sink: Sink::ParquetFile(Some(file)),
+                target: Some(target.to_owned()),
+                tmp: Some(path),
+                row_group_bytes: ROW_GROUP_BYTES,
+            });
+        }
         let buffered = BufWriter::with_capacity(256 * 1024, file);
         let sink = if target.extension().is_some_and(|e| e == "zst") {
             let mut z = zstd::Encoder::new(buffered, 3).map_err(|e| PipelineError::io(target, e))?;
@@ -63,7 +87,48 @@ impl OutputFile {
         } else {
             Sink::Plain(buffered)
         };
-        Ok(OutputFile { sink, target: Some(target.to_owned()), tmp: Some(path) })
+        Ok(OutputFile { sink, target: Some(target.to_owned()), tmp: Some(path), row_group_bytes: ROW_GROUP_BYTES })
+    }
+
+    /// Whether this is a Parquet table (the name ends in `.parquet`).
+    pub fn is_parquet(&self) -> bool {
+        matches!(self.sink, Sink::ParquetFile(_) | Sink::Parquet(_))
+    }
+
+    /// Row groups of a Parquet table close at about this many encoded bytes
+    /// (what the writer holds in memory); set before [`Self::begin_table`].
+    pub fn set_row_group_bytes(&mut self, bytes: usize) {
+        self.row_group_bytes = bytes;
+    }
+
+    /// Starts the Parquet table: a file with no rows still has its columns.
+    pub fn begin_table(&mut self, schema: SchemaRef) -> Result<(), PipelineError> {
+        let name = self.name();
+        let Sink::ParquetFile(file) = &mut self.sink else {
+            return Err(PipelineError::Usage(format!(
+                "internal error: {} is no Parquet file to start",
+                name.display()
+            )));
+        };
+        let file = file.take().ok_or_else(|| PipelineError::Usage("internal error: a table started twice".into()))?;
+        let table = ParquetTable::new(file, schema, self.row_group_bytes)
+            .map_err(|e| PipelineError::Parquet { path: name, what: e.to_string() })?;
+        self.sink = Sink::Parquet(Box::new(table));
+        Ok(())
+    }
+
+    /// Writes the rows gathered in `rows` to the Parquet table.
+    pub fn write_rows(&mut self, rows: &mut Rows) -> Result<(), PipelineError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let name = self.name();
+        let parquet = |what: String| PipelineError::Parquet { path: name.clone(), what };
+        let batch = rows.take().map_err(|e| parquet(e.to_string()))?;
+        match &mut self.sink {
+            Sink::Parquet(table) => table.write(&batch).map_err(|e| parquet(e.to_string())),
+            _ => Err(parquet("internal error: the table was not started".into())),
+        }
     }
 
     fn name(&self) -> PathBuf {
@@ -76,6 +141,12 @@ impl OutputFile {
             Sink::Stdout(w) => w.write_all(bytes),
             Sink::Plain(w) => w.write_all(bytes),
             Sink::Zstd(w) => w.write_all(bytes),
+            Sink::ParquetFile(_) | Sink::Parquet(_) => {
+                return Err(PipelineError::Usage(format!(
+                    "{}: this output cannot be written as Parquet; choose another name",
+                    self.name().display()
+                )));
+            }
         };
         result.map_err(|e| PipelineError::io(self.name(), e))
     }
@@ -88,6 +159,15 @@ impl OutputFile {
             Sink::Stdout(mut w) => return w.flush().map_err(io),
             Sink::Plain(w) => w.into_inner().map_err(|e| io(e.into_error()))?,
             Sink::Zstd(z) => z.finish().map_err(io)?.into_inner().map_err(|e| io(e.into_error()))?,
+            Sink::ParquetFile(_) => {
+                return Err(PipelineError::Usage(format!(
+                    "{}: this output cannot be written as Parquet; choose another name",
+                    name.display()
+                )));
+            }
+            Sink::Parquet(table) => {
+                table.finish().map_err(|e| PipelineError::Parquet { path: name.clone(), what: e.to_string() })?
+            }
         };
         if let (Some(tmp), Some(target)) = (self.tmp, self.target.as_ref()) {
             file.sync_all().map_err(io)?;
@@ -119,15 +199,29 @@ pub fn persist(file: tempfile::NamedTempFile, target: &Path) -> Result<(), Pipel
     Ok(())
 }
 
-/// Writes duplicate n-grams as `word word … word<TAB>count` lines.
+/// Writes duplicate n-grams as `word word … word<TAB>count` lines, or as
+/// the rows of a Parquet table (`ngram` string, `count` uint64).
 pub struct DupTsvWriter {
     out: OutputFile,
     line: Vec<u8>,
+    table: Option<Rows>,
 }
 
 impl DupTsvWriter {
     pub fn new(out: OutputFile) -> Self {
-        DupTsvWriter { out, line: Vec::with_capacity(256) }
+        DupTsvWriter { out, line: Vec::with_capacity(256), table: None }
+    }
+
+    /// Like [`Self::new`], and starts the table of a Parquet output.
+    pub fn create(mut out: OutputFile) -> Result<Self, PipelineError> {
+        let table = if out.is_parquet() {
+            let rows = Rows::new(&["ngram", "count"], vec![Column::text(), Column::count()]);
+            out.begin_table(rows.schema())?;
+            Some(rows)
+        } else {
+            None
+        };
+        Ok(DupTsvWriter { out, line: Vec::with_capacity(256), table })
     }
 
     #[inline]
@@ -139,13 +233,29 @@ impl DupTsvWriter {
             }
             self.line.extend_from_slice(lexicon.word_bytes(id));
         }
+        if let Some(rows) = &mut self.table {
+            let [Column::Text(ngram), Column::Count(counts)] = &mut rows.columns[..] else {
+                unreachable!("the n-gram table's columns")
+            };
+            // Words are valid UTF-8 (the lexicon is built from text), so this never replaces anything.
+            ngram.append_value(String::from_utf8_lossy(&self.line));
+            counts.append_value(count);
+            rows.added(self.line.len());
+            if rows.full() {
+                self.out.write_rows(rows)?;
+            }
+            return Ok(());
+        }
         self.line.push(b'\t');
         push_decimal(&mut self.line, count);
         self.line.push(b'\n');
         self.out.write_all(&self.line)
     }
 
-    pub fn finish(self) -> Result<(), PipelineError> {
+    pub fn finish(mut self) -> Result<(), PipelineError> {
+        if let Some(rows) = &mut self.table {
+            self.out.write_rows(rows)?;
+        }
         self.out.finish()
     }
 }
@@ -196,12 +306,21 @@ pub enum PairFormat {
 }
 
 /// Writes pairs (TSV or JSON Lines) and clusters (`size<TAB>id<TAB>id…`).
+///
+/// Either file is a Parquet table when its name ends in `.parquet`: pairs as
+/// the TSV header names them (`a`, `b` strings, the scores float64, `shared`
+/// uint64), clusters as `size` (uint64) and `members` (a list of strings).
 pub struct PairFiles {
     pairs: OutputFile,
     format: PairFormat,
     clusters: Option<OutputFile>,
     line: Vec<u8>,
+    pair_rows: Option<Rows>,
+    cluster_rows: Option<Rows>,
 }
+
+/// The score columns of a pairs file, in order.
+const SCORE_COLUMNS: [&str; 6] = ["sscr", "ssr", "contain_a_in_b", "contain_b_in_a", "cover_a", "cover_b"];
 
 /// Where a pairs job hands its kept pairs and, at the end, its clusters.
 pub trait PairsSink: Send {
@@ -213,14 +332,45 @@ pub trait PairsSink: Send {
 pub const PAIRS_HEADER: &str = "a\tb\tsscr\tssr\tcontain_a_in_b\tcontain_b_in_a\tcover_a\tcover_b\tshared\n";
 
 impl PairFiles {
-    pub fn new(mut pairs: OutputFile, format: PairFormat, clusters: Option<OutputFile>) -> Result<Self, PipelineError> {
-        if format == PairFormat::Tsv {
-            pairs.write_all(PAIRS_HEADER.as_bytes())?;
-        }
-        Ok(PairFiles { pairs, format, clusters, line: Vec::with_capacity(256) })
+    pub fn new(
+        mut pairs: OutputFile,
+        format: PairFormat,
+        mut clusters: Option<OutputFile>,
+    ) -> Result<Self, PipelineError> {
+        let pair_rows = if pairs.is_parquet() {
+            let names: Vec<&str> = ["a", "b"].into_iter().chain(SCORE_COLUMNS).chain(["shared"]).collect();
+            let columns = [Column::text(), Column::text()]
+                .into_iter()
+                .chain(SCORE_COLUMNS.map(|_| Column::score()))
+                .chain([Column::count()])
+                .collect();
+            let rows = Rows::new(&names, columns);
+            pairs.begin_table(rows.schema())?;
+            Some(rows)
+        } else {
+            if format == PairFormat::Tsv {
+                pairs.write_all(PAIRS_HEADER.as_bytes())?;
+            }
+            None
+        };
+        let cluster_rows = match clusters.as_mut().filter(|c| c.is_parquet()) {
+            Some(out) => {
+                let rows = Rows::new(&["size", "members"], vec![Column::count(), Column::texts()]);
+                out.begin_table(rows.schema())?;
+                Some(rows)
+            }
+            None => None,
+        };
+        Ok(PairFiles { pairs, format, clusters, line: Vec::with_capacity(256), pair_rows, cluster_rows })
     }
 
-    pub fn finish(self) -> Result<(), PipelineError> {
+    pub fn finish(mut self) -> Result<(), PipelineError> {
+        if let Some(rows) = &mut self.pair_rows {
+            self.pairs.write_rows(rows)?;
+        }
+        if let (Some(rows), Some(out)) = (&mut self.cluster_rows, &mut self.clusters) {
+            out.write_rows(rows)?;
+        }
         self.pairs.finish()?;
         self.clusters.map_or(Ok(()), OutputFile::finish)
     }
@@ -231,6 +381,21 @@ impl PairsSink for PairFiles {
         use std::io::Write as _;
         self.line.clear();
         let values = [s.sscr, s.ssr, s.contain_a_in_b, s.contain_b_in_a, s.cover_a, s.cover_b];
+        if let Some(rows) = &mut self.pair_rows {
+            let [Column::Text(ca), Column::Text(cb), scores @ .., Column::Count(shared)] = &mut rows.columns[..] else {
+                return Err(PipelineError::Usage("internal error: the pairs table's columns".into()));
+            };
+            ca.append_value(a);
+            cb.append_value(b);
+            for (column, v) in scores.iter_mut().zip(values) {
+                if let Column::Score(c) = column {
+                    c.append_value(v);
+                }
+            }
+            shared.append_value(s.shared as u64);
+            rows.added(a.len() + b.len());
+            return if rows.full() { self.pairs.write_rows(rows) } else { Ok(()) };
+        }
         match self.format {
             PairFormat::Tsv => {
                 push_tsv_field(&mut self.line, a);
@@ -255,6 +420,18 @@ impl PairsSink for PairFiles {
 
     fn cluster(&mut self, members: &[&str]) -> Result<(), PipelineError> {
         let Some(out) = &mut self.clusters else { return Ok(()) };
+        if let Some(rows) = &mut self.cluster_rows {
+            let [Column::Count(size), Column::Texts(list)] = &mut rows.columns[..] else {
+                return Err(PipelineError::Usage("internal error: the clusters table's columns".into()));
+            };
+            size.append_value(members.len() as u64);
+            for m in members {
+                list.values().append_value(m);
+            }
+            list.append(true);
+            rows.added(members.iter().map(|m| m.len()).sum());
+            return if rows.full() { out.write_rows(rows) } else { Ok(()) };
+        }
         self.line.clear();
         push_decimal(&mut self.line, members.len() as u64);
         for m in members {

@@ -84,6 +84,13 @@ pub fn dedup_spans_to(
     mut out: DedupOutput,
 ) -> Result<DedupStats, PipelineError> {
     check(config)?;
+    if out.documents_parquet() {
+        return Err(PipelineError::Usage(
+            "--unit span writes its documents in the input's own format (JSON Lines, text or vertical), \
+             not as a Parquet table; use a .jsonl name (Parquet input is written as JSON Lines records)"
+                .into(),
+        ));
+    }
     out.check_inputs(&config.base.inputs, &config.base.read)?;
     let started = Instant::now();
     let base = &config.base;
@@ -217,7 +224,7 @@ impl SpanJob<'_> {
             ranges: Vec::new(),
             line: Vec::new(),
         };
-        let mut passthrough = DocWriter::new(self.config.strip, &base.read.text_field);
+        let mut passthrough = DocWriter::lines(self.config.strip, &base.read.text_field);
         let (mut position, mut docs, mut kgrams_here) = (0u64, 0u64, Vec::new());
         read_batched(self.stream(self.ids.clone()), self.control, self.index.working(), |item, vertical, _| {
             let doc = match item {
@@ -449,7 +456,7 @@ impl SpanWriter<'_> {
         let cuts = if whole { std::iter::once(0..text.len()).collect() } else { self.cuts(text, verdict)? };
         let (spans, chars) = char_spans(text, cuts.into_iter().filter(|r| !r.is_empty()).map(|r| (r, 1.0)));
         let share = if whole { 1.0 } else { fraction(verdict) };
-        file.write(doc.id.as_deref().unwrap_or(&serde_json::Value::Null), &spans, chars, share)
+        file.write(&doc.id, &spans, chars, share)
     }
 
     /// A vertical document: a token line goes with its span, every line with the whole document.

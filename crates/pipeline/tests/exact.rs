@@ -89,6 +89,7 @@ fn write_corpus(case: &Case, path: &std::path::Path) -> Vec<String> {
         match case.format {
             Format::Jsonl => writeln!(f, "{}", serde_json_line(&d.id, t)).unwrap(),
             Format::Text => writeln!(f, "{t}").unwrap(),
+            Format::Parquet => unreachable!("these cases write line formats"),
             Format::Vertical => {
                 writeln!(f, "<doc id=\"{}\">\n<p>", d.id).unwrap();
                 for w in t.split(' ') {

@@ -101,6 +101,7 @@ fn write_corpus(path: &std::path::Path, docs: &Docs, format: Format) {
     for (i, doc) in docs.iter().enumerate() {
         match format {
             Format::Text => writeln!(f, "{}", doc_text(doc, true)).unwrap(),
+            Format::Parquet => unreachable!("these cases write line formats"),
             Format::Jsonl => {
                 writeln!(f, "{}", serde_json::json!({"id": format!("d{i}"), "text": doc_text(doc, false)})).unwrap()
             }
@@ -211,6 +212,7 @@ fn marked_in_output(
     expected: &[Vec<bool>],
 ) -> Vec<Vec<bool>> {
     match format {
+        Format::Parquet => unreachable!("these cases write line formats"),
         Format::Vertical => {
             // Each unit's first token line carries its mark.
             let mut marks = Vec::new();

@@ -156,6 +156,7 @@ fn write_corpus(path: &std::path::Path, docs: &[Vec<Word>], format: Format) {
                 }
                 writeln!(f, "</p>\n</doc>").unwrap();
             }
+            Format::Parquet => unreachable!("these cases write line formats"),
         }
     }
     f.flush().unwrap();
