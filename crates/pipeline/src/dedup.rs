@@ -570,7 +570,7 @@ pub(crate) struct Doc {
     /// `--id-field` (as the record has it when attributes are written, a
     /// number staying a number; else as text), or its line or row number as
     /// the corpus reader numbers it.
-    pub(crate) id: serde_json::Value,
+    pub(crate) id: Box<serde_json::Value>,
     /// Tokens of each unit (stop words excluded).
     pub(crate) unit_tokens: Vec<u32>,
     /// Each unit's Benko fingerprint, when asked for.
@@ -856,7 +856,7 @@ impl<'a> DocStream<'a> {
         let line = serde_json::Value::Object(record).to_string();
         let units = segment_text(&row.text, self.unit);
         let doc = self.tokenize_units(&row.text, &units)?;
-        Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text: row.text, units }, id: id.into(), ..doc })))
+        Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text: row.text, units }, id: Box::new(id.into()), ..doc })))
     }
 
     fn next_record(&mut self, json: bool) -> Result<Option<Item>, PipelineError> {
@@ -868,7 +868,7 @@ impl<'a> DocStream<'a> {
         let id = self.default_id(&input.name, input.line);
         let line = String::from_utf8_lossy(&raw).into_owned();
         if !json {
-            let id = serde_json::Value::String(id);
+            let id = Box::new(serde_json::Value::String(id));
             let units = segment_text(&line, self.unit);
             let doc = self.tokenize_units(&line, &units)?;
             return Ok(Some(Item::Doc(Doc { body: Body::Text { text: line, units }, id, ..doc })));
@@ -891,12 +891,12 @@ impl<'a> DocStream<'a> {
             }));
         };
         // Attributes give the ID as the record has it (a number stays a number).
-        let id = match self.ids {
+        let id = Box::new(match self.ids {
             Some(_) => json_field(&line, &self.options.id_field)
                 .filter(|id| !id.is_null())
                 .unwrap_or(serde_json::Value::String(id)),
             None => serde_json::Value::String(id),
-        };
+        });
         let units = segment_text(&text, self.unit);
         let doc = self.tokenize_units(&text, &units)?;
         Ok(Some(Item::Doc(Doc { body: Body::Jsonl { line, text, units }, id, ..doc })))
@@ -938,7 +938,7 @@ impl<'a> DocStream<'a> {
         }
         Ok(Doc {
             body: Body::Text { text: String::new(), units: Vec::new() },
-            id: serde_json::Value::Null,
+            id: Box::new(serde_json::Value::Null),
             unit_tokens: counts,
             fingerprints,
             keys,
@@ -1074,7 +1074,7 @@ impl<'a> DocStream<'a> {
         }
         Ok(Some(Item::Doc(Doc {
             body: Body::Vertical { bytes, ends, roles },
-            id: serde_json::Value::Null,
+            id: Box::new(serde_json::Value::Null),
             unit_tokens: units,
             fingerprints,
             keys,
@@ -1150,7 +1150,7 @@ impl KnownUnits<'_> {
         }
         Ok(Doc {
             body: Body::Text { text: String::new(), units: Vec::new() },
-            id: serde_json::Value::Null,
+            id: Box::new(serde_json::Value::Null),
             unit_tokens: counts,
             fingerprints: Vec::new(),
             keys,
