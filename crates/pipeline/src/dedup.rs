@@ -1259,16 +1259,7 @@ impl<'a> DocWriter<'a> {
                         Role::DocTag => all_removed,
                         Role::Unit(u) => verdicts[*u as usize].removed(),
                     };
-                    if self.strip {
-                        if !gone {
-                            self.line.extend_from_slice(line);
-                            self.line.push(b'\n');
-                        }
-                    } else {
-                        self.line.extend_from_slice(if gone { b"1\t" } else { b"0\t" });
-                        self.line.extend_from_slice(line);
-                        self.line.push(b'\n');
-                    }
+                    push_vertical_line(&mut self.line, line, self.strip, gone);
                 }
             }
             Body::Text { text, units } => {
@@ -1306,6 +1297,19 @@ impl<'a> DocWriter<'a> {
         }
         out.write_all(&self.line)
     }
+}
+
+/// One line of a vertical file: with `strip` kept only when not `gone`,
+/// else marked `1`/`0` and a TAB in front.
+pub(crate) fn push_vertical_line(out: &mut Vec<u8>, line: &[u8], strip: bool, gone: bool) {
+    if strip && gone {
+        return;
+    }
+    if !strip {
+        out.extend_from_slice(if gone { b"1\t" } else { b"0\t" });
+    }
+    out.extend_from_slice(line);
+    out.push(b'\n');
 }
 
 /// A document's ID as the text of a table's `id` column.

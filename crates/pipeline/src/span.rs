@@ -34,7 +34,8 @@ use dupgram_merge::MergeSink;
 use crate::attributes::{AttributesFile, char_spans};
 use crate::control::Control;
 use crate::dedup::{
-    Body, DedupConfig, DedupOutput, DedupStats, Doc, DocStream, DocWriter, Item, Role, line_text, read_batched,
+    Body, DedupConfig, DedupOutput, DedupStats, Doc, DocStream, DocWriter, Item, Role, line_text, push_vertical_line,
+    read_batched,
 };
 use crate::error::PipelineError;
 use crate::index::IndexJob;
@@ -479,16 +480,7 @@ impl SpanWriter<'_> {
                 }
                 _ => verdict.whole,
             };
-            if self.strip {
-                if !gone {
-                    self.line.extend_from_slice(line);
-                    self.line.push(b'\n');
-                }
-            } else {
-                self.line.extend_from_slice(if gone { b"1\t" } else { b"0\t" });
-                self.line.extend_from_slice(line);
-                self.line.push(b'\n');
-            }
+            push_vertical_line(&mut self.line, line, self.strip, gone);
         }
     }
 
