@@ -245,15 +245,20 @@ pub fn dedup(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> R
     dedup_to(config, control, DedupOutput::documents(out))
 }
 
+/// The memory plan of a dedup job (every mode) and its temporary directory.
+pub(crate) fn plan_and_scratch(base: &NgramConfig) -> Result<(MemoryPlan, crate::scratch::Scratch), PipelineError> {
+    let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
+        .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
+    Ok((plan, crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?))
+}
+
 /// Deduplicates the corpus into the documents and attribute files of `out`.
 pub fn dedup_to(config: &DedupConfig, control: &Control, mut out: DedupOutput) -> Result<DedupStats, PipelineError> {
     config.check()?;
     out.check_inputs(&config.base.inputs, &config.base.read)?;
     let started = Instant::now();
     let base = &config.base;
-    let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
-        .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
-    let work = crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?;
+    let (plan, work) = plan_and_scratch(base)?;
     let mut stats = DedupStats {
         n: base.n,
         unit: unit_name(config.unit).into(),

@@ -33,11 +33,12 @@ use dupgram_merge::MergeSink;
 use crate::control::Control;
 use std::io::Write;
 
-use crate::dedup::{DedupConfig, DedupOutput, DedupStats, DocStream, Item, KnownUnits, read_batched, record};
+use crate::dedup::{
+    DedupConfig, DedupOutput, DedupStats, DocStream, Item, KnownUnits, plan_and_scratch, read_batched, record,
+};
 use crate::error::PipelineError;
 use crate::index::IndexJob;
-use crate::memory::{MemoryPlan, human_bytes, peak_rss};
-use crate::ngrams::zstd_need;
+use crate::memory::{MemoryPlan, peak_rss};
 use crate::output::OutputFile;
 use crate::unit_sort::UnitSort;
 
@@ -90,9 +91,7 @@ pub fn dedup_exact_with(
     out.check_inputs(&config.base.inputs, &config.base.read)?;
     let started = Instant::now();
     let base = &config.base;
-    let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
-        .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
-    let work = crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?;
+    let (plan, work) = plan_and_scratch(base)?;
     let index = IndexJob::new(base, None, control, plan, work.path());
     let inputs = index.spool_stdin()?;
     let mut stats = DedupStats {

@@ -34,13 +34,12 @@ use dupgram_merge::MergeSink;
 use crate::attributes::{AttributesFile, char_spans};
 use crate::control::Control;
 use crate::dedup::{
-    Body, DedupConfig, DedupOutput, DedupStats, Doc, DocStream, DocWriter, Item, Role, line_text, push_vertical_line,
-    read_batched,
+    Body, DedupConfig, DedupOutput, DedupStats, Doc, DocStream, DocWriter, Item, Role, line_text, plan_and_scratch,
+    push_vertical_line, read_batched,
 };
 use crate::error::PipelineError;
 use crate::index::IndexJob;
-use crate::memory::{MemoryPlan, human_bytes, peak_rss};
-use crate::ngrams::zstd_need;
+use crate::memory::{MemoryPlan, peak_rss};
 use crate::output::OutputFile;
 use crate::unit_sort::UnitSort;
 
@@ -95,9 +94,7 @@ pub fn dedup_spans_to(
     out.check_inputs(&config.base.inputs, &config.base.read)?;
     let started = Instant::now();
     let base = &config.base;
-    let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
-        .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
-    let work = crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?;
+    let (plan, work) = plan_and_scratch(base)?;
     let index = IndexJob::new(base, None, control, plan, work.path());
     let inputs = index.spool_stdin()?;
     let mut stats = DedupStats {
