@@ -445,3 +445,45 @@ fn a_growing_vocabulary_counts_exactly_at_every_budget() {
     assert!(halvings > 0, "no budget made the sieve halve");
     assert!(sieved >= 3, "the sieve was used at {sieved} budgets");
 }
+
+/// A corpus that looks more than twice what the budget's largest sieve holds
+/// is counted in parts by first word, the sieve refilled from the word
+/// streams for each: the output is byte for byte the one-part count's, the
+/// summary says so, and the memory stays in the budget.
+#[test]
+fn a_corpus_too_large_for_one_sieve_is_counted_in_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.txt");
+    let spec = dupgram_testkit::CorpusSpec {
+        seed: 11,
+        tokens: 5_000_000,
+        vocabulary: 3000,
+        mean_doc_len: 80,
+        ..dupgram_testkit::CorpusSpec::default()
+    };
+    let corpus = dupgram_testkit::Corpus::new(spec.clone());
+    let texts: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| corpus.text(&d)).collect();
+    std::fs::write(&path, texts.join("\n") + "\n").unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let count = |memory: &str| {
+        let (out, stats_path) = (dir.path().join(format!("out-{memory}.tsv")), dir.path().join("stats.json"));
+        let args = ["ngrams", s(&path), "-n", "4", "--memory", memory, "--tmp-dir", s(&tmp), "-o", s(&out)];
+        let (code, _, stderr) = run(&[&args[..], &["--stats-json", s(&stats_path)]].concat());
+        assert_eq!(code, 0, "--memory {memory}: {stderr}");
+        assert!(leftovers(&tmp).is_empty(), "--memory {memory}: {:?}", leftovers(&tmp));
+        let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats_path).unwrap()).unwrap();
+        (std::fs::read(&out).unwrap(), stats, stderr)
+    };
+    let (whole, one, _) = count("1G");
+    assert_eq!(one["sieve"]["parts"], 1, "{one}");
+    let (parted, stats, summary) = count("16M");
+    let parts = stats["sieve"]["parts"].as_u64().unwrap();
+    assert!(parts > 1 && stats["sieve"]["used"] == true, "{}", stats["sieve"]);
+    assert!(summary.contains(&format!("counted in {parts} parts by first word")), "{summary}");
+    assert!(parted == whole, "the count in {parts} parts differs from the count in one");
+    assert!(stats["peak_rss"].as_u64().unwrap() < stats["memory_budget"].as_u64().unwrap(), "{stats}");
+    for key in ["ngrams", "distinct_ngrams", "duplicate_types", "duplicate_occurrences"] {
+        assert_eq!(stats[key], one[key], "{key}");
+    }
+}

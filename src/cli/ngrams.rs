@@ -117,14 +117,18 @@ fn summary(s: &NgramStats) -> String {
     let sieve = match (&s.sieve.dropped, s.sieve.used) {
         (Some(why), _) => format!("off: {why}"),
         (None, true) => format!(
-            "{}{} let {} n-grams through ({:.1} %)",
+            "{}{} let {} n-grams through ({:.1} %){}",
             human_bytes(s.sieve.bytes),
             match s.sieve.halvings {
                 0 => String::new(),
-                h => format!(" (halved {h}× to make room for the vocabulary)"),
+                h => format!(" (halved {h}× to make room)"),
             },
             group(s.sorted_ngrams),
-            100.0 * ratio(s.sorted_ngrams, s.ngrams)
+            100.0 * ratio(s.sorted_ngrams, s.ngrams),
+            match s.sieve.parts {
+                0 | 1 => String::new(),
+                p => format!(", filled and counted in {p} parts by first word"),
+            }
         ),
         (None, false) => "off".into(),
     };

@@ -3,18 +3,20 @@
 //! `count_ngrams` is the out-of-core duplicate n-gram count of Pomikálek &
 //! Rychlý (section 4), with one addition, the sieve:
 //!
-//! 1. **lexicon pass** — read the corpus, count every word (`dupgram-lexicon`)
-//!    and drop a fingerprint of every n-gram into the sieve (`dupgram-sieve`);
-//!    number the words by frequency and save the lexicon;
-//! 2. **sieve pass** — only with `--stop-top`, whose stop words are known only
-//!    after the lexicon pass: fill the sieve with the final n-grams;
-//! 3. **count pass** — read the corpus again, turn words into IDs, keep the
-//!    n-grams the sieve lets through in fixed-memory chunks
-//!    (`dupgram-chunker`), sort them and spill each chunk as a run
-//!    (`dupgram-runs`);
+//! 1. **lexicon pass** — read the corpus, count every word (`dupgram-lexicon`),
+//!    write each worker's tokens as a word-ID stream (`words`) and drop a
+//!    fingerprint of every n-gram into the sieve (`dupgram-sieve`); number
+//!    the words by frequency and save the lexicon;
+//! 2. **sieve pass** — fill the sieve from the word streams instead, when the
+//!    lexicon pass could not: with `--stop-top` (whose stop words are known
+//!    only at its end), or when the corpus is too large for one sieve, and
+//!    then once per part of a count in parts by first word (`first_words`);
+//! 3. **count pass** — read the word streams, keep the n-grams (of the part)
+//!    the sieve lets through in fixed-memory chunks (`dupgram-chunker`), sort
+//!    them and spill each chunk as a run (`dupgram-runs`);
 //! 4. **merge** — k-way merge of all runs (`dupgram-merge`), in several
 //!    passes if memory limits the fan-in; n-grams with a count ≥ `min_count`
-//!    go to the caller.
+//!    go to the caller. Parts are merged one after the other, in output order.
 //!
 //! Each pass has one reader thread and `threads` workers (see `feed`). The
 //! result does not depend on the thread count or the memory budget: those
@@ -26,6 +28,7 @@ mod dedup;
 mod error;
 mod exact_only;
 mod feed;
+mod first_words;
 mod groups;
 mod index;
 pub mod memory;

@@ -12,12 +12,13 @@ use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Renumbering, Scope, Tokenizer, word_hash};
 use dupgram_merge::{MergeSink, RunFile, merge_all};
 use dupgram_runs::RunHeader;
-use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
+use dupgram_sieve::{COUNTERS_PER_BYTE, DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 
 use crate::control::Control;
 use crate::error::PipelineError;
 use crate::feed::{BatchWorker, Source, feed};
+use crate::first_words::{FillSieve, FirstWords, KeyRange, parts_for};
 use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
@@ -57,6 +58,9 @@ pub struct Limits {
     pub chunk_ngrams: Option<usize>,
     pub fan_in: Option<usize>,
     pub batch_bytes: Option<usize>,
+    /// Count in this many parts by first word, each with the sieve refilled
+    /// for it (see [`crate::first_words`]), whatever the corpus's size.
+    pub sieve_parts: Option<usize>,
 }
 
 impl NgramConfig {
@@ -108,13 +112,17 @@ pub struct PassSeconds {
 pub struct SieveStats {
     pub used: bool,
     pub bytes: u64,
-    /// Share of counters at "2 or more" after filling: the chance a unique n-gram got through.
+    /// Share of counters at "2 or more" after filling (the fullest part's).
     pub saturation: f64,
     /// Why it was switched off, if it was.
     pub dropped: Option<String>,
-    /// Times it was halved to make room for the vocabulary.
+    /// Times it was halved to make room for the vocabulary or for chunks.
     #[serde(default)]
     pub halvings: u32,
+    /// Parts the count went in, the sieve refilled for each (1: one count,
+    /// the sieve filled while the corpus was read).
+    #[serde(default)]
+    pub parts: u32,
 }
 
 /// The summary of a job, as printed and as written by `--stats-json`.
@@ -410,41 +418,87 @@ impl Job<'_> {
     ) -> Result<(Lexicon, Option<tempfile::NamedTempFile>), PipelineError> {
         let config = self.config;
         let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams } = self.tokenise(stats, started)?;
-        let t = Instant::now();
-        let mut sieve = sieve;
+        // No sieve came out of the lexicon pass (none was filled there, or it
+        // was too full or had to go): a fresh one, filled from the streams.
+        let refill = config.sieve && sieve.is_none();
+        let mut sieve = if refill { self.fresh_sieve(stats) } else { sieve };
         self.make_room_for_chunks(&mut sieve, &lexicon, &renumbering, streams.len(), stats)?;
-        let counted = self.count_streams(&streams, &lexicon, &renumbering, sieve.as_ref(), stats)?;
+        let parts = match &sieve {
+            Some(s) if refill => {
+                let parts = config.limits.sieve_parts.unwrap_or_else(|| parts_for(stats.tokens, s.slots()));
+                FirstWords::split(&lexicon, parts)
+            }
+            _ => vec![FirstWords::ALL],
+        };
+        stats.sieve.parts = parts.len() as u32;
+        for (i, &part) in parts.iter().enumerate() {
+            if refill && let Some(s) = sieve.as_mut() {
+                s.clear();
+            }
+            let counted = self.count_streams(
+                &streams,
+                &lexicon,
+                &renumbering,
+                StreamPart { sieve: sieve.as_ref(), fill: refill, part, label: (i + 1, parts.len()) },
+                stats,
+            )?;
+            if counted.documents != stats.documents {
+                return Err(PipelineError::Changed(format!(
+                    "the lexicon pass read {} documents, its word streams hold {}",
+                    stats.documents, counted.documents
+                )));
+            }
+            let t = Instant::now();
+            let runs = counted.runs.into_iter().map(|(_, run)| run).collect();
+            self.merge_pass(runs, counted.entries, &lexicon, config.min_count, stats, emit)?;
+            stats.seconds.merge += t.elapsed().as_secs_f64();
+        }
         drop(sieve);
         drop(renumbering);
         for file in &streams {
             let _ = std::fs::remove_file(&file.path);
         }
-        stats.seconds.count = t.elapsed().as_secs_f64();
-        if counted.documents != stats.documents {
-            return Err(PipelineError::Changed(format!(
-                "the lexicon pass read {} documents, its word streams hold {}",
-                stats.documents, counted.documents
-            )));
-        }
-
-        let t = Instant::now();
-        let runs = counted.runs.into_iter().map(|(_, run)| run).collect();
-        self.merge_pass(runs, counted.entries, &lexicon, config.min_count, stats, emit)?;
-        stats.seconds.merge = t.elapsed().as_secs_f64();
         stats.distinct_ngrams = stats.ngrams - stats.duplicate_occurrences + stats.duplicate_types;
         stats.bytes_spilled += stats.run_bytes + stats.merge_bytes;
         let keep = config.lexicon_dir.is_some().then_some(lexicon_file);
         Ok((lexicon, keep))
     }
 
+    /// A sieve for the count over the word streams; what the lexicon pass
+    /// said of its own sieve no longer holds.
+    fn fresh_sieve(&self, stats: &mut NgramStats) -> Option<Sieve> {
+        let sieve = self.sieve_of(self.sieve_size_for(Some(stats.tokens)));
+        stats.sieve = SieveStats {
+            used: sieve.is_some(),
+            bytes: sieve.as_ref().map_or(0, |s| s.bytes() as u64),
+            ..SieveStats::default()
+        };
+        sieve
+    }
+
+    /// Whether the lexicon pass leaves the sieve alone, for the count to fill
+    /// from the word streams: with `--stop-top` (the stop words are known
+    /// only at its end), and when the inputs' sizes say the corpus is too
+    /// large for one sieve, so it will be counted in parts anyway.
+    fn sieve_after_lexicon(&self) -> bool {
+        let config = self.config;
+        if config.stop_top > 0 || config.limits.sieve_parts.is_some() {
+            return true;
+        }
+        match (self.expected_ngrams(), self.sieve_size()) {
+            (Some(ngrams), Some(bytes)) => parts_for(ngrams, bytes * COUNTERS_PER_BYTE) > 1,
+            _ => false,
+        }
+    }
+
     /// The lexicon pass of a count, the only pass that reads the corpus:
     /// the lexicon, each worker's word-ID stream, how first-seen IDs become
-    /// word IDs, and the sieve (filled from the streams with `--stop-top`).
+    /// word IDs, and the sieve when this pass filled it (see [`run`](Self::run) for the others).
     /// The lexicon comes without its lookup table: nothing looks words up after this.
     fn tokenise(&self, stats: &mut NgramStats, started: Instant) -> Result<Tokenised, PipelineError> {
         let config = self.config;
-        let sieve: SharedSieve = RwLock::new(self.sized_sieve());
-        let fused = config.stop_top == 0;
+        let fused = config.sieve && !self.sieve_after_lexicon();
+        let sieve: SharedSieve = RwLock::new(if fused { self.sized_sieve() } else { None });
         let (builder, read, streams) = self.lexicon_pass(&config.inputs, &sieve, fused, true, stats)?;
         record_read(&read, stats);
         stats.bytes_spilled += streams.iter().map(|s| s.bytes).sum::<u64>();
@@ -458,13 +512,9 @@ impl Job<'_> {
         stats.repeated_words = lexicon.repeated_len() as u64;
         stats.stopwords = lexicon.stopwords().len() as u64;
 
-        if config.sieve && !fused {
-            let t = Instant::now();
-            let codes = stats.tokens + stats.documents;
-            self.sieve_streams(&streams, vocabulary, codes, &renumbering, &sieve)?;
-            stats.seconds.sieve = t.elapsed().as_secs_f64();
+        if fused {
+            settle_sieve(&sieve, stats);
         }
-        settle_sieve(&sieve, stats);
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
         Ok(Tokenised { lexicon, lexicon_file, sieve, renumbering: Streamed { renumbering, vocabulary }, streams })
     }
@@ -485,46 +535,6 @@ impl Job<'_> {
         Ok((file, renumbering))
     }
 
-    /// With `--stop-top`, the stop words are known only now: fill the sieve
-    /// with the final n-grams, read from the word streams.
-    fn sieve_streams(
-        &self,
-        streams: &[WordsFile],
-        vocabulary: u32,
-        codes: u64,
-        renumbering: &Renumbering,
-        sieve: &SharedSieve,
-    ) -> Result<(), PipelineError> {
-        let guard = sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))?;
-        let Some(sieve) = guard.as_ref() else { return Ok(()) };
-        self.control.progress.start("sieve", Some(codes));
-        let n = self.config.n;
-        each_stream(streams, |_, file, abort| {
-            let mut roll = RollingFingerprint::new(n);
-            let mut line = DelayLine::default();
-            read_words(file, vocabulary, self.control, abort, |codes| {
-                for &code in codes {
-                    let Some(first_seen) = code.checked_sub(1) else {
-                        roll.reset();
-                        continue;
-                    };
-                    match renumbering.ids[first_seen as usize] {
-                        Renumbering::STOP => {}
-                        Renumbering::BREAK => roll.reset(),
-                        id => {
-                            if let Some(fp) = roll.push(renumbering.hashes[id as usize]) {
-                                insert_later(sieve, &mut line, fp);
-                            }
-                        }
-                    }
-                }
-                line.drain().for_each(|slot| sieve.insert_at(slot));
-                Ok(())
-            })
-        })?;
-        Ok(())
-    }
-
     /// The count pass over the word streams: what [`count_pass`](Self::count_pass)
     /// does over the corpus, without reading, tokenising or looking up a word.
     fn count_streams(
@@ -532,38 +542,53 @@ impl Job<'_> {
         streams: &[WordsFile],
         lexicon: &Lexicon,
         streamed: &Streamed,
-        sieve: Option<&Sieve>,
+        part: StreamPart,
         stats: &mut NgramStats,
     ) -> Result<CountPassTotals, PipelineError> {
         let layout = KeyLayout::new(self.config.n, lexicon.len().saturating_sub(1) as u32)?;
-        let job = StreamJob { streams, lexicon, streamed, sieve, layout };
+        let job = StreamJob { streams, lexicon, streamed, layout };
         match layout.words() {
-            1 => self.count_streams_with::<1>(&job, stats),
-            2 => self.count_streams_with::<2>(&job, stats),
-            3 => self.count_streams_with::<3>(&job, stats),
-            4 => self.count_streams_with::<4>(&job, stats),
-            6 => self.count_streams_with::<6>(&job, stats),
-            8 => self.count_streams_with::<8>(&job, stats),
-            12 => self.count_streams_with::<12>(&job, stats),
-            _ => self.count_streams_with::<16>(&job, stats),
+            1 => self.count_streams_with::<1>(&job, part, stats),
+            2 => self.count_streams_with::<2>(&job, part, stats),
+            3 => self.count_streams_with::<3>(&job, part, stats),
+            4 => self.count_streams_with::<4>(&job, part, stats),
+            6 => self.count_streams_with::<6>(&job, part, stats),
+            8 => self.count_streams_with::<8>(&job, part, stats),
+            12 => self.count_streams_with::<12>(&job, part, stats),
+            _ => self.count_streams_with::<16>(&job, part, stats),
         }
     }
 
+    /// One part of the count over the word streams: fills the (cleared)
+    /// sieve with the part's n-grams first when asked to, then sorts those
+    /// it lets through into runs.
     fn count_streams_with<const L: usize>(
         &self,
         job: &StreamJob,
+        part: StreamPart,
         stats: &mut NgramStats,
     ) -> Result<CountPassTotals, PipelineError> {
         let config = self.config;
-        let StreamJob { streams, lexicon, streamed, sieve, layout } = *job;
+        let StreamJob { streams, lexicon, streamed, layout } = *job;
+        let range = KeyRange::<L>::new(part.part, layout);
         let beside = count_beside(streamed, streams.len());
-        let (sieve, capacity) = self.chunk_room(lexicon, beside, sieve, layout, stats)?;
+        let (sieve, capacity) = self.chunk_room(lexicon, beside, part.sieve, layout, stats)?;
+        if part.fill
+            && let Some(sieve) = sieve
+        {
+            let t = Instant::now();
+            self.fill_sieve(job, sieve, range, part.label, stats.tokens + stats.documents)?;
+            stats.seconds.sieve += t.elapsed().as_secs_f64();
+            stats.sieve.saturation = stats.sieve.saturation.max(sieve.saturation());
+        }
+        let t = Instant::now();
         stats.chunk_ngrams = capacity;
-        self.control.progress.start("counting", Some(stats.tokens + stats.documents));
+        self.control.progress.start(&part.phase("counting"), Some(stats.tokens + stats.documents));
         let header = RunHeader::counts(config.n as u8, lexicon.identity());
         let outputs = each_stream(streams, |worker, file, abort| {
             let mut keep = KeepNgrams {
                 sieve,
+                range,
                 line: DelayLine::default(),
                 spill: ChunkSpill {
                     chunk: Chunk::new(layout, capacity),
@@ -590,9 +615,10 @@ impl Job<'_> {
             Ok((keep.spill, documents, ngrams))
         })?;
         let mut total = CountPassTotals::default();
-        for (spill, documents, ngrams) in outputs {
+        // Every part walks every n-gram: the total is the same each time.
+        stats.ngrams = outputs.iter().map(|(_, _, ngrams)| ngrams).sum();
+        for (spill, documents, _) in outputs {
             total.documents += documents;
-            stats.ngrams += ngrams;
             stats.sorted_ngrams += spill.sorted;
             stats.runs_written += spill.runs.len() as u64;
             stats.run_bytes += spill.bytes;
@@ -600,7 +626,32 @@ impl Job<'_> {
             total.runs.extend(spill.runs);
         }
         total.tokens = stats.tokens;
+        stats.seconds.count += t.elapsed().as_secs_f64();
         Ok(total)
+    }
+
+    /// Fills `sieve` with the fingerprints of the n-grams in `range`, read from the word streams.
+    fn fill_sieve<const L: usize>(
+        &self,
+        job: &StreamJob,
+        sieve: &Sieve,
+        range: KeyRange<L>,
+        label: (usize, usize),
+        codes: u64,
+    ) -> Result<(), PipelineError> {
+        let StreamJob { streams, streamed, layout, .. } = *job;
+        self.control.progress.start(&StreamPart::phase_of("sieve", label), Some(codes));
+        each_stream(streams, |_, file, abort| {
+            let mut fill = FillSieve::new(sieve, range);
+            let mut walk = IdWalk::<L>::new(layout, &streamed.renumbering, true);
+            read_words(file, streamed.vocabulary, self.control, abort, |codes| {
+                walk.codes(codes, &mut fill);
+                fill.flush();
+                Ok(())
+            })?;
+            Ok(())
+        })?;
+        Ok(())
     }
 
     /// Halves the sieve until chunks of n-grams fit beside it (or drops it
@@ -703,18 +754,34 @@ impl Job<'_> {
 
     /// A sieve of about 4 bytes (16 counters) per expected n-gram, within 40 % of the working memory.
     fn sized_sieve(&self) -> Option<Sieve> {
-        // Without the memory map there is simply no sieve: results are the same.
-        Sieve::with_bytes(self.sieve_size()? as usize).ok()
+        self.sieve_of(self.sieve_size())
+    }
+
+    /// Without the memory map there is simply no sieve: results are the same.
+    fn sieve_of(&self, bytes: Option<u64>) -> Option<Sieve> {
+        Sieve::with_bytes(bytes? as usize).ok()
     }
 
     /// The size of [`sized_sieve`](Self::sized_sieve), `None` without a sieve.
     fn sieve_size(&self) -> Option<u64> {
+        self.sieve_size_for(self.expected_ngrams())
+    }
+
+    /// A sieve's size for this many n-grams (unknown: as large as allowed).
+    fn sieve_size_for(&self, ngrams: Option<u64>) -> Option<u64> {
         if !self.config.sieve {
             return None;
         }
         let cap = self.plan.working() * 2 / 5;
+        let wanted = ngrams.map_or(cap, |n| n.saturating_mul(SIEVE_BYTES_PER_NGRAM).max(1 << 20));
+        // Whole 4 KiB pages: a sieve that must make room halves cleanly ([`Sieve::halve`]) and frees whole pages.
+        Some((wanted.min(cap) >> 12 << 12).max(4096))
+    }
+
+    /// The n-grams the inputs' sizes suggest, before anything is read.
+    fn expected_ngrams(&self) -> Option<u64> {
         // Compressed text is roughly a quarter of its plain size; a token takes about 6 bytes.
-        let expected_ngrams = self.config.inputs.iter().map(|i| match i {
+        let ngrams = self.config.inputs.iter().map(|i| match i {
             Input::Path(p)
                 if dupgram_corpus::is_compressed(p).unwrap_or(false)
                     || dupgram_corpus::is_parquet(p).unwrap_or(false) =>
@@ -723,9 +790,7 @@ impl Job<'_> {
             }
             _ => i.size().map(|s| s / 6),
         });
-        let wanted = expected_ngrams.sum::<Option<u64>>().map_or(cap, |n| (n * 4).max(1 << 20));
-        // Whole 4 KiB pages: a sieve that must make room halves cleanly ([`Sieve::halve`]) and frees whole pages.
-        Some((wanted.min(cap) >> 12 << 12).max(4096))
+        ngrams.sum()
     }
 
     /// Counts the words of `inputs` and, when `fused`, fills the sieve with
@@ -863,6 +928,7 @@ impl Job<'_> {
                 scanner: Scanner::new(config.norm, lexicon, layout, sieve.is_some()),
                 keep: KeepNgrams {
                     sieve,
+                    range: KeyRange::ALL,
                     line: DelayLine::default(),
                     spill: ChunkSpill {
                         chunk: Chunk::new(layout, capacity),
@@ -972,12 +1038,13 @@ impl Job<'_> {
                 (_, Err(e)) => return Err(e),
                 (merged, Ok(())) => merged?,
             };
-            stats.intermediate_merges = report.intermediate_merges;
-            stats.merge_bytes = report.bytes_written;
-            stats.merge_passes = report.passes;
-            stats.duplicate_types = types;
-            stats.duplicate_occurrences = occurrences;
-            stats.output_ngrams = written;
+            // Added up: a count by parts merges once per part.
+            stats.intermediate_merges += report.intermediate_merges;
+            stats.merge_bytes += report.bytes_written;
+            stats.merge_passes = stats.merge_passes.max(report.passes);
+            stats.duplicate_types += types;
+            stats.duplicate_occurrences += occurrences;
+            stats.output_ngrams += written;
             Ok(())
         })
     }
@@ -1036,6 +1103,9 @@ struct LexiconBudget {
     halvings: std::sync::atomic::AtomicU32,
     budget: String,
 }
+
+/// Sieve bytes wanted per n-gram: 16 two-bit counters.
+const SIEVE_BYTES_PER_NGRAM: u64 = 4;
 
 /// The sieve shrinks no further than this; below it, it goes.
 const MIN_SIEVE_BYTES: usize = 256 << 10;
@@ -1128,7 +1198,7 @@ impl BatchWorker for LexiconWorker<'_> {
                     if let (Some(r), Some(s)) = (roll.as_mut(), sieve)
                         && let Some(fp) = r.push(h)
                     {
-                        insert_later(s, line, fp);
+                        s.insert_delayed(line, fp);
                     }
                 };
                 self.tokenizer.feed(batch.piece_text(piece), &mut emit);
@@ -1185,16 +1255,6 @@ impl BatchWorker for LexiconWorker<'_> {
     }
 }
 
-/// Prefetches the counter of `fingerprint` and fills the one prefetched `DEPTH` n-grams ago.
-#[inline]
-fn insert_later(sieve: &Sieve, line: &mut DelayLine<Slot>, fingerprint: u64) {
-    let slot = sieve.locate(fingerprint);
-    sieve.prefetch(slot);
-    if let Some(ready) = line.push(slot) {
-        sieve.insert_at(ready);
-    }
-}
-
 struct SieveWorker<'a> {
     tokenizer: Tokenizer,
     lexicon: &'a Lexicon,
@@ -1216,7 +1276,7 @@ impl BatchWorker for SieveWorker<'_> {
                     Lookup::Unknown => roll.reset(),
                     Lookup::Id(_) => {
                         if let Some(fp) = roll.push(h) {
-                            insert_later(sieve, line, fp);
+                            sieve.insert_delayed(line, fp);
                         }
                     }
                 }
@@ -1270,8 +1330,29 @@ struct StreamJob<'a> {
     streams: &'a [WordsFile],
     lexicon: &'a Lexicon,
     streamed: &'a Streamed,
-    sieve: Option<&'a Sieve>,
     layout: KeyLayout,
+}
+
+/// Which n-grams one count over the word streams takes, through what sieve.
+#[derive(Clone, Copy)]
+struct StreamPart<'a> {
+    sieve: Option<&'a Sieve>,
+    /// Clear-filled for this part first (else filled by the lexicon pass).
+    fill: bool,
+    part: FirstWords,
+    /// This part's number (from 1), and how many there are.
+    label: (usize, usize),
+}
+
+impl StreamPart<'_> {
+    fn phase(&self, what: &str) -> String {
+        Self::phase_of(what, self.label)
+    }
+
+    /// "counting", or "counting 2/3" when there are parts.
+    fn phase_of(what: &str, (part, parts): (usize, usize)) -> String {
+        if parts > 1 { format!("{what} {part}/{parts}") } else { what.to_owned() }
+    }
 }
 
 /// Rolls n-gram keys (and sieve fingerprints) over stream codes, as
@@ -1411,6 +1492,8 @@ struct CountWorker<'a, const L: usize> {
 /// The count pass's sink: n-grams the sieve lets through go into the chunk.
 struct KeepNgrams<'a, const L: usize> {
     sieve: Option<&'a Sieve>,
+    /// Only these n-grams are counted (all but in a count by parts).
+    range: KeyRange<L>,
     /// N-grams whose sieve counter is being prefetched.
     line: DelayLine<(Slot, [u64; L])>,
     spill: ChunkSpill<'a, L>,
@@ -1420,7 +1503,7 @@ struct KeepNgrams<'a, const L: usize> {
 impl<const L: usize> ScanSink<L> for KeepNgrams<'_, L> {
     #[inline]
     fn ngram(&mut self, key: [u64; L], fingerprint: u64, _start: u64) {
-        if self.failure.is_some() {
+        if self.failure.is_some() || !self.range.contains(&key) {
             return;
         }
         let kept = match self.sieve {

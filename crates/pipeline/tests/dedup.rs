@@ -86,7 +86,7 @@ proptest! {
         let (blocks, b) = run(&path, dir.path(), "blocks.vert", |c| {
             set(c);
             c.base.threads = threads;
-            c.base.limits = Limits { chunk_ngrams: Some(40), fan_in: Some(3), batch_bytes: Some(batch) };
+            c.base.limits = Limits { chunk_ngrams: Some(40), fan_in: Some(3), batch_bytes: Some(batch), ..Limits::default() };
         });
         prop_assert!(b.index_blocks > 1 || g.index.documents < 4, "{} blocks", b.index_blocks);
         // Without a sieve every n-gram is a candidate; gathered still.

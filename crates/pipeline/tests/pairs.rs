@@ -130,7 +130,7 @@ proptest! {
             c.base.threads = threads;
             if small {
                 // Tiny chunks, fan-ins and index blocks: many runs, merge passes and block pairs.
-                c.base.limits = Limits { chunk_ngrams: Some(7), fan_in: Some(3), batch_bytes: Some(64) };
+                c.base.limits = Limits { chunk_ngrams: Some(7), fan_in: Some(3), batch_bytes: Some(64), ..Limits::default() };
             }
         });
         assert_same(&got, &expected(&docs, n, |_| {}));
@@ -259,7 +259,7 @@ proptest! {
         write_docs(&path, &docs);
         let limits = |c: &mut PairsConfig| {
             if small {
-                c.base.limits = Limits { chunk_ngrams: Some(7), fan_in: Some(3), batch_bytes: Some(64) };
+                c.base.limits = Limits { chunk_ngrams: Some(7), fan_in: Some(3), batch_bytes: Some(64), ..Limits::default() };
             }
         };
         let (expanded, stats) = engine_stats(&path, dir.path(), n, |c| {
