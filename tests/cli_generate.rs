@@ -66,3 +66,27 @@ fn man_page_renders() {
     assert!(out.stderr.is_empty(), "groff warns: {}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("--attributes") || text.contains("‐‐attributes"), "{}", &text[..200.min(text.len())]);
 }
+
+/// Each command's own options come under its first heading, not under the
+/// "Input" heading of the shared reading options flattened into it.
+#[test]
+fn help_headings_hold_their_own_options() {
+    for (command, own) in
+        [("ngrams", "--min-count"), ("pairs", "--min-sscr"), ("dedup", "--threshold"), ("stats", "--html")]
+    {
+        let (code, help, _) = run(&[command, "--help"]);
+        assert_eq!(code, 0);
+        let heading_of = |flag: &str| {
+            let option_line = |l: &str| {
+                l.starts_with(&format!("      {flag} ")) || (l.starts_with("  -") && l.contains(&format!(", {flag} ")))
+            };
+            let at = help.lines().position(option_line);
+            let at = at.unwrap_or_else(|| panic!("{command}: {flag} not in --help"));
+            help.lines().take(at).filter(|l| l.ends_with(':') && !l.starts_with(' ')).last().unwrap_or("").to_owned()
+        };
+        assert_eq!(heading_of(own), "Options:", "{command} {own}");
+        assert_eq!(heading_of("--output"), "Options:", "{command} --output");
+        assert_eq!(heading_of("--text-field"), "Input:", "{command} --text-field");
+        assert_eq!(heading_of("--memory"), "Resources:", "{command} --memory");
+    }
+}

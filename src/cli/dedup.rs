@@ -84,8 +84,6 @@ pub enum UnitArg {
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DedupArgs {
-    #[command(flatten)]
-    input: InputArgs,
     /// The unit judged and removed.
     #[arg(long, value_enum, default_value_t = UnitArg::P, requires_if("line", "exact_only"))]
     unit: UnitArg,
@@ -136,6 +134,8 @@ pub struct DedupArgs {
     /// Write the summary, with the length tables, as JSON to this file (`dupgram stats --dedup` reads it).
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
+    #[command(flatten)]
+    input: InputArgs,
     #[command(flatten)]
     tokens: TokenArgs,
     #[command(flatten)]

@@ -21,8 +21,6 @@ use super::progress::ProgressView;
 #[derive(Debug, Clone, Args)]
 #[command(verbatim_doc_comment)]
 pub struct NgramsArgs {
-    #[command(flatten)]
-    pub(super) input: InputArgs,
     /// Words per n-gram (1 to 32).
     #[arg(short = 'n', long = "n", default_value_t = 10, value_name = "N")]
     n: usize,
@@ -41,6 +39,8 @@ pub struct NgramsArgs {
     /// Sort every n-gram instead of first proving most of them unique (same output, more disk).
     #[arg(long)]
     no_sieve: bool,
+    #[command(flatten)]
+    pub(super) input: InputArgs,
     #[command(flatten)]
     tokens: TokenArgs,
     #[command(flatten)]

@@ -59,8 +59,6 @@ pub enum PairFormatArg {
 #[derive(Debug, Clone, Args)]
 #[command(verbatim_doc_comment)]
 pub struct PairsArgs {
-    #[command(flatten)]
-    input: InputArgs,
     /// Words per n-gram (1 to 32).
     #[arg(short = 'n', long = "n", default_value_t = 5, value_name = "N")]
     n: usize,
@@ -120,6 +118,8 @@ pub struct PairsArgs {
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
+    #[command(flatten)]
+    input: InputArgs,
     #[command(flatten)]
     tokens: TokenArgs,
     #[command(flatten)]

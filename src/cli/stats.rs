@@ -31,8 +31,6 @@ pub struct StatsArgs {
     /// Corpus files (plain, .gz or .zst); `-` reads standard input. Optional with --dedup.
     #[arg(value_name = "INPUT")]
     inputs: Vec<PathBuf>,
-    #[command(flatten)]
-    read: ReadArgs,
     /// The n to count: one (5), a range (1..10) or a list (2,5,10).
     #[arg(long = "n", default_value = "1..10", value_name = "RANGE", value_parser = parse_range)]
     n: NRange,
@@ -45,6 +43,8 @@ pub struct StatsArgs {
     /// Write an HTML report with charts here.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    #[command(flatten)]
+    read: ReadArgs,
     #[command(flatten)]
     tokens: TokenArgs,
     #[command(flatten)]
