@@ -184,7 +184,7 @@ if section ngrams && [ -n "$onion" ]; then
 fi
 
 section ngrams && {
-  echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS (max) | spill / input byte (stored, text) | wall vs dupgram |"
+  echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS (max) | spill / input byte (stored, text) | wall vs dupgram $memory |"
   echo "|---|---:|---|---:|---:|---:|---:|---:|"
 } >> "$table"
 
@@ -260,7 +260,7 @@ section ngrams && for c in "${corpora[@]}"; do
     same="OUTPUT DIFFERS from --memory $memory"
     echo "$name: dupgram --memory 256M wrote different output from --memory $memory" >&2
   fi
-  row "dupgram --memory 256M ($same; wall vs the $memory run)" "$(printf '%s\n' "${l_times[@]}" | median)" "$l_rss" \
+  row "dupgram --memory 256M ($same)" "$(printf '%s\n' "${l_times[@]}" | median)" "$l_rss" \
     "$(per_input "$(json_field "$work/stats-256M.json" bytes_spilled)")"
   rm -f "$work/dups-256M.tsv" "$work/dups-256M.tsv.lex"
   echo "ngrams $name: dupgram --memory $memory walls ${d_times[*]}, seconds ${d_secs[*]}" >&2
