@@ -9,6 +9,10 @@
 #   scripts/bench.sh --only pairs         # one section: ngrams, memory, pairs, dedup or exact
 #   scripts/bench.sh --only pairs --sizes 100M --lsh-size 10M   # LSH recall on a smaller corpus
 #   scripts/bench.sh --only dedup --onion ~/onion-1.2/src/onion  # beside the real Onion 1.2
+#   scripts/bench.sh --only ngrams --sizes 10M --no-sort --runs 3 --onion ~/onion-1.2/src/onion
+#                                         # ngrams beside Onion 1.2's hashgen + hashdup (and
+#                                         # dupgram --memory 256M beside --memory 1G), on the
+#                                         # generated, real and Gutenberg corpora
 #   scripts/bench.sh --only exact --sizes 20M   # dedup --exact-only beside Dolma and datatrove
 #   scripts/bench.sh --sizes 1B           # scaling: ngrams, pairs, dedup on 10M, 100M and 1B tokens
 #                                         # of a growing (Heaps-law) vocabulary, default budgets
@@ -23,7 +27,11 @@
 #          from PyPI, each installed in its own venv under the bench directory (section exact)
 #   Onion 1.2 itself with --onion PATH: build it outside this repository from the public
 #          repository Suwarnan/onion, commit fb395d1c ("Release 1.2"): apt-get install
-#          libjudy-dev, then make; PATH is its src/onion (buzhash.c beside it)
+#          libjudy-dev, then make; PATH is its src/onion (buzhash.c, hashgen and hashdup
+#          beside it). Section dedup runs `onion`; section ngrams runs `hashgen -n 10`
+#          + `hashdup` (64-bit hashes, no counts) on a vertical copy of each corpus
+# Real corpora: Reuters-21578 and 20 Newsgroups from ../shared/corpora, and
+#   $DUPGRAM_BENCH_DIR/gutenberg.jsonl.zst when present (scripts/fetch-corpora.sh gutenberg).
 # Tokenisation: dupgram's default (Unicode words, case-folded); the awk
 # baseline lower-cases and splits at non-alphanumerics, the same on ASCII text.
 set -euo pipefail
@@ -51,7 +59,7 @@ while [ $# -gt 0 ]; do
     --onion) onion=$2; shift 2 ;;
     --onion-src) onion_src=$2; shift 2 ;;
     --open-vocabulary) open_vocabulary=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -118,12 +126,15 @@ if section ngrams; then
   fi
 fi
 # Plain one-document-per-line text for the awk baseline, made once, untimed.
+# (zstd reads the input from stdin: given a symbolic link, such as a linked
+# gutenberg.jsonl.zst, by name it skips it with a warning.)
 for c in "${corpora[@]}"; do
   if [ ! -s "$c.txt" ]; then
-    zstd -dc "$c.jsonl.zst" | python3 -c 'import sys, json
+    zstd -dc < "$c.jsonl.zst" | python3 -c 'import sys, json
 for line in sys.stdin:
     if line.strip():
-        print(" ".join(json.loads(line)["text"].split()))' > "$c.txt"
+        print(" ".join(json.loads(line)["text"].split()))' > "$c.txt.part"
+    mv "$c.txt.part" "$c.txt"
   fi
 done
 
@@ -146,16 +157,41 @@ watch_dir() {
   echo "$peak"
 }
 
+json_field() { python3 -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 maximum() { sort -g | tail -n 1; }
 
 table=$work/results.md
 : > "$table"
 
+# --- ngrams: dupgram beside the baselines -----------------------------------
+# Per corpus, in every repetition one run of each tool in turn (so load on a
+# shared machine hits them alike); medians of the walls, the largest RSS.
+# dupgram runs at --memory $memory and at 256M (its "wall vs dupgram" is the
+# ratio to the $memory time; the two outputs must be identical).
+# With --onion PATH, Onion 1.2's hashgen + hashdup (beside PATH) run on the
+# corpus as a vertical file (dupgram-vert, made once, untimed, kept beside the
+# corpus): `hashgen -n $n` writes 64-bit buzhashes of every n-token window to
+# 10 files, `hashdup` sorts each and writes the hashes seen twice or more, no
+# counts. Their walls are summed, their RSS the larger; the hash files go to a
+# temporary directory under $work, removed after each run.
+if section ngrams && [ -n "$onion" ]; then
+  hashgen=$(dirname "$onion")/hashgen
+  hashdup=$(dirname "$onion")/hashdup
+  for tool in "$hashgen" "$hashdup"; do
+    [ -x "$tool" ] || { echo "--onion $onion: $tool not found or not executable" >&2; exit 2; }
+  done
+fi
+
 section ngrams && {
-  echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS | spill / input byte (stored, text) | wall vs dupgram |"
+  echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS (max) | spill / input byte (stored, text) | wall vs dupgram $memory |"
   echo "|---|---:|---|---:|---:|---:|---:|---:|"
 } >> "$table"
+
+seconds_of() { # STATS.JSON: the pass times dupgram reports
+  python3 -c "import json, sys; s = json.load(open(sys.argv[1]))['seconds']
+print(f\"lexicon {s['lexicon']:.1f}, count {s['count']:.1f}, merge {s['merge']:.1f}, total {s['total']:.1f}\")" "$1"
+}
 
 section ngrams && for c in "${corpora[@]}"; do
   name=$(basename "$c")
@@ -164,48 +200,87 @@ section ngrams && for c in "${corpora[@]}"; do
   text_bytes=$(stat -c %s "$c.txt")
   r=$runs
   if [ "$r" = 0 ]; then r=3; [ "$text_bytes" -gt 300000000 ] && r=1; fi
+  if [ -n "$onion" ] && [ ! -s "$c.vert" ]; then
+    echo "$name: writing the vertical file for Onion (untimed)..." >&2
+    "$bin/dupgram-vert" "$input" > "$c.vert.part"
+    mv "$c.vert.part" "$c.vert"
+  fi
 
-  # dupgram
-  times=()
+  d_times=(); d_rss=0; d_secs=(); l_times=(); l_rss=0; l_secs=()
+  x_times=(); x_rss=0; x_peak=0; h_times=(); h_rss=0; s_times=(); s_rss=0; s_peak=0
   for _ in $(seq "$r"); do
     read -r wall rss < <(measure "$bin/dupgram" ngrams "$input" -n "$n" --memory "$memory" -q -o "$work/dups.tsv" --stats-json "$work/stats.json")
-    times+=("$wall"); d_rss=$rss
-  done
-  d_wall=$(printf '%s\n' "${times[@]}" | median)
-  tokens=$(python3 -c "import json; print(json.load(open('$work/stats.json'))['tokens'])")
-  spill=$(python3 -c "import json; print(json.load(open('$work/stats.json'))['bytes_spilled'])")
-  d_types=$(python3 -c "import json; print(json.load(open('$work/stats.json'))['duplicate_types'])")
-  row() { # tool wall rss spill
-    printf '| %s | %s | %s | %.2f s | %.2f | %s MiB | %s | %s |\n' "$name" "$tokens" "$1" "$2" \
-      "$(python3 -c "print($tokens / $2 / 1e6)")" "$(( $3 / 1024 ))" "$4" \
-      "$(python3 -c "print(f'{$2 / $d_wall:.1f}×')")" >> "$table"
-  }
-  row dupgram "$d_wall" "$d_rss" "$(python3 -c "print(f'{$spill / $in_bytes:.2f}, {$spill / $text_bytes:.2f}')")"
+    d_times+=("$wall"); [ "$rss" -gt "$d_rss" ] && d_rss=$rss; d_secs+=("($(seconds_of "$work/stats.json"))")
 
-  # in-memory hash map of fingerprints
-  times=()
-  for _ in $(seq "$r"); do
+    read -r wall rss < <(measure "$bin/dupgram" ngrams "$input" -n "$n" --memory 256M -q -o "$work/dups-256M.tsv" --stats-json "$work/stats-256M.json")
+    l_times+=("$wall"); [ "$rss" -gt "$l_rss" ] && l_rss=$rss; l_secs+=("($(seconds_of "$work/stats-256M.json"))")
+
+    if [ -n "$onion" ]; then
+      tmp=$(mktemp -d "$work/onion.XXXX")
+      read -r g_wall g_rss < <(measure "$hashgen" -q -n "$n" -o "$tmp/hashes." "$c.vert")
+      peak=$(du -sb "$tmp" | cut -f1)
+      read -r u_wall u_rss < <(measure "$hashdup" -q -o "$tmp/duphashes" "$tmp"/hashes.*)
+      x_dups=$(( $(stat -c %s "$tmp/duphashes") / 8 ))
+      x_times+=("$(python3 -c "print(round($g_wall + $u_wall, 2))")")
+      for v in "$g_rss" "$u_rss"; do [ "$v" -gt "$x_rss" ] && x_rss=$v; done
+      [ "$peak" -gt "$x_peak" ] && x_peak=$peak
+      rm -rf "$tmp"
+    fi
+
     read -r wall rss < <(measure "$bin/dupgram-hashcount" "$input" -n "$n")
-    times+=("$wall"); h_rss=$rss
-  done
-  row "hash map (approximate)" "$(printf '%s\n' "${times[@]}" | median)" "$h_rss" "0 (in memory)"
+    h_times+=("$wall"); [ "$rss" -gt "$h_rss" ] && h_rss=$rss
 
-  # awk | sort | uniq -cd
-  if [ "$with_sort" = 1 ]; then
-    times=()
-    for _ in $(seq "$r"); do
+    # awk | sort | uniq -cd
+    if [ "$with_sort" = 1 ]; then
       tmp=$(mktemp -d "$work/sort.XXXX")
       /usr/bin/time -f "%e %M" -o "$work/time.txt" bash -c "LC_ALL=C '$awk_bin' -v n=$n '{ s = tolower(\$0); gsub(/[^a-z0-9]+/, \" \", s); k = split(s, w, \" \"); for (i = 1; i + n - 1 <= k; i++) { g = w[i]; for (j = 1; j < n; j++) g = g \" \" w[i + j]; print g } }' '$c.txt' | LC_ALL=C sort -S $sort_mem -T '$tmp' | uniq -cd > '$work/sort.out'" &
       pid=$!
       peak=$(watch_dir "$pid" "$tmp")
       wait "$pid"
       read -r wall rss < "$work/time.txt"
-      times+=("$wall"); s_rss=$rss; s_peak=$peak
+      s_times+=("$wall"); [ "$rss" -gt "$s_rss" ] && s_rss=$rss; [ "$peak" -gt "$s_peak" ] && s_peak=$peak
       rm -rf "$tmp"
-    done
+    fi
+  done
+
+  d_wall=$(printf '%s\n' "${d_times[@]}" | median)
+  tokens=$(json_field "$work/stats.json" tokens)
+  spill=$(json_field "$work/stats.json" bytes_spilled)
+  d_types=$(json_field "$work/stats.json" duplicate_types)
+  per_input() { python3 -c "print(f'{$1 / $in_bytes:.2f}, {$1 / $text_bytes:.2f}')"; }
+  row() { # tool wall rss spill
+    printf '| %s | %s | %s | %.2f s | %.2f | %s MiB | %s | %s |\n' "$name" "$tokens" "$1" "$2" \
+      "$(python3 -c "print($tokens / $2 / 1e6)")" "$(( $3 / 1024 ))" "$4" \
+      "$(python3 -c "print(f'{$2 / $d_wall:.2f}×')")" >> "$table"
+  }
+  row "dupgram --memory $memory" "$d_wall" "$d_rss" "$(per_input "$spill")"
+
+  # --memory 256M: the same n-grams, written in the same order, or the row says so.
+  if cmp -s "$work/dups.tsv" "$work/dups-256M.tsv"; then same="identical output"; else
+    same="OUTPUT DIFFERS from --memory $memory"
+    echo "$name: dupgram --memory 256M wrote different output from --memory $memory" >&2
+  fi
+  row "dupgram --memory 256M ($same)" "$(printf '%s\n' "${l_times[@]}" | median)" "$l_rss" \
+    "$(per_input "$(json_field "$work/stats-256M.json" bytes_spilled)")"
+  rm -f "$work/dups-256M.tsv" "$work/dups-256M.tsv.lex"
+  echo "ngrams $name: dupgram --memory $memory walls ${d_times[*]}, seconds ${d_secs[*]}" >&2
+  echo "ngrams $name: dupgram --memory 256M walls ${l_times[*]}, seconds ${l_secs[*]}" >&2
+
+  if [ -n "$onion" ]; then
+    row "Onion 1.2 hashgen + hashdup (64-bit hashes, no counts)" "$(printf '%s\n' "${x_times[@]}" | median)" "$x_rss" \
+      "$(per_input "$x_peak")"
+    vert_tokens=$(LC_ALL=C grep -vc '^<' "$c.vert" || true)
+    echo "ngrams $name: Onion hashgen + hashdup walls ${x_times[*]}" >&2
+    echo "ngrams $name: dupgram found $d_types duplicate $n-gram types; Onion's hashdup $x_dups duplicate $n-gram hashes." \
+      "They differ by design: Onion hashes the vertical file's $vert_tokens tokens (punctuation a token of its own, case kept;" \
+      "dupgram counted $tokens case-folded words), its windows run across document boundaries, and its 64-bit hashes may collide." >&2
+  fi
+
+  row "hash map (approximate)" "$(printf '%s\n' "${h_times[@]}" | median)" "$h_rss" "0 (in memory)"
+
+  if [ "$with_sort" = 1 ]; then
     s_types=$(wc -l < "$work/sort.out")
-    row "awk \| sort -S $memory \| uniq -cd" "$(printf '%s\n' "${times[@]}" | median)" "$s_rss" \
-      "$(python3 -c "print(f'{$s_peak / $in_bytes:.2f}, {$s_peak / $text_bytes:.2f}')")"
+    row "awk \| sort -S $memory \| uniq -cd" "$(printf '%s\n' "${s_times[@]}" | median)" "$s_rss" "$(per_input "$s_peak")"
     echo "$name: dupgram found $d_types duplicate $n-grams, sort | uniq $s_types (tokenisers differ on non-ASCII text)" >&2
   fi
 done
@@ -237,7 +312,6 @@ fi
 # documents reusing a passage), at the largest size asked for. The LSH
 # baseline runs on the same corpus, or with --lsh-size on a smaller one (and
 # dupgram runs there too, so the recall compares the two on one corpus).
-json_field() { python3 -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 if section pairs; then
   size=$(sizes_sorted | tail -n 1)
   lsh_size=${lsh_size:-$size}
