@@ -612,8 +612,8 @@ fi
 if [ "$only" = scale ]; then
   {
     echo
-    echo "| corpus | tokens | job | wall | M tokens/s | peak RSS | peak temp disk | spilled | text bytes |"
-    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
+    echo "| corpus | tokens | job | wall | M tokens/s | peak RSS | peak temp disk | spilled | text bytes | sieve |"
+    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
   } >> "$table"
   scale_list=${plain_sizes:-10M,100M}${scale_sizes:+,$scale_sizes}
   for size in ${scale_list//,/ }; do
@@ -645,8 +645,16 @@ size, job, wall, rss, peak, text, tokens = sys.argv[2], sys.argv[3], float(sys.a
 tokens = s.get("tokens", tokens)
 spilled = s.get("bytes_spilled")
 mib = lambda b: f"{b / 2**20:,.0f} MiB"
+sieve = s.get("sieve") or s.get("first_pass", {}).get("sieve") or {}
+if not sieve:
+    said = "—"
+elif not sieve.get("used"):
+    said = f"off: {sieve.get('dropped') or 'not used'}"
+else:
+    parts = sieve.get("parts") or 1
+    said = f"{mib(sieve['bytes'])}, {parts} part{'s' if parts > 1 else ''}, {100 * sieve['saturation']:.1f} % full"
 print(f"| open-{size} | {tokens:,} | {job} | {wall:.1f} s | {tokens / wall / 1e6:.2f} | {rss // 1024} MiB | {mib(peak)} "
-      f"| {mib(spilled) if spilled is not None else '—'} | {mib(text)} |")
+      f"| {mib(spilled) if spilled is not None else '—'} | {mib(text)} | {said} |")
 PY
     done
   done
