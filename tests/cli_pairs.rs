@@ -239,3 +239,52 @@ fn expanded_pairs_stream_within_the_memory_budget() {
     let peak = json["peak_rss"].as_u64().unwrap();
     assert!(peak > 0 && peak <= 16 << 20, "peak {peak} over 16M");
 }
+
+/// A growing vocabulary (most words seen once) at small budgets: the sieve
+/// that `pairs` and `dedup` fill while reading halves to make room for the
+/// vocabulary rather than going at once, and neither output changes.
+#[test]
+fn a_growing_vocabulary_halves_the_sieve_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("open.jsonl");
+    let spec = dupgram_testkit::CorpusSpec {
+        seed: 3,
+        tokens: 600_000,
+        vocabulary: 3000,
+        mean_doc_len: 60,
+        exact_copies: 0.05,
+        near_copies: 0.1,
+        open_vocabulary: 0.6,
+        open_zipf: 1.05,
+        ..dupgram_testkit::CorpusSpec::default()
+    };
+    let corpus = dupgram_testkit::Corpus::new(spec.clone());
+    let lines: Vec<String> = dupgram_testkit::Corpus::new(spec)
+        .map(|d| serde_json::json!({"id": d.id, "text": corpus.text(&d)}).to_string())
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let stats_path = dir.path().join("stats.json");
+    for job in ["pairs", "dedup"] {
+        let mut outputs = Vec::new();
+        let (mut halvings, mut kept_halved) = (0, 0);
+        for memory in ["1G", "24M", "28M", "32M"] {
+            let out = dir.path().join(format!("{job}-{memory}.out"));
+            let mut args = vec![job, s(&path), "-n", "5", "--memory", memory, "-q", "-o", s(&out)];
+            args.extend(["--stats-json", s(&stats_path)]);
+            if job == "dedup" {
+                args.extend(["--unit", "doc"]);
+            }
+            let (code, _, stderr) = run(&args);
+            assert_eq!(code, 0, "{job} --memory {memory}: {stderr}");
+            let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats_path).unwrap()).unwrap();
+            let sieve = &stats["first_pass"]["sieve"];
+            assert!(stats["peak_rss"].as_u64().unwrap() < stats["memory_budget"].as_u64().unwrap(), "{stats}");
+            let halved = sieve["halvings"].as_u64().unwrap();
+            halvings += halved;
+            kept_halved += u64::from(halved > 0 && sieve["used"] == true);
+            outputs.push(std::fs::read(&out).unwrap());
+        }
+        assert!(halvings > 0 && kept_halved > 0, "{job}: no budget made the sieve halve and kept it");
+        assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{job}: outputs differ between budgets");
+    }
+}

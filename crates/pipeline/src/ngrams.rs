@@ -233,7 +233,9 @@ impl<'a> Passes<'a> {
     ) -> Result<(LexiconBuilder, Option<Sieve>), PipelineError> {
         let fused = sieve.is_some();
         let shared: SharedSieve = RwLock::new(sieve);
-        let (builder, read, _) = self.job.lexicon_pass(inputs, &shared, fused, false, stats)?;
+        // Tasks of one job combine their sieves: a task's sieve keeps the job's size.
+        let kind = LexiconPassKind { fused, streams: false, may_halve: false };
+        let (builder, read, _) = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
         record_read(&read, stats);
         Ok((builder, shared.into_inner().unwrap_or_else(|p| p.into_inner())))
     }
@@ -499,7 +501,8 @@ impl Job<'_> {
         let config = self.config;
         let fused = config.sieve && !self.sieve_after_lexicon();
         let sieve: SharedSieve = RwLock::new(if fused { self.sized_sieve() } else { None });
-        let (builder, read, streams) = self.lexicon_pass(&config.inputs, &sieve, fused, true, stats)?;
+        let kind = LexiconPassKind { fused, streams: true, may_halve: true };
+        let (builder, read, streams) = self.lexicon_pass(&config.inputs, &sieve, kind, stats)?;
         record_read(&read, stats);
         stats.bytes_spilled += streams.iter().map(|s| s.bytes).sum::<u64>();
         let vocabulary = builder.len() as u32;
@@ -728,7 +731,8 @@ impl Job<'_> {
 
         let sieve: SharedSieve = RwLock::new(self.sized_sieve());
         let fused = config.stop_top == 0;
-        let (builder, first_read, _) = self.lexicon_pass(&first_inputs, &sieve, fused, false, stats)?;
+        let kind = LexiconPassKind { fused, streams: false, may_halve: true };
+        let (builder, first_read, _) = self.lexicon_pass(&first_inputs, &sieve, kind, stats)?;
         let first_tokens = builder.tokens();
         let (lexicon_file, _) = self.write_lexicon(builder)?;
         stats.seconds.lexicon = started.elapsed().as_secs_f64();
@@ -793,22 +797,20 @@ impl Job<'_> {
         ngrams.sum()
     }
 
-    /// Counts the words of `inputs` and, when `fused`, fills the sieve with
-    /// their n-grams' fingerprints; with `streams`, each worker also writes
-    /// the first-seen IDs of its tokens to a word stream in the work directory.
+    /// Counts the words of `inputs`, and does what `kind` says besides.
     fn lexicon_pass(
         &self,
         inputs: &[Input],
         sieve: &SharedSieve,
-        fused: bool,
-        streams: bool,
+        kind: LexiconPassKind,
         stats: &mut NgramStats,
     ) -> Result<(LexiconBuilder, ReadStats, Vec<WordsFile>), PipelineError> {
+        let LexiconPassKind { fused, streams, may_halve } = kind;
         let config = self.config;
         self.control.progress.start("lexicon", self.total_input_bytes());
         let budget = LexiconBudget {
             working: self.plan.working(),
-            may_halve: streams,
+            may_halve,
             dropped_sieve: std::sync::OnceLock::new(),
             halvings: std::sync::atomic::AtomicU32::new(0),
             budget: human_bytes(config.memory),
@@ -1091,6 +1093,18 @@ const WRITER_BYTES: u64 = 256 * 1024;
 /// Buffers of the output thread and file, zstd encoder included.
 const OUTPUT_BYTES: u64 = 2 << 20;
 const MIN_CHUNK_NGRAMS: u64 = 4096;
+
+/// What a lexicon pass does besides counting words.
+#[derive(Debug, Clone, Copy)]
+struct LexiconPassKind {
+    /// Fill the sieve with every n-gram's fingerprint.
+    fused: bool,
+    /// Each worker writes the first-seen IDs of its tokens to a word stream
+    /// in the work directory.
+    streams: bool,
+    /// The sieve may halve to make room for the vocabulary (else it goes).
+    may_halve: bool,
+}
 
 /// The lexicon pass's share of memory, watched as the vocabulary grows.
 struct LexiconBudget {
