@@ -453,17 +453,8 @@ fn a_growing_vocabulary_counts_exactly_at_every_budget() {
 #[test]
 fn a_corpus_too_large_for_one_sieve_is_counted_in_parts() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.txt");
-    let spec = dupgram_testkit::CorpusSpec {
-        seed: 11,
-        tokens: 5_000_000,
-        vocabulary: 3000,
-        mean_doc_len: 80,
-        ..dupgram_testkit::CorpusSpec::default()
-    };
-    let corpus = dupgram_testkit::Corpus::new(spec.clone());
-    let texts: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| corpus.text(&d)).collect();
-    std::fs::write(&path, texts.join("\n") + "\n").unwrap();
+    let path = dir.path().join("big.jsonl");
+    generated(&path, 5_000_000, 11, 3000);
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let count = |memory: &str| {

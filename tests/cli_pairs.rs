@@ -258,11 +258,7 @@ fn a_growing_vocabulary_halves_the_sieve_and_changes_nothing() {
         open_zipf: 1.05,
         ..dupgram_testkit::CorpusSpec::default()
     };
-    let corpus = dupgram_testkit::Corpus::new(spec.clone());
-    let lines: Vec<String> = dupgram_testkit::Corpus::new(spec)
-        .map(|d| serde_json::json!({"id": d.id, "text": corpus.text(&d)}).to_string())
-        .collect();
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    generated_from(&path, spec);
     let stats_path = dir.path().join("stats.json");
     for job in ["pairs", "dedup"] {
         let mut outputs = Vec::new();

@@ -54,7 +54,11 @@ pub fn parse_tsv(text: &str) -> BTreeMap<String, u64> {
 
 /// A generated corpus: writes it as JSON Lines; returns the document texts.
 pub fn generated(path: &Path, tokens: u64, seed: u64, vocabulary: u32) -> Vec<String> {
-    let spec = CorpusSpec { seed, tokens, vocabulary, mean_doc_len: 80, ..CorpusSpec::default() };
+    generated_from(path, CorpusSpec { seed, tokens, vocabulary, mean_doc_len: 80, ..CorpusSpec::default() })
+}
+
+/// Writes the corpus of `spec` as JSON Lines (IDs `g0`, `g1`, …); returns the texts.
+pub fn generated_from(path: &Path, spec: CorpusSpec) -> Vec<String> {
     let corpus = Corpus::new(spec.clone());
     let texts: Vec<String> = Corpus::new(spec).map(|d| corpus.text(&d)).collect();
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());

@@ -589,24 +589,8 @@ impl Job<'_> {
         self.control.progress.start(&part.phase("counting"), Some(stats.tokens + stats.documents));
         let header = RunHeader::counts(config.n as u8, lexicon.identity());
         let outputs = each_stream(streams, |worker, file, abort| {
-            let mut keep = KeepNgrams {
-                sieve,
-                range,
-                line: DelayLine::default(),
-                spill: ChunkSpill {
-                    chunk: Chunk::new(layout, capacity),
-                    dir: self.work,
-                    worker,
-                    next: 0,
-                    header,
-                    buckets: &[],
-                    runs: Vec::new(),
-                    bytes: 0,
-                    distinct: 0,
-                    sorted: 0,
-                },
-                failure: None,
-            };
+            let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, &[]);
+            let mut keep = KeepNgrams::new(sieve, range, spill);
             let mut walk = IdWalk::<L>::new(layout, &streamed.renumbering, sieve.is_some());
             let documents = read_words(file, streamed.vocabulary, self.control, abort, |codes| {
                 walk.codes(codes, &mut keep);
@@ -928,24 +912,11 @@ impl Job<'_> {
         let workers: Vec<CountWorker<L>> = (0..config.threads)
             .map(|worker| CountWorker {
                 scanner: Scanner::new(config.norm, lexicon, layout, sieve.is_some()),
-                keep: KeepNgrams {
+                keep: KeepNgrams::new(
                     sieve,
-                    range: KeyRange::ALL,
-                    line: DelayLine::default(),
-                    spill: ChunkSpill {
-                        chunk: Chunk::new(layout, capacity),
-                        dir: self.work,
-                        worker,
-                        next: 0,
-                        header,
-                        buckets,
-                        runs: Vec::new(),
-                        bytes: 0,
-                        distinct: 0,
-                        sorted: 0,
-                    },
-                    failure: None,
-                },
+                    KeyRange::ALL,
+                    ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, buckets),
+                ),
                 n: config.n as u64,
                 ngrams: 0,
             })
@@ -1465,7 +1436,12 @@ struct ChunkSpill<'a, const L: usize> {
     sorted: u64,
 }
 
-impl<const L: usize> ChunkSpill<'_, L> {
+impl<'a, const L: usize> ChunkSpill<'a, L> {
+    /// Worker `worker`'s spill of `chunk` into runs in `dir`, one per bucket touched.
+    fn new(chunk: Chunk<L>, dir: &'a Path, worker: usize, header: RunHeader, buckets: &'a [u32]) -> Self {
+        ChunkSpill { chunk, dir, worker, next: 0, header, buckets, runs: Vec::new(), bytes: 0, distinct: 0, sorted: 0 }
+    }
+
     /// Adds an n-gram; a full chunk is sorted and written as a run.
     #[inline]
     fn keep(&mut self, key: [u64; L]) -> Result<(), PipelineError> {
@@ -1537,7 +1513,11 @@ impl<const L: usize> ScanSink<L> for KeepNgrams<'_, L> {
     }
 }
 
-impl<const L: usize> KeepNgrams<'_, L> {
+impl<'a, const L: usize> KeepNgrams<'a, L> {
+    fn new(sieve: Option<&'a Sieve>, range: KeyRange<L>, spill: ChunkSpill<'a, L>) -> Self {
+        KeepNgrams { sieve, range, line: DelayLine::default(), spill, failure: None }
+    }
+
     /// Settles the n-grams still waiting for their sieve counter.
     fn flush_line(&mut self) -> Result<(), PipelineError> {
         if let Some(e) = self.failure.take() {
