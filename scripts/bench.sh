@@ -365,6 +365,41 @@ if section pairs; then
     "$lsh_size" "$l_tokens" "$l_wall" "$(python3 -c "print($l_tokens / $l_wall / 1e6)")" "$(( l_rss / 1024 ))" \
     "$l_pairs" "$hit" "$wanted" "$recall" >> "$table"
   echo "pairs news-$lsh_size: LSH walls ${times[*]}" >&2
+
+  # Real text: the whole pairs job on the Gutenberg books beside an in-memory
+  # 64-bit hash count of their 10-grams (dupgram-hashcount), alternating.
+  gut=$work/gutenberg.jsonl.zst
+  if [ -s "$gut" ]; then
+    {
+      echo
+      echo "| corpus | tokens | tool | wall (median) | M tokens/s | peak RSS (max) | result | wall vs hash count |"
+      echo "|---|---:|---|---:|---:|---:|---|---:|"
+    } >> "$table"
+    r=$runs; [ "$r" = 0 ] && r=3
+    p_times=(); p_rss_all=(); h_times=(); h_rss_all=()
+    for _ in $(seq "$r"); do
+      read -r wall rss < <(measure "$bin/dupgram" pairs "$gut" -n 5 --memory "$pairs_mem" --min-sscr 0.8 -q -o "$work/pairs-gutenberg.tsv" --stats-json "$work/pairs-gutenberg.json")
+      p_times+=("$wall"); p_rss_all+=("$rss")
+      read -r wall rss < <(measure "$bin/dupgram-hashcount" "$gut" -n 10)
+      h_times+=("$wall"); h_rss_all+=("$rss")
+    done
+    p_wall=$(printf '%s\n' "${p_times[@]}" | median)
+    h_wall=$(printf '%s\n' "${h_times[@]}" | median)
+    p_tokens=$(json_field "$work/pairs-gutenberg.json" tokens)
+    p_pairs=$(( $(wc -l < "$work/pairs-gutenberg.tsv") - 1 ))
+    gut_row() { # tool wall rss result
+      printf '| gutenberg | %s | %s | %.2f s | %.2f | %s MiB | %s | %s |\n' "$p_tokens" "$1" "$2" \
+        "$(python3 -c "print($p_tokens / $2 / 1e6)")" "$(( $3 / 1024 ))" "$4" \
+        "$(python3 -c "print(f'{$2 / $h_wall:.2f}×')")" >> "$table"
+    }
+    gut_row "dupgram pairs -n 5 --memory $pairs_mem --min-sscr 0.8 (both passes)" "$p_wall" \
+      "$(printf '%s\n' "${p_rss_all[@]}" | maximum)" "$p_pairs pairs, exact scores"
+    gut_row "dupgram-hashcount -n 10 (64-bit fingerprints in a hash map)" "$h_wall" \
+      "$(printf '%s\n' "${h_rss_all[@]}" | maximum)" "duplicate fingerprints, no pairs"
+    echo "pairs gutenberg: dupgram walls ${p_times[*]}; hashcount walls ${h_times[*]}" >&2
+  else
+    echo "skipping pairs on gutenberg: $gut not found (see scripts/fetch-corpora.sh)" >&2
+  fi
 fi
 
 # --- dedup: dupgram dedup against Onion 1.2 and its in-memory algorithm ------
@@ -405,6 +440,16 @@ if section dedup; then
     verts+=("$work/real.vert")
   else
     echo "skipping the real-text vertical corpus: ${real_src[*]} not found" >&2
+  fi
+  # The Gutenberg books (214M tokens): real text of the size the targets name.
+  if [ -s "$work/gutenberg.jsonl.zst" ]; then
+    if [ ! -s "$work/gutenberg.vert" ]; then
+      "$bin/dupgram-vert" "$work/gutenberg.jsonl.zst" > "$work/gutenberg.vert.part"
+      mv "$work/gutenberg.vert.part" "$work/gutenberg.vert"
+    fi
+    verts+=("$work/gutenberg.vert")
+  else
+    echo "skipping gutenberg in the dedup section: $work/gutenberg.jsonl.zst not found (see scripts/fetch-corpora.sh)" >&2
   fi
   if [ -n "$onion" ]; then
     [ -x "$onion" ] || { echo "--onion $onion: not an executable" >&2; exit 2; }

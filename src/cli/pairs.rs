@@ -360,7 +360,7 @@ fn summary(s: &PairsStats, spotsigs: bool) -> String {
     }
     line("clusters", format!("{} ({} documents)", group(s.clusters), group(s.clustered_documents)));
     if s.index_blocks > 1 {
-        line("index blocks", group(s.index_blocks));
+        line("index blocks", format!("{} ({} readings of the index)", group(s.index_blocks), group(s.index_reads)));
     }
     line("bytes spilled", human_bytes(s.index.bytes_spilled));
     line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));

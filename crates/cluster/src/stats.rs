@@ -77,6 +77,7 @@ pub fn absorb_pairs(total: &mut PairsStats, part: &PairsStats) {
     total.clusters += part.clusters;
     total.clustered_documents += part.clustered_documents;
     total.index_blocks += part.index_blocks;
+    total.index_reads += part.index_reads;
     total.peak_rss = total.peak_rss.max(part.peak_rss);
     total.seconds.candidates += part.seconds.candidates;
     total.seconds.scoring += part.seconds.scoring;

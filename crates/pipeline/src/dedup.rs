@@ -131,6 +131,9 @@ pub struct DedupStats {
     pub lengths: LengthTable,
     /// Blocks the document-major index was read in.
     pub index_blocks: u64,
+    /// Readings of the whole index to build blocks (the one that cut it
+    /// into a file per block, when it was, included).
+    pub index_reads: u64,
     pub memory_budget: u64,
     pub peak_rss: u64,
     pub seconds: DedupSeconds,
@@ -370,7 +373,8 @@ impl DedupJob<'_> {
         stats.index_blocks = blocks.len() as u64;
         let parts = [IndexPart { path: self.built.path.clone(), first_id: 0 }];
         // One block at a time: the room was planned for one.
-        let mut cache = BlockCache::new(&parts, n, &blocks, self.index.block_budget(room));
+        let mut cache = BlockCache::new(&parts, n, &blocks, self.index.block_budget(room))
+            .split_in(self.index.work, self.config.base.limits.block_files);
         let params = DedupParams {
             n,
             threshold: self.config.threshold,
@@ -385,7 +389,7 @@ impl DedupJob<'_> {
         let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Doc>(16);
         let mut stream = self.stream(false, spare_rx);
         stream.ids = out.id_names(&self.config.base.inputs);
-        std::thread::scope(|scope| {
+        let decided = std::thread::scope(|scope| {
             let reader = scope.spawn(move || -> Result<(), PipelineError> {
                 while let Some(item) = stream.next()? {
                     if tx.send((item, stream.is_vertical(), stream.position())).is_err() {
@@ -462,7 +466,9 @@ impl DedupJob<'_> {
                 .join()
                 .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the reader thread panicked".into())));
             read.and(decided)
-        })
+        });
+        stats.index_reads = cache.index_reads;
+        decided
     }
 }
 

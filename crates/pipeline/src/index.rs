@@ -1085,6 +1085,13 @@ pub struct IndexPart {
 /// A block is built by reading the whole index, so when one is missing the
 /// blocks after it that fit are built in the same reading (pairs are
 /// scored in block order: they are likely next).
+///
+/// Scoring the pairs of B blocks, k of them resident at a time, takes about
+/// B²/2k such readings: at a billion tokens (1.7 GB of index, a dozen
+/// blocks) that was most of the job. So, given a directory
+/// ([`split_in`](Self::split_in)), the cache cuts the index by block
+/// ([`BlockFiles`]) the first time it must read it a second time, and from
+/// then on builds each block from its own file.
 pub(crate) struct BlockCache<'a> {
     /// The index, in parts of increasing n-gram IDs.
     pub parts: &'a [IndexPart],
@@ -1097,17 +1104,54 @@ pub(crate) struct BlockCache<'a> {
     /// The documents whose occurrences are wanted (a bit each), when not all
     /// are: blocks then hold only theirs (the others' lists stay empty).
     needed: Option<Vec<u64>>,
+    /// Readings of the whole index so far, the one that cut it included.
+    pub index_reads: u64,
+    /// Where the index may be cut by block.
+    split_dir: Option<&'a Path>,
+    split_forced: bool,
+    split: Option<BlockFiles>,
 }
 
 impl<'a> BlockCache<'a> {
     pub fn new(parts: &'a [IndexPart], n: u32, blocks: &'a [Range<u32>], budget: u64) -> Self {
-        BlockCache { parts, n, blocks, budget, loaded: Vec::new(), needed: None }
+        BlockCache {
+            parts,
+            n,
+            blocks,
+            budget,
+            loaded: Vec::new(),
+            needed: None,
+            index_reads: 0,
+            split_dir: None,
+            split_forced: false,
+            split: None,
+        }
     }
 
     /// Only documents `needed` (a bit per document) will be asked for.
     pub fn only(mut self, needed: Vec<u64>) -> Self {
         self.needed = Some(needed);
         self
+    }
+
+    /// Lets the cache cut the index by block in a scratch directory of
+    /// `dir` (removed with the cache) rather than read it whole again;
+    /// `force` overrides the check that the files' writers fit (see
+    /// [`Limits::block_files`](crate::ngrams::Limits::block_files)).
+    pub fn split_in(mut self, dir: &'a Path, force: Option<bool>) -> Self {
+        self.split_dir = (force != Some(false)).then_some(dir);
+        self.split_forced = force == Some(true);
+        self
+    }
+
+    /// Whether the next load should first cut the index by block: it would
+    /// be the second reading of the whole index, and the block files'
+    /// writers fit in a quarter of the budget.
+    fn should_split(&self) -> bool {
+        self.split_dir.is_some()
+            && self.split.is_none()
+            && self.index_reads >= 1
+            && (self.split_forced || self.blocks.len() as u64 * WRITER_BYTES <= self.budget / 4)
     }
 
     fn is_needed(&self, doc: u32) -> bool {
@@ -1149,6 +1193,18 @@ impl<'a> BlockCache<'a> {
             let (number, _) = self.loaded.remove(i);
             resident -= self.bytes(number, occurrences);
         }
+        if self.should_split() {
+            // The writers take the room of the blocks evicted here; blocks
+            // come back cheaply from their files.
+            self.loaded.retain(|(number, _)| wanted.contains(&Some(*number)));
+            self.split = Some(self.cut_by_block()?);
+        }
+        if self.split.is_some() {
+            // Each block has its own file: read ahead nothing.
+            let built = self.load(&missing, occurrences, tokens)?;
+            self.loaded.extend(missing.into_iter().zip(built));
+            return Ok(());
+        }
         let mut total = resident + need;
         let last = *missing.iter().max().expect("a missing block");
         for next in last + 1..self.blocks.len() as u32 {
@@ -1164,8 +1220,51 @@ impl<'a> BlockCache<'a> {
         Ok(())
     }
 
-    /// Builds blocks `numbers` in one reading of the whole index.
-    fn load(&self, numbers: &[u32], occurrences: &[u32], tokens: &[u32]) -> Result<Vec<DocBlock>, PipelineError> {
+    /// Writes each block's occurrences to a file of its own, in one reading of the whole index.
+    fn cut_by_block(&mut self) -> Result<BlockFiles, PipelineError> {
+        let parent = self.split_dir.expect("cut only with a directory");
+        let dir =
+            tempfile::Builder::new().prefix("blocks-").tempdir_in(parent).map_err(|e| PipelineError::io(parent, e))?;
+        let paths: Vec<PathBuf> =
+            (0..self.blocks.len()).map(|b| dir.path().join(format!("block-{b:05}.dgr"))).collect();
+        let header = RunHeader::postings(1, BLOCK_RUNS);
+        let mut writers = paths.iter().map(|p| RunWriter::create(p, header)).collect::<Result<Vec<_>, _>>()?;
+        self.index_reads += 1;
+        for part in self.parts {
+            let mut reader = RunReader::open(&part.path)?;
+            let mut id = part.first_id;
+            while reader.advance()? {
+                // Occurrences come in document order and blocks are ranges
+                // of documents: each block's share is one slice.
+                let mut rest = reader.occurrences();
+                while let Some(&first) = rest.first() {
+                    let doc = (first >> 32) as u32;
+                    let b = self.blocks.partition_point(|r| r.end <= doc);
+                    let Some(range) = self.blocks.get(b) else { break };
+                    if doc < range.start {
+                        // Between blocks: documents no block holds.
+                        rest = &rest[rest.partition_point(|&o| ((o >> 32) as u32) < range.start)..];
+                        continue;
+                    }
+                    let end = rest.partition_point(|&o| ((o >> 32) as u32) < range.end);
+                    writers[b].push_postings(&[id], &rest[..end])?;
+                    rest = &rest[end..];
+                }
+                id += 1;
+            }
+        }
+        for writer in writers {
+            writer.finish()?;
+        }
+        Ok(BlockFiles { _dir: dir, paths })
+    }
+
+    /// Builds blocks `numbers` in one reading of the whole index, or from
+    /// their own files once it is cut by block.
+    fn load(&mut self, numbers: &[u32], occurrences: &[u32], tokens: &[u32]) -> Result<Vec<DocBlock>, PipelineError> {
+        if self.split.is_none() {
+            self.index_reads += 1;
+        }
         let mut order: Vec<u32> = numbers.to_vec();
         order.sort_unstable();
         let mut builders: Vec<DocBlockBuilder> = order
@@ -1181,21 +1280,35 @@ impl<'a> BlockCache<'a> {
             })
             .collect();
         let starts: Vec<u32> = order.iter().map(|&number| self.blocks[number as usize].start).collect();
-        for part in self.parts {
-            let mut reader = RunReader::open(&part.path)?;
-            let mut id = part.first_id;
-            while reader.advance()? {
-                for &o in reader.occurrences() {
-                    let doc = (o >> 32) as u32;
-                    // The last block starting at or before the document, if it holds it.
-                    let i = starts.partition_point(|&s| s <= doc);
-                    if i > 0 && builders[i - 1].wants(doc) && self.is_needed(doc) {
-                        builders[i - 1].push(doc, id, o as u32).map_err(|e| {
-                            PipelineError::Corrupt(format!("{}: corrupt index part: {e}", part.path.display()))
-                        })?;
+        match &self.split {
+            Some(files) => {
+                for (&number, builder) in order.iter().zip(&mut builders) {
+                    let path = &files.paths[number as usize];
+                    let mut reader = RunReader::open(path)?;
+                    reader.expect_header(RunHeader::postings(1, BLOCK_RUNS))?;
+                    while reader.advance()? {
+                        let id = reader.ngram()[0];
+                        for &o in reader.occurrences() {
+                            self.push_occurrence(builder, o, id, path)?;
+                        }
                     }
                 }
-                id += 1;
+            }
+            None => {
+                for part in self.parts {
+                    let mut reader = RunReader::open(&part.path)?;
+                    let mut id = part.first_id;
+                    while reader.advance()? {
+                        for &o in reader.occurrences() {
+                            // The last block starting at or before the document, if it holds it.
+                            let i = starts.partition_point(|&s| s <= (o >> 32) as u32);
+                            if i > 0 {
+                                self.push_occurrence(&mut builders[i - 1], o, id, &part.path)?;
+                            }
+                        }
+                        id += 1;
+                    }
+                }
             }
         }
         let mut built: Vec<(u32, DocBlock)> = order
@@ -1204,7 +1317,10 @@ impl<'a> BlockCache<'a> {
             .map(|(&number, builder)| {
                 let range = &self.blocks[number as usize];
                 let block = builder.finish(&tokens[range.start as usize..range.end as usize]).map_err(|e| {
-                    let parts = files_named(self.parts.iter().map(|p| p.path.as_path()));
+                    let parts = match &self.split {
+                        Some(files) => files.paths[number as usize].display().to_string(),
+                        None => files_named(self.parts.iter().map(|p| p.path.as_path())),
+                    };
                     PipelineError::Corrupt(format!("{parts}: corrupt index part: {e}"))
                 })?;
                 Ok((number, block))
@@ -1219,7 +1335,37 @@ impl<'a> BlockCache<'a> {
             })
             .collect())
     }
+
+    /// Adds occurrence `o` of n-gram `id` (read from `path`) to `builder`
+    /// if its document is the builder's and wanted.
+    fn push_occurrence(
+        &self,
+        builder: &mut DocBlockBuilder,
+        o: u64,
+        id: u32,
+        path: &Path,
+    ) -> Result<(), PipelineError> {
+        let doc = (o >> 32) as u32;
+        if builder.wants(doc) && self.is_needed(doc) {
+            builder
+                .push(doc, id, o as u32)
+                .map_err(|e| PipelineError::Corrupt(format!("{}: corrupt index part: {e}", path.display())))?;
+        }
+        Ok(())
+    }
 }
+
+/// The index cut by blocks of documents: for each block a postings run
+/// whose key is an n-gram's ID alone (`n` = 1), holding that block's
+/// occurrences in index order, so a block built from it is the one a
+/// reading of the whole index builds. Removed with the cache.
+struct BlockFiles {
+    _dir: tempfile::TempDir,
+    paths: Vec<PathBuf>,
+}
+
+/// The lexicon identity in the header of [`BlockFiles`]' runs: their keys are n-gram IDs, not words.
+const BLOCK_RUNS: u64 = 0xB10C_F11E;
 
 #[cfg(test)]
 mod tests {

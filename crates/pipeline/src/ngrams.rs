@@ -61,6 +61,10 @@ pub struct Limits {
     /// Count in this many parts by first word, each with the sieve refilled
     /// for it (see [`crate::first_words`]), whatever the corpus's size.
     pub sieve_parts: Option<usize>,
+    /// Cut the index into a file per block of documents the first time a
+    /// block cache must read it a second time (`Some(true)`), never
+    /// (`Some(false)`), or when the files' writers fit (`None`).
+    pub block_files: Option<bool>,
 }
 
 impl NgramConfig {

@@ -160,6 +160,9 @@ pub struct PairsStats {
     pub clustered_documents: u64,
     /// Blocks the document-major index was split into to fit in memory.
     pub index_blocks: u64,
+    /// Readings of the whole index to build blocks (the one that cut it
+    /// into a file per block, when it was, included).
+    pub index_reads: u64,
     pub memory_budget: u64,
     pub peak_rss: u64,
     pub seconds: PairsSeconds,
@@ -480,7 +483,8 @@ impl<'a> PairPasses<'a> {
         self.control.progress.start("scoring", None);
         let key = KeyLayout::new(5, u32::MAX)?;
         let capacity = self.base().limits.chunk_ngrams.unwrap_or((self.working() / 16 / 24).max(4096) as usize);
-        let mut cache = BlockCache::new(parts, self.n(), &layout.blocks, layout.resident);
+        let mut cache = BlockCache::new(parts, self.n(), &layout.blocks, layout.resident)
+            .split_in(self.work, self.base().limits.block_files);
         if ranges != (0..layout.ranges()) {
             // Part of the pairs: blocks need hold only the documents they name.
             cache = cache.only(named_documents(&candidates, table.len())?);
@@ -551,6 +555,7 @@ impl<'a> PairPasses<'a> {
         }
         scorer.kept.write()?;
         stats.index_blocks += layout.range_blocks(&ranges).len() as u64;
+        stats.index_reads += scorer.cache.index_reads;
         stats.candidate_pairs += scorer.candidates;
         stats.pruned_pairs += scorer.pruned;
         stats.scored_pairs += scorer.scored;

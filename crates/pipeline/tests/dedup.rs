@@ -72,6 +72,7 @@ proptest! {
         batch in prop_oneof![Just(64usize), 100usize..2000],
         smoothing in any::<bool>(),
         exact in any::<bool>(),
+        block_files in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = write_vertical(dir.path(), seed, tokens, vocabulary);
@@ -86,9 +87,18 @@ proptest! {
         let (blocks, b) = run(&path, dir.path(), "blocks.vert", |c| {
             set(c);
             c.base.threads = threads;
-            c.base.limits = Limits { chunk_ngrams: Some(40), fan_in: Some(3), batch_bytes: Some(batch), ..Limits::default() };
+            c.base.limits = Limits {
+                chunk_ngrams: Some(40),
+                fan_in: Some(3),
+                batch_bytes: Some(batch),
+                block_files: Some(block_files),
+                ..Limits::default()
+            };
         });
         prop_assert!(b.index_blocks > 1 || g.index.documents < 4, "{} blocks", b.index_blocks);
+        // Cut by block, the index is read whole at most twice; else once per block.
+        let most = if block_files { b.index_blocks.min(2) } else { b.index_blocks };
+        prop_assert!(b.index_reads <= most, "{} readings of {} blocks", b.index_reads, b.index_blocks);
         // Without a sieve every n-gram is a candidate; gathered still.
         let (unsieved, u) = run(&path, dir.path(), "unsieved.vert", |c| {
             set(c);

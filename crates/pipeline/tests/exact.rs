@@ -131,6 +131,7 @@ fn run_engine(
         fan_in: Some(case.fan_in),
         batch_bytes: Some(case.batch),
         sieve_parts: case.sieve_parts,
+        block_files: None,
     };
     let mut got = BTreeMap::new();
     let mut last: Option<Vec<u32>> = None;

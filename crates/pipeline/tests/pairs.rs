@@ -121,19 +121,34 @@ fn corpus(seed: u64, tokens: u64, vocabulary: u32) -> Vec<String> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
-    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>()) {
+    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>(), block_files in any::<bool>()) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.txt");
         let docs = corpus(seed, tokens, vocabulary);
         write_docs(&path, &docs);
-        let got = engine(&path, dir.path(), n, |c| {
+        let (got, stats) = engine_stats(&path, dir.path(), n, |c| {
             c.base.threads = threads;
             if small {
-                // Tiny chunks, fan-ins and index blocks: many runs, merge passes and block pairs.
-                c.base.limits = Limits { chunk_ngrams: Some(7), fan_in: Some(3), batch_bytes: Some(64), ..Limits::default() };
+                // Tiny chunks, fan-ins and index blocks: many runs, merge passes and block pairs,
+                // the blocks built from the whole index each time or from its cut by block.
+                c.base.limits = Limits {
+                    chunk_ngrams: Some(7),
+                    fan_in: Some(3),
+                    batch_bytes: Some(64),
+                    block_files: Some(block_files),
+                    ..Limits::default()
+                };
             }
         });
         assert_same(&got, &expected(&docs, n, |_| {}));
+        if small && block_files {
+            // Read whole once, then once more to cut it: never again.
+            prop_assert!(stats.index_reads <= 2, "{} readings of {} blocks", stats.index_reads, stats.index_blocks);
+        }
+        if small && !block_files && stats.index_blocks > 4 && stats.candidate_pairs > 50 {
+            // Without the cut, pairs across many tiny blocks read the whole index again and again.
+            prop_assert!(stats.index_reads > 2, "{} readings of {} blocks", stats.index_reads, stats.index_blocks);
+        }
     }
 }
 
