@@ -1145,12 +1145,14 @@ impl<'a> BlockCache<'a> {
     }
 
     /// Whether the next load should first cut the index by block: it would
-    /// be the second reading of the whole index, and the block files'
-    /// writers fit in a quarter of the budget.
+    /// be the second reading of the whole index, there are more than two
+    /// blocks (with two, a second reading is all the cut would save), and
+    /// the block files' writers fit in a quarter of the budget.
     fn should_split(&self) -> bool {
         self.split_dir.is_some()
             && self.split.is_none()
             && self.index_reads >= 1
+            && self.blocks.len() > 2
             && (self.split_forced || self.blocks.len() as u64 * WRITER_BYTES <= self.budget / 4)
     }
 
