@@ -406,7 +406,8 @@ fi
 # Vertical corpora: generated (seed 1, <p> every 40 tokens) at the two largest
 # sizes asked for, so memory is seen at sizes 10× apart, and real text
 # (Reuters-21578 + 20 Newsgroups from ../shared/corpora, one token a line, by
-# dupgram-vert) when present. All decompressed once, untimed, so every tool
+# dupgram-vert) when present, and the Gutenberg books (261M vertical tokens)
+# when gutenberg.jsonl.zst is. All decompressed once, untimed, so every tool
 # reads the same plain file. Paragraphs, n = 7, threshold 0.5, smoothing on
 # (Onion's defaults); runs of the tools alternate. Each writes the marked
 # corpus (1/0 before every line); "lines that differ" compares it with
