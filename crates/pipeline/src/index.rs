@@ -10,7 +10,11 @@
 //!    the sieve's false positives meet their single occurrence and vanish.
 //!
 //! The document-major view of the index ([`DocBlock`]) is loaded in blocks
-//! of documents that fit in memory ([`BlockCache`]). `dupgram dedup` can
+//! of documents that fit in memory ([`BlockCache`]); when more than two
+//! blocks are needed and one has been built, the index is cut into a file
+//! per block (run files of the `dupgram-runs` format, postings kind, `n` = 1:
+//! the key is an n-gram's ID) so later blocks do not decode all of it again.
+//! `dupgram dedup` can
 //! instead have the merge gather each document's occurrences in memory as
 //! it goes ([`DocLists`]), when they fit: the index is then never written
 //! and read back.
