@@ -556,8 +556,7 @@ fn updates_with_postings_score_the_pairs_with_older_documents() {
         exact_copies: 0.05,
         ..Default::default()
     };
-    let generator = dupgram_testkit::Corpus::new(spec.clone());
-    let mut texts: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| generator.text(&d)).collect();
+    let mut texts = texts(spec);
     let (a, b) = (texts.len() * 7 / 10, texts.len() * 85 / 100);
     let (x, y, z) = (texts[3].clone(), texts[10].clone(), texts[a + 2].clone());
     for (at, text) in [(b + 5, &x), (a + 9, &y), (a + 3, &x), (b + 1, &y), (a + 12, &y), (a + 30, &y), (b + 2, &z)] {

@@ -94,8 +94,7 @@ fn a_document_longer_than_a_chunk_is_counted_exactly() {
         mean_doc_len: 1000,
         ..Default::default()
     };
-    let corpus = dupgram_testkit::Corpus::new(spec.clone());
-    let words: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| corpus.text(&d)).collect();
+    let words = texts(spec);
     let doc = words.join(" ");
     let path = dir.path().join("long.txt");
     std::fs::write(&path, format!("{doc}\nshort line\n")).unwrap();
@@ -396,17 +395,7 @@ fn help_describes_the_command() {
 fn a_growing_vocabulary_counts_exactly_at_every_budget() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("open.txt");
-    let spec = dupgram_testkit::CorpusSpec {
-        seed: 7,
-        tokens: 1_000_000,
-        vocabulary: 3000,
-        mean_doc_len: 60,
-        open_vocabulary: 0.6,
-        open_zipf: 1.05,
-        ..dupgram_testkit::CorpusSpec::default()
-    };
-    let corpus = dupgram_testkit::Corpus::new(spec.clone());
-    let texts: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| corpus.text(&d)).collect();
+    let texts = texts(open_vocabulary(7, 1_000_000));
     std::fs::write(&path, texts.join("\n") + "\n").unwrap();
     let want = naive(&texts, 3);
     let tmp = dir.path().join("tmp");

@@ -135,8 +135,7 @@ fn corpus_with_copies(path: &std::path::Path) -> (Vec<String>, Vec<String>) {
         exact_copies: 0.05,
         ..Default::default()
     };
-    let generator = dupgram_testkit::Corpus::new(spec.clone());
-    let mut texts: Vec<String> = dupgram_testkit::Corpus::new(spec).map(|d| generator.text(&d)).collect();
+    let mut texts = texts(spec);
     let copied = texts[4].clone();
     for at in [9, 30, 31, 120, texts.len()] {
         texts.insert(at, copied.clone());
@@ -247,17 +246,7 @@ fn expanded_pairs_stream_within_the_memory_budget() {
 fn a_growing_vocabulary_halves_the_sieve_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("open.jsonl");
-    let spec = dupgram_testkit::CorpusSpec {
-        seed: 3,
-        tokens: 600_000,
-        vocabulary: 3000,
-        mean_doc_len: 60,
-        exact_copies: 0.05,
-        near_copies: 0.1,
-        open_vocabulary: 0.6,
-        open_zipf: 1.05,
-        ..dupgram_testkit::CorpusSpec::default()
-    };
+    let spec = dupgram_testkit::CorpusSpec { exact_copies: 0.05, near_copies: 0.1, ..open_vocabulary(3, 600_000) };
     generated_from(&path, spec);
     let stats_path = dir.path().join("stats.json");
     for job in ["pairs", "dedup"] {

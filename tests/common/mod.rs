@@ -57,10 +57,29 @@ pub fn generated(path: &Path, tokens: u64, seed: u64, vocabulary: u32) -> Vec<St
     generated_from(path, CorpusSpec { seed, tokens, vocabulary, mean_doc_len: 80, ..CorpusSpec::default() })
 }
 
+/// A corpus whose vocabulary grows like web text's (most words seen once),
+/// in documents of about 60 tokens.
+pub fn open_vocabulary(seed: u64, tokens: u64) -> CorpusSpec {
+    CorpusSpec {
+        seed,
+        tokens,
+        vocabulary: 3000,
+        mean_doc_len: 60,
+        open_vocabulary: 0.6,
+        open_zipf: 1.05,
+        ..CorpusSpec::default()
+    }
+}
+
+/// The document texts of `spec`'s corpus.
+pub fn texts(spec: CorpusSpec) -> Vec<String> {
+    let corpus = Corpus::new(spec.clone());
+    Corpus::new(spec).map(|d| corpus.text(&d)).collect()
+}
+
 /// Writes the corpus of `spec` as JSON Lines (IDs `g0`, `g1`, …); returns the texts.
 pub fn generated_from(path: &Path, spec: CorpusSpec) -> Vec<String> {
-    let corpus = Corpus::new(spec.clone());
-    let texts: Vec<String> = Corpus::new(spec).map(|d| corpus.text(&d)).collect();
+    let texts = texts(spec);
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     for (i, t) in texts.iter().enumerate() {
         writeln!(f, "{}", serde_json::json!({ "id": format!("g{i}"), "text": t })).unwrap();
