@@ -252,7 +252,10 @@ fn a_growing_vocabulary_halves_the_sieve_and_changes_nothing() {
     for job in ["pairs", "dedup"] {
         let mut outputs = Vec::new();
         let (mut halvings, mut kept_halved) = (0, 0);
-        for memory in ["1G", "24M", "28M", "32M"] {
+        // How much of the smallest budgets the vocabulary may take depends on
+        // the process's size at its start, which varies between machines: at
+        // most one budget may be refused as too small, and one must halve the sieve.
+        for memory in ["1G", "24M", "26M", "28M", "32M"] {
             let out = dir.path().join(format!("{job}-{memory}.out"));
             let mut args = vec![job, s(&path), "-n", "5", "--memory", memory, "-q", "-o", s(&out)];
             args.extend(["--stats-json", s(&stats_path)]);
@@ -260,6 +263,9 @@ fn a_growing_vocabulary_halves_the_sieve_and_changes_nothing() {
                 args.extend(["--unit", "doc"]);
             }
             let (code, _, stderr) = run(&args);
+            if code != 0 && memory == "24M" && stderr.contains("is too small: the vocabulary alone outgrew") {
+                continue;
+            }
             assert_eq!(code, 0, "{job} --memory {memory}: {stderr}");
             let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats_path).unwrap()).unwrap();
             let sieve = &stats["first_pass"]["sieve"];
@@ -270,6 +276,7 @@ fn a_growing_vocabulary_halves_the_sieve_and_changes_nothing() {
             outputs.push(std::fs::read(&out).unwrap());
         }
         assert!(halvings > 0 && kept_halved > 0, "{job}: no budget made the sieve halve and kept it");
+        assert!(outputs.len() >= 4, "{job}: only {} budgets ran", outputs.len());
         assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{job}: outputs differ between budgets");
     }
 }
