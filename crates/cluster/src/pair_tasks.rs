@@ -180,7 +180,7 @@ impl Stage<'_> {
         let layout = passes.layout(&corpus.table, &corpus.totals, &slices);
         let mut stats = PairsStats::default();
         let started = Instant::now();
-        let runs = passes.candidates(&self.bucket_index(bucket)?, &corpus.rep_of, None, &layout, &mut stats)?;
+        let runs = passes.candidates(&[self.bucket_index(bucket)?], &corpus.rep_of, None, &layout, &mut stats)?;
         stats.seconds.candidates = started.elapsed().as_secs_f64();
         let entries = run_entries(&runs);
         keep_dir(scratch, &target)?;

@@ -28,7 +28,7 @@ use serde::Serialize;
 use crate::attributes::{AttributesFile, char_spans, json_field};
 use crate::control::Control;
 use crate::error::PipelineError;
-use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexPart, IndexStats, PER_DOC_BYTES};
+use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
 use crate::output::OutputFile;
@@ -371,9 +371,8 @@ impl DedupJob<'_> {
             None => self.index.plan_blocks(&totals.occurrences, 0..table.len() as u32, room),
         };
         stats.index_blocks = blocks.len() as u64;
-        let parts = [IndexPart { path: self.built.path.clone(), first_id: 0 }];
         // One block at a time: the room was planned for one.
-        let mut cache = BlockCache::new(&parts, n, &blocks, self.index.block_budget(room))
+        let mut cache = BlockCache::new(&self.built.parts, n, &blocks, self.index.block_budget(room))
             .split_in(self.index.work, self.config.base.limits.block_files);
         let params = DedupParams {
             n,

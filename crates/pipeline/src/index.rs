@@ -4,10 +4,18 @@
 //!    through which every repeated n-gram passes. With a saved duplicate list
 //!    the lexicon comes from its file and the sieve is filled from the list.
 //! 2. **Index pass**: every n-gram the sieve lets through is sorted, with its
-//!    (document, position), into *postings* runs.
+//!    (document, position), into *postings* runs — with two threads or more,
+//!    a run for each of two buckets of n-grams, cut by first word
+//!    ([`FirstWords::split`]: about as many n-grams in each).
 //! 3. **Index merge**: n-grams with two occurrences or more form the index,
-//!    one postings run in n-gram order (an n-gram's ID is its rank there);
-//!    the sieve's false positives meet their single occurrence and vanish.
+//!    postings runs in n-gram order (an n-gram's ID is its rank there); the
+//!    sieve's false positives meet their single occurrence and vanish. Each
+//!    bucket is merged on a thread of its own into a file of its own (an
+//!    [`IndexPart`]: its IDs count on from the bucket before): the merge
+//!    reads and writes every duplicate occurrence, and on one thread it left
+//!    the second core idle for a fifth of a `dedup` run. Keys sort by their
+//!    first word first, so the parts together are the one-bucket index, ID
+//!    for ID: the output does not depend on the buckets.
 //!
 //! The document-major view of the index ([`DocBlock`]) is loaded in blocks
 //! of documents that fit in memory ([`BlockCache`]); when more than two
@@ -17,7 +25,9 @@
 //! `dupgram dedup` can
 //! instead have the merge gather each document's occurrences in memory as
 //! it goes ([`DocLists`]), when they fit: the index is then never written
-//! and read back.
+//! and read back. Both buckets' merges then feed one gathering thread; the
+//! second bucket's IDs carry a tag bit until the first bucket's count is
+//! known, and are numbered on from it before the lists are used.
 
 use std::io::{BufRead, BufWriter, Write};
 use std::ops::Range;
@@ -37,6 +47,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::control::Control;
 use crate::error::PipelineError;
 use crate::feed::{BatchWorker, Source, feed};
+use crate::first_words::FirstWords;
 use crate::memory::{MemoryPlan, open_file_allowance};
 use crate::ngrams::{NgramConfig, NgramStats, prepare};
 use crate::parted::PartedRuns;
@@ -67,14 +78,16 @@ pub struct IndexStats {
     /// `duplicate_occurrences / all_ngrams`: how much smaller the duplicate-only index is.
     pub index_fraction: f64,
     pub bytes_spilled: u64,
+    /// Buckets of n-grams the index merge ran in, each on a thread of its own.
+    pub merge_buckets: u32,
     /// The lexicon pass (documents, tokens, vocabulary, sieve), when this job ran it.
     pub first_pass: Option<NgramStats>,
 }
 
 /// A built index and what it says about each document.
 pub(crate) struct BuiltIndex {
-    /// The index file; not written when the merge gathered [`Self::lists`] instead.
-    pub path: PathBuf,
+    /// The index files, one a bucket; none when the merge gathered [`Self::lists`] instead.
+    pub parts: Vec<IndexPart>,
     /// Each document's occurrences, gathered by the merge (see [`IndexJob::build_with_lists`]).
     pub lists: Option<DocLists>,
     pub table: DocTable,
@@ -171,22 +184,24 @@ impl<'a> IndexJob<'a> {
         let (lexicon, sieve, inputs) = self.duplicates(stats)?;
         let n = self.base.n;
         let t = std::time::Instant::now();
-        let (runs, table) =
-            self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), ShardCut::WHOLE, stats)?;
-        let runs = runs.into_iter().map(|(_, run)| run).collect();
+        let cut = self.merge_cut(&lexicon);
+        let shard = ShardCut { first_doc: 0, buckets: &cut };
+        let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), shard, stats)?;
         drop(sieve);
         stats.index_seconds = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
-        let path = self.work.join("index.dgr");
+        let paths = self.index_paths(cut.len() + 1);
         let candidates: u64 = table.candidates.iter().map(|&c| u64::from(c)).sum();
         let gather = fits.is_some_and(|fits| !table.candidates.is_empty() && fits(table.len() as u64, candidates));
-        let MergedIndex { totals, lists, .. } = self.merge_index(runs, &lexicon, &path, &table, gather, None, stats)?;
+        let buckets = by_bucket(runs, paths.len());
+        let MergedIndex { totals, lists, parts, .. } =
+            self.merge_index(buckets, &lexicon, &paths, &table, gather, None, stats)?;
         stats.merge_seconds = t.elapsed().as_secs_f64();
         stats.all_ngrams = table.tokens.iter().map(|&t| u64::from(t.saturating_sub(n as u32 - 1))).sum();
         stats.index_fraction =
             if stats.all_ngrams == 0 { 0.0 } else { stats.duplicate_occurrences as f64 / stats.all_ngrams as f64 };
         Ok(BuiltIndex {
-            path,
+            parts,
             lists,
             table,
             totals,
@@ -383,9 +398,29 @@ impl<'a> IndexJob<'a> {
         Ok((runs, table))
     }
 
-    /// Merges the postings runs into the duplicate-only index — written to
-    /// `path`, or with `gather` gathered into lists of each document's
-    /// occurrences (on a thread of their own, beside the merge).
+    /// The first word ID of each bucket after the first that the index
+    /// merge runs in: one merge a thread, two at most. The merge reads and
+    /// writes every duplicate occurrence; on one thread it left the second
+    /// core idle for a fifth of a `dedup` run.
+    pub fn merge_cut(&self, lexicon: &Lexicon) -> Vec<u32> {
+        let buckets = self.base.limits.merge_buckets.unwrap_or(self.base.threads).clamp(1, MERGE_BUCKETS);
+        FirstWords::split(lexicon, buckets).iter().skip(1).map(|part| part.start).collect()
+    }
+
+    /// The index files of a merge in `buckets` buckets, one a bucket.
+    pub fn index_paths(&self, buckets: usize) -> Vec<PathBuf> {
+        match buckets {
+            1 => vec![self.work.join("index.dgr")],
+            _ => (0..buckets).map(|b| self.work.join(format!("index-b{b}.dgr"))).collect(),
+        }
+    }
+
+    /// Merges the postings runs of each bucket (`buckets`, in the order of
+    /// their n-grams) into the duplicate-only index — bucket `b` written to
+    /// `paths[b]`, or with `gather` gathered into lists of each document's
+    /// occurrences (on a thread of their own, beside the merges). Each
+    /// bucket is merged on a thread of its own; an n-gram's ID is its rank
+    /// in the whole index, whatever the buckets.
     ///
     /// With `groups` (each document's group of identical documents, by
     /// hash: see [`GroupCheck`]) it also checks every group against the
@@ -393,103 +428,68 @@ impl<'a> IndexJob<'a> {
     #[allow(clippy::too_many_arguments)]
     pub fn merge_index(
         &self,
-        runs: Vec<RunFile>,
+        buckets: Vec<Vec<RunFile>>,
         lexicon: &Lexicon,
-        path: &Path,
+        paths: &[PathBuf],
         table: &DocTable,
         gather: bool,
         groups: Option<&[u32]>,
         stats: &mut IndexStats,
     ) -> Result<MergedIndex, PipelineError> {
+        if buckets.len() != paths.len() || !(1..=MERGE_BUCKETS).contains(&buckets.len()) {
+            return Err(PipelineError::Usage(format!(
+                "internal error: an index merge of {} buckets into {} files",
+                buckets.len(),
+                paths.len()
+            )));
+        }
         self.control.progress.start("merging", None);
         let docs = table.len();
-        let check = groups.map(GroupCheck::new);
-        let header = RunHeader::postings(self.base.n as u8, lexicon.identity());
-        let mut other = docs as u64 * 40;
-        let mut lists = None;
-        if gather {
-            let builder = DocListsBuilder::new(&table.candidates);
-            other += builder.bytes();
-            lists = Some(builder);
-        }
-        let fan_in = self.fan_in(other);
-        let mut next = 0u64;
-        let work = self.work;
-        let totals = IndexTotals { occurrences: vec![0; docs], types: vec![0; docs], ngrams: 0, total_occurrences: 0 };
-        let inputs = run_names(&runs);
-        let merge = |sink: &mut IndexMerge| {
-            merge_all(
-                runs,
-                header,
-                fan_in,
-                || {
-                    next += 1;
-                    work.join(format!("postings-{next:06}.dgr"))
-                },
-                sink,
-                self.control,
-            )
+        let merges = buckets.len();
+        let builder = gather.then(|| DocListsBuilder::new(&table.candidates));
+        let other = docs as u64 * 40 * merges as u64 + builder.as_ref().map_or(0, DocListsBuilder::bytes);
+        let job = BucketMerge {
+            work: self.work,
+            control: self.control,
+            header: RunHeader::postings(self.base.n as u8, lexicon.identity()),
+            identity: lexicon.identity(),
+            fan_in: self.fan_in_of(other, merges),
+            docs,
+            groups,
+            // Gathered IDs of the second bucket carry a tag until the first's count is known.
+            id_limit: if gather && merges > 1 { u64::from(SECOND_BUCKET) } else { 1 << 32 },
         };
-        let Some(builder) = lists else {
-            // The index keeps each n-gram's rank, not its words: nothing after the merge needs them.
-            let writer = RunWriter::create(path, RunHeader::postings(1, lexicon.identity()))?;
-            let mut sink = IndexMerge { out: IndexOut::File(writer), totals, check, inputs };
-            let report = merge(&mut sink)?;
-            let IndexOut::File(writer) = sink.out else { unreachable!("the sink writes a file") };
-            let (_, summary) = writer.finish()?;
-            stats.bytes_spilled += report.bytes_written + summary.bytes;
-            stats.duplicate_ngrams = sink.totals.ngrams;
-            stats.duplicate_occurrences = sink.totals.total_occurrences;
-            let differing = sink.check.map(GroupCheck::differing).unwrap_or_default();
-            return Ok(MergedIndex { totals: sink.totals, lists: None, differing });
+        let (sinks, lists) = match builder {
+            None => (job.to_files(buckets, paths)?, None),
+            Some(builder) => {
+                let (sinks, builder) = job.to_lists(buckets, builder)?;
+                (sinks, Some(builder))
+            }
         };
-        let (full_tx, full_rx) = crossbeam_channel::bounded::<Vec<(u32, u64)>>(GATHER_BUFFERS);
-        let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Vec<(u32, u64)>>(GATHER_BUFFERS);
-        for _ in 0..GATHER_BUFFERS {
-            empty_tx.send(Vec::with_capacity(GATHER_BATCH)).expect("room for every buffer");
+        let mut merged = MergedIndex::combine(sinks, stats)?;
+        stats.merge_buckets = stats.merge_buckets.max(merges as u32);
+        if let Some(builder) = lists {
+            let second = merged.parts.get(1).map(|p| p.first_id);
+            merged.lists = Some(builder.finish(&merged.totals.occurrences, second)?);
+            merged.parts.clear();
+        } else {
+            for (part, path) in merged.parts.iter_mut().zip(paths) {
+                part.path = path.clone();
+            }
         }
-        let (report, sink, builder) = std::thread::scope(|scope| {
-            let gatherer = scope.spawn(move || -> Result<DocListsBuilder, PipelineError> {
-                let mut builder = builder;
-                for mut batch in full_rx {
-                    builder.push_all(&batch)?;
-                    batch.clear();
-                    // The merge may be gone (it failed): the buffer is simply dropped.
-                    let _ = empty_tx.send(batch);
-                }
-                Ok(builder)
-            });
-            let mut sink = IndexMerge {
-                out: IndexOut::Lists { batch: Vec::with_capacity(GATHER_BATCH), full: full_tx, empty: empty_rx },
-                totals,
-                check,
-                inputs,
-            };
-            let report = merge(&mut sink).map_err(PipelineError::from).and_then(|report| {
-                sink.flush()?;
-                Ok(report)
-            });
-            // Ends the gatherer's input.
-            sink.out = IndexOut::Done;
-            let builder = gatherer
-                .join()
-                .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the gathering thread panicked".into())));
-            (report, sink, builder)
-        });
-        // The gatherer's failure first: the merge only stopped because of it.
-        let builder = builder?;
-        let report = report?;
-        let lists = builder.finish(&sink.totals.occurrences)?;
-        stats.bytes_spilled += report.bytes_written;
-        stats.duplicate_ngrams = sink.totals.ngrams;
-        stats.duplicate_occurrences = sink.totals.total_occurrences;
-        let differing = sink.check.map(GroupCheck::differing).unwrap_or_default();
-        Ok(MergedIndex { totals: sink.totals, lists: Some(lists), differing })
+        Ok(merged)
     }
 
     pub(crate) fn fan_in(&self, other: u64) -> usize {
-        let room = self.working().saturating_sub(other + 2 * WRITER_BYTES);
-        self.base.limits.fan_in.unwrap_or_else(|| ((room / (96 * 1024)) as usize).clamp(2, open_file_allowance()))
+        self.fan_in_of(other, 1)
+    }
+
+    /// The fan-in of each of `merges` merges run at once beside `other` bytes.
+    fn fan_in_of(&self, other: u64, merges: usize) -> usize {
+        let merges = merges.max(1);
+        let room = self.working().saturating_sub(other + 2 * WRITER_BYTES * merges as u64) / merges as u64;
+        let files = (open_file_allowance() / merges).max(2);
+        self.base.limits.fan_in.unwrap_or_else(|| ((room / (96 * 1024)) as usize).clamp(2, files))
     }
 
     /// Cuts documents `docs` into blocks whose index fits in `room` bytes each.
@@ -513,6 +513,185 @@ impl<'a> IndexJob<'a> {
         }
         blocks.push(start..docs.end);
         blocks
+    }
+}
+
+/// The most buckets an index merge runs in, one a thread.
+const MERGE_BUCKETS: usize = 2;
+/// Marks an ID gathered from the second bucket of a merge: its rank in that
+/// bucket, to which the first bucket's count is added once both are done.
+const SECOND_BUCKET: u32 = 1 << 31;
+
+/// What each bucket's merge of [`IndexJob::merge_index`] shares.
+struct BucketMerge<'j> {
+    work: &'j Path,
+    control: &'j Control,
+    /// Of the postings runs merged.
+    header: RunHeader,
+    /// Of the lexicon, for the index files' headers.
+    identity: u64,
+    fan_in: usize,
+    docs: usize,
+    groups: Option<&'j [u32]>,
+    /// IDs a bucket may give, counted from 0 in each.
+    id_limit: u64,
+}
+
+/// Postings runs tagged with their bucket, as lists by bucket.
+pub(crate) fn by_bucket(runs: Vec<(usize, RunFile)>, buckets: usize) -> Vec<Vec<RunFile>> {
+    let mut by = vec![Vec::new(); buckets];
+    for (bucket, run) in runs {
+        by[bucket].push(run);
+    }
+    by
+}
+
+/// A bucket's merge, done: its sink, and the bytes it wrote.
+type BucketDone<'g> = (IndexMerge<'g>, u64);
+
+impl<'j> BucketMerge<'j> {
+    fn sink(&self, out: IndexOut, tag: u32, runs: &[RunFile]) -> IndexMerge<'j> {
+        IndexMerge {
+            out,
+            totals: IndexTotals::empty(self.docs),
+            check: self.groups.map(GroupCheck::new),
+            inputs: run_names(runs),
+            tag,
+            id_limit: self.id_limit,
+        }
+    }
+
+    /// Merges bucket `bucket`'s runs into `sink`.
+    fn merge(&self, bucket: usize, runs: Vec<RunFile>, sink: &mut IndexMerge) -> Result<u64, PipelineError> {
+        let work = self.work;
+        let mut next = 0u64;
+        let report = merge_all(
+            runs,
+            self.header,
+            self.fan_in,
+            || {
+                next += 1;
+                work.join(format!("postings-m{bucket}-{next:06}.dgr"))
+            },
+            sink,
+            self.control,
+        )?;
+        Ok(report.bytes_written)
+    }
+
+    /// Each bucket's index written to its file, each merged on a thread of its own.
+    fn to_files(&self, buckets: Vec<Vec<RunFile>>, paths: &[PathBuf]) -> Result<Vec<BucketDone<'j>>, PipelineError> {
+        std::thread::scope(|scope| {
+            let merges: Vec<_> = buckets
+                .into_iter()
+                .zip(paths)
+                .enumerate()
+                .map(|(bucket, (runs, path))| {
+                    scope.spawn(move || -> Result<BucketDone<'j>, PipelineError> {
+                        // The index keeps each n-gram's rank, not its words: nothing after the merge needs them.
+                        let writer = RunWriter::create(path, RunHeader::postings(1, self.identity))?;
+                        let mut sink = self.sink(IndexOut::File(writer), 0, &runs);
+                        let written = self.merge(bucket, runs, &mut sink)?;
+                        let IndexOut::File(writer) = std::mem::replace(&mut sink.out, IndexOut::Done) else {
+                            unreachable!("the sink writes a file")
+                        };
+                        let (_, summary) = writer.finish()?;
+                        Ok((sink, written + summary.bytes))
+                    })
+                })
+                .collect();
+            merges.into_iter().map(joined).collect()
+        })
+    }
+
+    /// Each bucket's occurrences handed to one thread gathering them into
+    /// `builder`, the buckets merged on threads of their own.
+    fn to_lists(
+        &self,
+        buckets: Vec<Vec<RunFile>>,
+        builder: DocListsBuilder,
+    ) -> Result<(Vec<BucketDone<'j>>, DocListsBuilder), PipelineError> {
+        let (full_tx, full_rx) = crossbeam_channel::bounded::<Vec<(u32, u64)>>(GATHER_BUFFERS);
+        let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Vec<(u32, u64)>>(GATHER_BUFFERS);
+        for _ in 0..GATHER_BUFFERS {
+            empty_tx.send(Vec::with_capacity(GATHER_BATCH)).expect("room for every buffer");
+        }
+        let (merged, builder) = std::thread::scope(|scope| {
+            let gatherer = scope.spawn(move || -> Result<DocListsBuilder, PipelineError> {
+                let mut builder = builder;
+                for mut batch in full_rx {
+                    builder.push_all(&batch)?;
+                    batch.clear();
+                    // The merges may be gone (one failed): the buffer is simply dropped.
+                    let _ = empty_tx.send(batch);
+                }
+                Ok(builder)
+            });
+            let merges: Vec<_> = buckets
+                .into_iter()
+                .enumerate()
+                .map(|(bucket, runs)| {
+                    let out = IndexOut::Lists {
+                        batch: Vec::with_capacity(GATHER_BATCH),
+                        full: full_tx.clone(),
+                        empty: empty_rx.clone(),
+                    };
+                    let mut sink = self.sink(out, if bucket == 0 { 0 } else { SECOND_BUCKET }, &runs);
+                    scope.spawn(move || -> Result<BucketDone<'j>, PipelineError> {
+                        let merged = self.merge(bucket, runs, &mut sink).and_then(|written| {
+                            sink.flush()?;
+                            Ok(written)
+                        });
+                        // Ends this merge's part of the gatherer's input.
+                        sink.out = IndexOut::Done;
+                        Ok((sink, merged?))
+                    })
+                })
+                .collect();
+            // The gatherer stops when the merges' senders are gone.
+            drop((full_tx, empty_rx));
+            let merged: Vec<Result<BucketDone<'j>, PipelineError>> = merges.into_iter().map(joined).collect();
+            (merged, joined(gatherer))
+        });
+        // The gatherer's failure first: the merges only stopped because of it.
+        let builder = builder?;
+        let merged = merged.into_iter().collect::<Result<Vec<_>, _>>()?;
+        Ok((merged, builder))
+    }
+}
+
+/// A scoped thread's result; its panic as an error.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, PipelineError>>) -> Result<T, PipelineError> {
+    handle.join().unwrap_or_else(|_| Err(PipelineError::Usage("internal error: an index merge thread panicked".into())))
+}
+
+impl MergedIndex {
+    /// The index of the buckets' merges, in bucket order: their totals
+    /// added, their IDs numbered on from one bucket to the next.
+    fn combine(sinks: Vec<BucketDone>, stats: &mut IndexStats) -> Result<MergedIndex, PipelineError> {
+        let mut totals: Option<IndexTotals> = None;
+        let mut parts = Vec::with_capacity(sinks.len());
+        let mut differing = Vec::new();
+        for (sink, written) in sinks {
+            let first_id = totals.as_ref().map_or(0, |t| t.ngrams);
+            if first_id + sink.totals.ngrams > 1 << 32 {
+                return Err(PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()));
+            }
+            parts.push(IndexPart { path: PathBuf::new(), first_id: first_id as u32 });
+            stats.bytes_spilled += written;
+            differing.extend(sink.check.map(GroupCheck::differing).unwrap_or_default());
+            match totals.as_mut() {
+                None => totals = Some(sink.totals),
+                Some(t) => t.absorb(&sink.totals)?,
+            }
+        }
+        let totals =
+            totals.ok_or_else(|| PipelineError::Usage("internal error: an index merge of no buckets".into()))?;
+        differing.sort_unstable();
+        differing.dedup();
+        stats.duplicate_ngrams = totals.ngrams;
+        stats.duplicate_occurrences = totals.total_occurrences;
+        Ok(MergedIndex { totals, lists: None, differing, parts })
     }
 }
 
@@ -800,6 +979,10 @@ struct IndexMerge<'a> {
     check: Option<GroupCheck<'a>>,
     /// The runs merged, named in errors.
     inputs: String,
+    /// Or'ed into the IDs gathered ([`SECOND_BUCKET`] for the second bucket's).
+    tag: u32,
+    /// This merge's IDs are below it.
+    id_limit: u64,
 }
 
 /// An occurrence of a document outside the document table: the postings
@@ -854,6 +1037,8 @@ pub(crate) struct MergedIndex {
     pub lists: Option<DocLists>,
     /// Documents shown to differ from their group's first (see [`GroupCheck`]).
     pub differing: Vec<u32>,
+    /// The index files, one a bucket; none when the merge gathered [`Self::lists`].
+    pub parts: Vec<IndexPart>,
 }
 
 /// Checks groups of documents with equal hashes against the index as it is
@@ -949,8 +1134,13 @@ impl MergeSink for IndexMerge<'_> {
         if count < 2 {
             return Ok(());
         }
-        let id = u32::try_from(self.totals.ngrams)
-            .map_err(|_| PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()))?;
+        if self.totals.ngrams >= self.id_limit {
+            return Err(PipelineError::Usage(format!(
+                "more than {} duplicate n-grams in a bucket of the index: use a larger n",
+                self.id_limit
+            )));
+        }
+        let id = self.totals.ngrams as u32;
         // First: what follows indexes per-document arrays by these documents.
         self.totals.add_ngram(occurrences, 0).map_err(|e| e.in_file(&self.inputs))?;
         let full = match &mut self.out {
@@ -959,6 +1149,7 @@ impl MergeSink for IndexMerge<'_> {
                 false
             }
             IndexOut::Lists { batch, .. } => {
+                let id = id | self.tag;
                 batch.extend(occurrences.iter().map(|&o| (id, o)));
                 batch.len() >= GATHER_BATCH
             }
@@ -1037,8 +1228,10 @@ impl DocListsBuilder {
         Ok(())
     }
 
-    /// Closes the gaps between documents and sorts each document's list by position.
-    fn finish(self, occurrences: &[u32]) -> Result<DocLists, PipelineError> {
+    /// Closes the gaps between documents, numbers the second bucket's IDs
+    /// on from `second` (its first ID, when there were two), and sorts each
+    /// document's list by position.
+    fn finish(self, occurrences: &[u32], second: Option<u32>) -> Result<DocLists, PipelineError> {
         let DocListsBuilder { starts, fill, mut entries } = self;
         let mut offsets = Vec::with_capacity(fill.len() + 1);
         let mut at = 0u64;
@@ -1058,10 +1251,16 @@ impl DocListsBuilder {
         }
         entries.truncate(at as usize);
         entries.shrink_to_fit();
-        // The merge gave each document its occurrences in ID order; the rule walks them by position.
+        // The merges gave each document its occurrences by ID; the rule walks them by position.
         let half = offsets[offsets.len() / 2] as usize;
         let (low, high) = entries.split_at_mut(half);
         let sort = |part: &mut [NgramAt], base: u64, offsets: &[u64]| {
+            if let Some(first) = second {
+                for at in part.iter_mut().filter(|at| at.id & SECOND_BUCKET != 0) {
+                    // `combine` checked that all IDs fit a u32.
+                    at.id = (at.id & !SECOND_BUCKET) + first;
+                }
+            }
             for w in offsets.windows(2) {
                 part[(w[0] - base) as usize..(w[1] - base) as usize].sort_unstable();
             }

@@ -65,6 +65,10 @@ pub struct Limits {
     /// block cache must read it a second time (`Some(true)`), never
     /// (`Some(false)`), or when the files' writers fit (`None`).
     pub block_files: Option<bool>,
+    /// Merge the duplicate-only index in this many buckets by first word,
+    /// each on a thread of its own (1 or 2; see [`crate::index`]), instead
+    /// of two when there are two threads or more.
+    pub merge_buckets: Option<usize>,
 }
 
 impl NgramConfig {

@@ -31,7 +31,7 @@
 //! [`DocBlock`]: dupgram_index::DocBlock
 
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dupgram_chunker::{Chunk, KeyLayout};
@@ -48,8 +48,8 @@ use crate::control::Control;
 use crate::error::PipelineError;
 use crate::groups::{Expansion, Groups};
 use crate::index::{
-    BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, PER_DOC_BYTES,
-    ShardCut, WRITER_BYTES, run_names,
+    BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
+    PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, run_names,
 };
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::ngrams::{NgramConfig, zstd_need};
@@ -299,11 +299,12 @@ impl<'a> PairPasses<'a> {
     /// The whole job in this process.
     fn run(&self, stats: &mut PairsStats, sink: &mut dyn PairsSink, started: Instant) -> Result<(), PipelineError> {
         let (lexicon, sieve, inputs) = self.index.duplicates(&mut stats.index)?;
-        let (runs, table) = self.index_shard(&inputs, &lexicon, sieve.as_ref(), ShardCut::WHOLE, &mut stats.index)?;
+        let cut = self.index.merge_cut(&lexicon);
+        let shard = ShardCut { first_doc: 0, buckets: &cut };
+        let (runs, table) = self.index_shard(&inputs, &lexicon, sieve.as_ref(), shard, &mut stats.index)?;
         drop(sieve);
-        let path = self.work.join("index.dgr");
-        let runs = runs.into_iter().map(|(_, run)| run).collect();
-        let merged = self.merge_postings(runs, &lexicon, &table, &path, &mut stats.index)?;
+        let paths = self.index.index_paths(cut.len() + 1);
+        let merged = self.merge_buckets(by_bucket(runs, paths.len()), &lexicon, &table, &paths, &mut stats.index)?;
         drop(lexicon);
         index_fraction(&mut stats.index, &table, self.n());
         stats.seconds.index = started.elapsed().as_secs_f64();
@@ -313,12 +314,12 @@ impl<'a> PairPasses<'a> {
         let whole = 0..table.len() as u32;
         let layout = self.layout(&table, &merged.totals, std::slice::from_ref(&whole));
         let sizes = (self.config.min_ssr > 0.0).then(|| distinct_ngrams(&table, &merged.totals, self.n()));
-        let candidates = self.candidates(&path, &rep_of, sizes.as_deref(), &layout, stats)?;
+        let candidates = self.candidates(&paths, &rep_of, sizes.as_deref(), &layout, stats)?;
         stats.seconds.candidates = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
         let candidates = candidates.into_iter().map(|(_, run)| run).collect();
-        let parts = [IndexPart { path, first_id: 0 }];
+        let parts = merged.parts;
         let kept = self.score(0..1, candidates, &parts, &table, &merged.totals, &rep_of, &layout, stats)?;
         stats.seconds.scoring = t.elapsed().as_secs_f64();
 
@@ -354,11 +355,25 @@ impl<'a> PairPasses<'a> {
         out: &Path,
         stats: &mut IndexStats,
     ) -> Result<BucketTotals, PipelineError> {
+        let merged = self.merge_buckets(vec![runs], lexicon, table, &[out.to_path_buf()], stats)?;
+        Ok(BucketTotals { totals: merged.totals, differing: merged.differing })
+    }
+
+    /// [`merge_postings`](Self::merge_postings) of the runs of each bucket
+    /// of n-grams into the bucket's file of `paths`, each on a thread of its own.
+    fn merge_buckets(
+        &self,
+        buckets: Vec<Vec<RunFile>>,
+        lexicon: &Lexicon,
+        table: &DocTable,
+        paths: &[PathBuf],
+        stats: &mut IndexStats,
+    ) -> Result<MergedIndex, PipelineError> {
         let t = Instant::now();
         let rep_of = exact_groups(table, self.n());
-        let merged = self.index.merge_index(runs, lexicon, out, table, false, Some(&rep_of), stats)?;
+        let merged = self.index.merge_index(buckets, lexicon, paths, table, false, Some(&rep_of), stats)?;
         stats.merge_seconds += t.elapsed().as_secs_f64();
-        Ok(BucketTotals { totals: merged.totals, differing: merged.differing })
+        Ok(merged)
     }
 
     /// Each document's group of identical documents, as its first member:
@@ -394,13 +409,13 @@ impl<'a> PairPasses<'a> {
     }
 
     /// Every pair of group representatives sharing an n-gram of the index
-    /// file `index` that at most `max_df` of them hold, as runs cut by the
+    /// files `index` that at most `max_df` of them hold, as runs cut by the
     /// scoring range of the pair's first document. With `sizes` (each
     /// document's `|S|`) and `--min-ssr`, pairs whose set sizes rule the
     /// threshold out are never made (see [`LengthFilter`]).
     pub fn candidates(
         &self,
-        index: &Path,
+        index: &[PathBuf],
         rep_of: &[u32],
         sizes: Option<&[u32]>,
         layout: &ScoreLayout,
@@ -423,36 +438,38 @@ impl<'a> PairPasses<'a> {
             Some(sizes) if self.config.min_ssr > 0.0 => Some(LengthFilter::new(sizes, self.config.min_ssr)),
             _ => None,
         };
-        let mut reader = RunReader::open(index)?;
         let mut reps: Vec<u32> = Vec::new();
         let mut scanned = 0u64;
-        while reader.advance()? {
-            scanned += 1;
-            if scanned.is_multiple_of(65536) && self.control.interrupted() {
-                return Err(PipelineError::Interrupted);
-            }
-            reps.clear();
-            for &o in reader.occurrences() {
-                let doc = o >> 32;
-                let rep = rep_of.get(doc as usize).ok_or_else(|| {
-                    DocPastTable { doc, first_doc: 0, docs: rep_of.len() as u64 }.in_file(&index.display().to_string())
-                })?;
-                reps.push(*rep);
-            }
-            reps.sort_unstable();
-            reps.dedup();
-            if reps.len() as u64 > self.config.max_df {
-                stats.boilerplate_ngrams += 1;
-                continue;
-            }
-            match &filter {
-                Some(filter) => {
-                    filter.pairs(&mut reps, &mut stats.skipped, |a, b| spill.keep([block_of(a), block_of(b), a, b]))?
+        for index in index {
+            let mut reader = RunReader::open(index)?;
+            while reader.advance()? {
+                scanned += 1;
+                if scanned.is_multiple_of(65536) && self.control.interrupted() {
+                    return Err(PipelineError::Interrupted);
                 }
-                None => {
-                    for (i, &a) in reps.iter().enumerate() {
-                        for &b in &reps[i + 1..] {
-                            spill.keep([block_of(a), block_of(b), a, b])?;
+                reps.clear();
+                for &o in reader.occurrences() {
+                    let doc = o >> 32;
+                    let rep = rep_of.get(doc as usize).ok_or_else(|| {
+                        DocPastTable { doc, first_doc: 0, docs: rep_of.len() as u64 }
+                            .in_file(&index.display().to_string())
+                    })?;
+                    reps.push(*rep);
+                }
+                reps.sort_unstable();
+                reps.dedup();
+                if reps.len() as u64 > self.config.max_df {
+                    stats.boilerplate_ngrams += 1;
+                    continue;
+                }
+                match &filter {
+                    Some(filter) => filter
+                        .pairs(&mut reps, &mut stats.skipped, |a, b| spill.keep([block_of(a), block_of(b), a, b]))?,
+                    None => {
+                        for (i, &a) in reps.iter().enumerate() {
+                            for &b in &reps[i + 1..] {
+                                spill.keep([block_of(a), block_of(b), a, b])?;
+                            }
                         }
                     }
                 }

@@ -73,6 +73,7 @@ proptest! {
         smoothing in any::<bool>(),
         exact in any::<bool>(),
         block_files in any::<bool>(),
+        buckets in 1usize..=2,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = write_vertical(dir.path(), seed, tokens, vocabulary);
@@ -92,6 +93,7 @@ proptest! {
                 fan_in: Some(3),
                 batch_bytes: Some(batch),
                 block_files: Some(block_files),
+                merge_buckets: Some(buckets),
                 ..Limits::default()
             };
         });
@@ -104,9 +106,11 @@ proptest! {
             set(c);
             c.base.sieve = false;
             c.base.threads = threads;
-            c.base.limits = Limits { batch_bytes: Some(batch), ..Limits::default() };
+            c.base.limits = Limits { batch_bytes: Some(batch), merge_buckets: Some(3 - buckets), ..Limits::default() };
         });
         prop_assert_eq!(u.index_blocks, 1);
+        // The blocks' and the lists' merges ran in one bucket and in two, or the other way round.
+        prop_assert!(b.index.merge_buckets <= buckets as u32 && u.index.merge_buckets <= 3 - buckets as u32);
         prop_assert!(gathered == blocks, "gathered lists and index blocks differ");
         prop_assert!(gathered == unsieved, "with and without a sieve differ");
         for s in [&b, &u] {

@@ -132,6 +132,7 @@ fn run_engine(
         batch_bytes: Some(case.batch),
         sieve_parts: case.sieve_parts,
         block_files: None,
+        merge_buckets: None,
     };
     let mut got = BTreeMap::new();
     let mut last: Option<Vec<u32>> = None;

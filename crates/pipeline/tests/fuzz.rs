@@ -220,7 +220,7 @@ fn index_candidates(path: &Path) -> Result<Vec<Vec<u32>>, PipelineError> {
     let control = Control::default();
     let passes = PairPasses::new(&config, &control, work.path())?;
     let layout = ScoreLayout { blocks: vec![0..3, 3..6], range_starts: vec![0], resident: 1 << 20 };
-    let runs = passes.candidates(path, &INDEX_GROUPS, None, &layout, &mut PairsStats::default())?;
+    let runs = passes.candidates(&[path.to_path_buf()], &INDEX_GROUPS, None, &layout, &mut PairsStats::default())?;
     let mut keys = Vec::new();
     for (_, run) in runs {
         let mut reader = RunReader::open(&run.path)?;

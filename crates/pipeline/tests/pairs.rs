@@ -121,7 +121,7 @@ fn corpus(seed: u64, tokens: u64, vocabulary: u32) -> Vec<String> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
-    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>(), block_files in any::<bool>()) {
+    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>(), block_files in any::<bool>(), buckets in 1usize..=2) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.txt");
         let docs = corpus(seed, tokens, vocabulary);
@@ -136,11 +136,15 @@ proptest! {
                     fan_in: Some(3),
                     batch_bytes: Some(64),
                     block_files: Some(block_files),
+                    merge_buckets: Some(buckets),
                     ..Limits::default()
                 };
             }
         });
         assert_same(&got, &expected(&docs, n, |_| {}));
+        // Two buckets, each merged on a thread, unless one word starts nearly every n-gram.
+        let want = if small { buckets } else { threads };
+        prop_assert!((1..=want as u32).contains(&stats.index.merge_buckets), "{} merge buckets", stats.index.merge_buckets);
         if small && block_files {
             // Read whole once, then once more to cut it: never again.
             prop_assert!(stats.index_reads <= 2, "{} readings of {} blocks", stats.index_reads, stats.index_blocks);
