@@ -19,10 +19,6 @@
 //! output is the same byte for byte whatever `P` is.
 //!
 //! The price is two more reads of the word streams per part (fill, count).
-//!
-//! The same cut by first word splits each part's runs in two halves
-//! ([`FirstWords::middle`]), merged at once on two threads, and the
-//! duplicate-only index of `pairs` and `dedup` in two buckets.
 
 use dupgram_chunker::KeyLayout;
 use dupgram_lexicon::Lexicon;
@@ -68,21 +64,6 @@ impl FirstWords {
         }
         let ends = starts.iter().skip(1).map(|&s| Some(s)).chain([None]);
         starts.iter().zip(ends).map(|(&start, end)| FirstWords { start, end }).collect()
-    }
-
-    /// The first word ID that cuts this range in two, about as many n-grams
-    /// on each side; `None` when no cut leaves words on both.
-    pub fn middle(self, lexicon: &Lexicon) -> Option<u32> {
-        let end = self.end.unwrap_or(lexicon.len() as u32).min(lexicon.len() as u32);
-        let total: u128 = (self.start..end).map(|id| u128::from(lexicon.count(id))).sum();
-        let mut before = 0u128;
-        for id in self.start..end {
-            if id > self.start && 2 * before >= total {
-                return Some(id);
-            }
-            before += u128::from(lexicon.count(id));
-        }
-        None
     }
 }
 

@@ -49,7 +49,7 @@ use crate::error::PipelineError;
 use crate::feed::{BatchWorker, Source, feed};
 use crate::first_words::FirstWords;
 use crate::memory::{MemoryPlan, open_file_allowance};
-use crate::ngrams::{MERGE_BUCKETS, NgramConfig, NgramStats, prepare};
+use crate::ngrams::{NgramConfig, NgramStats, prepare};
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
 
@@ -403,10 +403,8 @@ impl<'a> IndexJob<'a> {
     /// writes every duplicate occurrence; on one thread it left the second
     /// core idle for a fifth of a `dedup` run.
     pub fn merge_cut(&self, lexicon: &Lexicon) -> Vec<u32> {
-        match self.base.merge_buckets() {
-            1 => Vec::new(),
-            _ => FirstWords::ALL.middle(lexicon).into_iter().collect(),
-        }
+        let buckets = self.base.limits.merge_buckets.unwrap_or(self.base.threads).clamp(1, MERGE_BUCKETS);
+        FirstWords::split(lexicon, buckets).iter().skip(1).map(|part| part.start).collect()
     }
 
     /// The index files of a merge in `buckets` buckets, one a bucket.
@@ -518,6 +516,8 @@ impl<'a> IndexJob<'a> {
     }
 }
 
+/// The most buckets an index merge runs in, one a thread.
+const MERGE_BUCKETS: usize = 2;
 /// Marks an ID gathered from the second bucket of a merge: its rank in that
 /// bucket, to which the first bucket's count is added once both are done.
 const SECOND_BUCKET: u32 = 1 << 31;

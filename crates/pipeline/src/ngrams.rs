@@ -10,8 +10,8 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Renumbering, Scope, Tokenizer, word_hash};
-use dupgram_merge::{MergeReport, MergeSink, RunFile, merge_all};
-use dupgram_runs::{RunHeader, RunReader, RunWriter};
+use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_runs::RunHeader;
 use dupgram_sieve::{COUNTERS_PER_BYTE, DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 
@@ -65,9 +65,9 @@ pub struct Limits {
     /// block cache must read it a second time (`Some(true)`), never
     /// (`Some(false)`), or when the files' writers fit (`None`).
     pub block_files: Option<bool>,
-    /// Merge in this many buckets by first word, each on a thread of its
-    /// own (1 or 2: the duplicate-only index, see [`crate::index`], and each
-    /// part of a count), instead of two when there are two threads or more.
+    /// Merge the duplicate-only index in this many buckets by first word,
+    /// each on a thread of its own (1 or 2; see [`crate::index`]), instead
+    /// of two when there are two threads or more.
     pub merge_buckets: Option<usize>,
 }
 
@@ -88,13 +88,6 @@ impl NgramConfig {
             lexicon_dir: None,
             limits: Limits::default(),
         }
-    }
-
-    /// Buckets of n-grams, by first word, merged at once, one a thread: the
-    /// merges read and write every n-gram kept, and on one thread they left
-    /// the second core idle.
-    pub(crate) fn merge_buckets(&self) -> usize {
-        self.limits.merge_buckets.unwrap_or(self.threads).clamp(1, MERGE_BUCKETS)
     }
 
     fn check(&self) -> Result<(), PipelineError> {
@@ -285,7 +278,7 @@ impl<'a> Passes<'a> {
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        self.job.merge_pass(runs, Vec::new(), entries, lexicon, self.job.config.min_count, stats, emit)
+        self.job.merge_pass(runs, entries, lexicon, self.job.config.min_count, stats, emit)
     }
 
     /// Merges runs of any kind (`header`'s) into `sink`, which gets each
@@ -299,7 +292,7 @@ impl<'a> Passes<'a> {
         lexicon: &Lexicon,
         sink: &mut S,
     ) -> Result<u64, PipelineError> {
-        let fan_in = self.job.merge_fan_in(lexicon, 1);
+        let fan_in = self.job.merge_fan_in(lexicon);
         self.job.control.progress.start("merging", None);
         let work = self.job.work;
         let mut next = 0u64;
@@ -327,7 +320,7 @@ impl<'a> Passes<'a> {
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        self.job.merge_pass(runs, Vec::new(), entries, lexicon, 1, stats, emit)
+        self.job.merge_pass(runs, entries, lexicon, 1, stats, emit)
     }
 }
 
@@ -452,16 +445,11 @@ impl Job<'_> {
             if refill && let Some(s) = sieve.as_mut() {
                 s.clear();
             }
-            // The part's runs in two halves by first word, merged on two threads.
-            let cut: Vec<u32> = match config.merge_buckets() {
-                1 => Vec::new(),
-                _ => part.middle(&lexicon).into_iter().collect(),
-            };
             let counted = self.count_streams(
                 &streams,
                 &lexicon,
                 &renumbering,
-                StreamPart { sieve: sieve.as_ref(), fill: refill, part, cut: &cut, label: (i + 1, parts.len()) },
+                StreamPart { sieve: sieve.as_ref(), fill: refill, part, label: (i + 1, parts.len()) },
                 stats,
             )?;
             if counted.documents != stats.documents {
@@ -471,10 +459,8 @@ impl Job<'_> {
                 )));
             }
             let t = Instant::now();
-            let (first, second): (Vec<_>, Vec<_>) = counted.runs.into_iter().partition(|(bucket, _)| *bucket == 0);
-            let first = first.into_iter().map(|(_, run)| run).collect();
-            let second = second.into_iter().map(|(_, run)| run).collect();
-            self.merge_pass(first, second, counted.entries, &lexicon, config.min_count, stats, emit)?;
+            let runs = counted.runs.into_iter().map(|(_, run)| run).collect();
+            self.merge_pass(runs, counted.entries, &lexicon, config.min_count, stats, emit)?;
             stats.seconds.merge += t.elapsed().as_secs_f64();
         }
         drop(sieve);
@@ -611,7 +597,7 @@ impl Job<'_> {
         self.control.progress.start(&part.phase("counting"), Some(stats.tokens + stats.documents));
         let header = RunHeader::counts(config.n as u8, lexicon.identity());
         let outputs = each_stream(streams, |worker, file, abort| {
-            let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, part.cut);
+            let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, &[]);
             let mut keep = KeepNgrams::new(sieve, range, spill);
             let mut walk = IdWalk::<L>::new(layout, &streamed.renumbering, sieve.is_some());
             let documents = read_words(file, streamed.vocabulary, self.control, abort, |codes| {
@@ -958,72 +944,29 @@ impl Job<'_> {
         Ok(total)
     }
 
-    /// Runs each of `merges` merges at once may read: a block buffer each,
-    /// in what the lexicon and the output leave of the working memory.
-    fn merge_fan_in(&self, lexicon: &Lexicon, merges: usize) -> usize {
-        let merges = merges.max(1) as u64;
+    /// Merges all runs; the n-grams found go to `emit` on a thread of
+    /// their own, so formatting and writing the output overlap decoding.
+    /// Runs a merge may read at once: a block buffer each, in what the
+    /// lexicon and the output leave of the working memory.
+    fn merge_fan_in(&self, lexicon: &Lexicon) -> usize {
         let per_run = 72 * 1024 + 4 * self.config.n as u64;
-        let fixed = lexicon.heap_bytes() as u64 + OUTPUT_BYTES + merges * WRITER_BYTES;
-        let room = self.plan.working().saturating_sub(fixed) / merges;
-        let files = (open_file_allowance() / merges as usize).max(2);
-        self.config.limits.fan_in.unwrap_or_else(|| ((room / per_run) as usize).clamp(2, files))
+        let room = self.plan.working().saturating_sub(lexicon.heap_bytes() as u64 + OUTPUT_BYTES + WRITER_BYTES);
+        self.config.limits.fan_in.unwrap_or_else(|| ((room / per_run) as usize).clamp(2, open_file_allowance()))
     }
 
-    /// Merges `runs`; the n-grams found go to `emit`, in order. `second`
-    /// holds the runs of n-grams that come after all of `runs`'s (by first
-    /// word): it is merged on a thread of its own at the same time into a
-    /// file of the n-grams to emit, which is emitted after the first merge's.
-    #[allow(clippy::too_many_arguments)]
     fn merge_pass(
         &self,
         runs: Vec<RunFile>,
-        second: Vec<RunFile>,
         entries: u64,
         lexicon: &Lexicon,
         min_count: u64,
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        let merges = if second.is_empty() { 1 } else { 2 };
-        let fan_in = self.merge_fan_in(lexicon, merges);
+        let fan_in = self.merge_fan_in(lexicon);
         stats.fan_in = fan_in;
         self.control.progress.start("merging", Some(entries));
         let header = RunHeader::counts(self.config.n as u8, lexicon.identity());
-        let held = self.work.join("merge-held.dgr");
-        let (first, second) = std::thread::scope(|scope| {
-            let second = (!second.is_empty())
-                .then(|| scope.spawn(|| self.hold_duplicates(second, header, fan_in, min_count, &held)));
-            let first = self.merge_to_output(runs, header, fan_in, lexicon, min_count, emit);
-            let second = second.map(|merge| {
-                merge.join().unwrap_or_else(|_| {
-                    Err(PipelineError::Usage("internal error: the second merge thread panicked".into()))
-                })
-            });
-            (first, second)
-        });
-        first?.record(stats);
-        if let Some(second) = second {
-            let (merged, bytes) = second?;
-            merged.record(stats);
-            stats.merge_bytes += bytes;
-            let replayed = self.emit_held(&held, lexicon, emit);
-            let _ = std::fs::remove_file(&held);
-            replayed?;
-        }
-        Ok(())
-    }
-
-    /// Merges `runs`, handing the n-grams found to `emit` on a thread of
-    /// their own, so formatting and writing the output overlap decoding.
-    fn merge_to_output(
-        &self,
-        runs: Vec<RunFile>,
-        header: RunHeader,
-        fan_in: usize,
-        lexicon: &Lexicon,
-        min_count: u64,
-        emit: &mut Emit,
-    ) -> Result<MergedCounts, PipelineError> {
         let (full_tx, full_rx) = bounded::<DupBatch>(2);
         let (free_tx, free_rx) = bounded::<DupBatch>(3);
         for _ in 0..3 {
@@ -1048,7 +991,9 @@ impl Job<'_> {
                 batch: DupBatch::default(),
                 full: full_tx,
                 free: free_rx,
-                found: DupCounts::default(),
+                types: 0,
+                occurrences: 0,
+                written: 0,
             };
             let mut next = 0u64;
             let merged = merge_all(
@@ -1064,77 +1009,25 @@ impl Job<'_> {
             )
             .map_err(PipelineError::from)
             .and_then(|report| sink.flush().map(|()| report));
-            let found = sink.found;
+            let (types, occurrences, written) = (sink.types, sink.occurrences, sink.written);
             drop(sink);
             let wrote = writer
                 .join()
                 .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the output thread panicked".into())));
             // An output error (a full disk) explains why the merge could not hand over its batches.
-            match (merged, wrote) {
-                (_, Err(e)) => Err(e),
-                (merged, Ok(())) => Ok(MergedCounts { report: merged?, found }),
-            }
+            let report = match (merged, wrote) {
+                (_, Err(e)) => return Err(e),
+                (merged, Ok(())) => merged?,
+            };
+            // Added up: a count by parts merges once per part.
+            stats.intermediate_merges += report.intermediate_merges;
+            stats.merge_bytes += report.bytes_written;
+            stats.merge_passes = stats.merge_passes.max(report.passes);
+            stats.duplicate_types += types;
+            stats.duplicate_occurrences += occurrences;
+            stats.output_ngrams += written;
+            Ok(())
         })
-    }
-
-    /// Merges `runs` into the run file `held` of the n-grams to emit; returns its bytes too.
-    fn hold_duplicates(
-        &self,
-        runs: Vec<RunFile>,
-        header: RunHeader,
-        fan_in: usize,
-        min_count: u64,
-        held: &Path,
-    ) -> Result<(MergedCounts, u64), PipelineError> {
-        let mut sink = HeldDups { writer: RunWriter::create(held, header)?, min_count, found: DupCounts::default() };
-        let work = self.work;
-        let mut next = 0u64;
-        let report = merge_all(
-            runs,
-            header,
-            fan_in,
-            || {
-                next += 1;
-                work.join(format!("merge-second-{next:06}.dgr"))
-            },
-            &mut sink,
-            self.control,
-        )?;
-        let (_, summary) = sink.writer.finish()?;
-        Ok((MergedCounts { report, found: sink.found }, summary.bytes))
-    }
-
-    /// Hands the n-grams of the run file `held` to `emit`, in order.
-    fn emit_held(&self, held: &Path, lexicon: &Lexicon, emit: &mut Emit) -> Result<(), PipelineError> {
-        let mut reader = RunReader::open(held)?;
-        let mut read = 0u64;
-        while reader.advance()? {
-            read += 1;
-            if read.is_multiple_of(65536) && self.control.interrupted() {
-                return Err(PipelineError::Interrupted);
-            }
-            emit(lexicon, reader.ngram(), reader.count())?;
-        }
-        Ok(())
-    }
-}
-
-/// What a merge of counts found.
-struct MergedCounts {
-    report: MergeReport,
-    found: DupCounts,
-}
-
-impl MergedCounts {
-    /// Adds it up in `stats`: a count by parts merges once per part (or half).
-    fn record(self, stats: &mut NgramStats) {
-        let MergedCounts { report, found } = self;
-        stats.intermediate_merges += report.intermediate_merges;
-        stats.merge_bytes += report.bytes_written;
-        stats.merge_passes = stats.merge_passes.max(report.passes);
-        stats.duplicate_types += found.types;
-        stats.duplicate_occurrences += found.occurrences;
-        stats.output_ngrams += found.written;
     }
 }
 
@@ -1176,8 +1069,6 @@ fn settle_sieve(sieve: &SharedSieve, stats: &mut NgramStats) {
 
 /// Buffers of one run writer (block, frame, file buffer).
 const WRITER_BYTES: u64 = 256 * 1024;
-/// The most buckets of n-grams merged at once (see [`NgramConfig::merge_buckets`]).
-pub(crate) const MERGE_BUCKETS: usize = 2;
 /// Buffers of the output thread and file, zstd encoder included.
 const OUTPUT_BYTES: u64 = 2 << 20;
 const MIN_CHUNK_NGRAMS: u64 = 4096;
@@ -1442,9 +1333,6 @@ struct StreamPart<'a> {
     /// Clear-filled for this part first (else filled by the lexicon pass).
     fill: bool,
     part: FirstWords,
-    /// The first word ID of the part's second half, when its runs are cut in
-    /// two to be merged on two threads.
-    cut: &'a [u32],
     /// This part's number (from 1), and how many there are.
     label: (usize, usize),
 }
@@ -1685,35 +1573,15 @@ struct DupBatch {
 /// Entries per [`DupBatch`].
 const DUP_BATCH: usize = 2048;
 
-/// The n-grams a last merge saw twice or more, and those it passed on.
-#[derive(Debug, Default, Clone, Copy)]
-struct DupCounts {
-    types: u64,
-    occurrences: u64,
-    written: u64,
-}
-
-impl DupCounts {
-    /// Counts an n-gram seen `count` times; whether it is passed on.
-    #[inline]
-    fn see(&mut self, count: u64, min_count: u64) -> bool {
-        if count >= 2 {
-            self.types += 1;
-            self.occurrences += count;
-        }
-        let kept = count >= min_count;
-        self.written += u64::from(kept);
-        kept
-    }
-}
-
 /// The last merge's sink: counts duplicates, passes on those frequent enough.
 struct DupFilter {
     min_count: u64,
     batch: DupBatch,
     full: Sender<DupBatch>,
     free: Receiver<DupBatch>,
-    found: DupCounts,
+    types: u64,
+    occurrences: u64,
+    written: u64,
 }
 
 impl DupFilter {
@@ -1732,32 +1600,17 @@ impl MergeSink for DupFilter {
 
     #[inline]
     fn accept(&mut self, ngram: &[u32], count: u64, _: &[u64]) -> Result<(), PipelineError> {
-        if self.found.see(count, self.min_count) {
+        if count >= 2 {
+            self.types += 1;
+            self.occurrences += count;
+        }
+        if count >= self.min_count {
+            self.written += 1;
             self.batch.ids.extend_from_slice(ngram);
             self.batch.counts.push(count);
             if self.batch.counts.len() == DUP_BATCH {
                 self.flush()?;
             }
-        }
-        Ok(())
-    }
-}
-
-/// The sink of a second merge running beside the first: the n-grams to
-/// emit, kept in a run file until the first merge's are out.
-struct HeldDups {
-    writer: RunWriter<std::io::BufWriter<std::fs::File>>,
-    min_count: u64,
-    found: DupCounts,
-}
-
-impl MergeSink for HeldDups {
-    type Error = PipelineError;
-
-    #[inline]
-    fn accept(&mut self, ngram: &[u32], count: u64, _: &[u64]) -> Result<(), PipelineError> {
-        if self.found.see(count, self.min_count) {
-            self.writer.push(ngram, count)?;
         }
         Ok(())
     }
