@@ -38,7 +38,7 @@ use dupgram_corpus::{Batch, CorpusError, Input};
 use dupgram_dedup::NgramAt;
 use dupgram_index::{DocBlock, DocBlockBuilder};
 use dupgram_lexicon::{Lexicon, Lookup, Scope, word_hash};
-use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::{RunHeader, RunReader, RunWriter};
 use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
@@ -49,6 +49,7 @@ use crate::error::PipelineError;
 use crate::feed::{BatchWorker, Source, feed};
 use crate::first_words::FirstWords;
 use crate::memory::{MemoryPlan, open_file_allowance};
+use crate::merging::merge_in;
 use crate::ngrams::{NgramConfig, NgramStats, prepare};
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
@@ -564,18 +565,8 @@ impl<'j> BucketMerge<'j> {
     /// Merges bucket `bucket`'s runs into `sink`.
     fn merge(&self, bucket: usize, runs: Vec<RunFile>, sink: &mut IndexMerge) -> Result<u64, PipelineError> {
         let work = self.work;
-        let mut next = 0u64;
-        let report = merge_all(
-            runs,
-            self.header,
-            self.fan_in,
-            || {
-                next += 1;
-                work.join(format!("postings-m{bucket}-{next:06}.dgr"))
-            },
-            sink,
-            self.control,
-        )?;
+        let report =
+            merge_in(work, &format!("postings-m{bucket}"), runs, self.header, self.fan_in, sink, self.control)?;
         Ok(report.bytes_written)
     }
 

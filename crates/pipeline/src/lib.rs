@@ -32,6 +32,7 @@ mod first_words;
 mod groups;
 mod index;
 pub mod memory;
+mod merging;
 mod ngrams;
 pub mod output;
 mod pairs;

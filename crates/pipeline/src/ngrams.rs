@@ -10,7 +10,7 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Renumbering, Scope, Tokenizer, word_hash};
-use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::RunHeader;
 use dupgram_sieve::{COUNTERS_PER_BYTE, DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,7 @@ use crate::error::PipelineError;
 use crate::feed::{BatchWorker, Source, feed};
 use crate::first_words::{FillSieve, FirstWords, KeyRange, parts_for};
 use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
+use crate::merging::merge_in;
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
 use crate::words::{WordsFile, WordsOut, each_stream, read_words};
@@ -295,18 +296,7 @@ impl<'a> Passes<'a> {
         let fan_in = self.job.merge_fan_in(lexicon);
         self.job.control.progress.start("merging", None);
         let work = self.job.work;
-        let mut next = 0u64;
-        let report = merge_all(
-            runs,
-            header,
-            fan_in,
-            || {
-                next += 1;
-                work.join(format!("merge-runs-{next:06}.dgr"))
-            },
-            sink,
-            self.job.control,
-        )?;
+        let report = merge_in(work, "merge-runs", runs, header, fan_in, sink, self.job.control)?;
         Ok(report.bytes_written)
     }
 
@@ -995,20 +985,8 @@ impl Job<'_> {
                 occurrences: 0,
                 written: 0,
             };
-            let mut next = 0u64;
-            let merged = merge_all(
-                runs,
-                header,
-                fan_in,
-                || {
-                    next += 1;
-                    work.join(format!("merge-{next:06}.dgr"))
-                },
-                &mut sink,
-                self.control,
-            )
-            .map_err(PipelineError::from)
-            .and_then(|report| sink.flush().map(|()| report));
+            let merged = merge_in(work, "merge", runs, header, fan_in, &mut sink, self.control)
+                .and_then(|report| sink.flush().map(|()| report));
             let (types, occurrences, written) = (sink.types, sink.occurrences, sink.written);
             drop(sink);
             let wrote = writer

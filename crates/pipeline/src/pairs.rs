@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_index::{DocStats, PairCounts, PairScores, ScoreScratch, UnionFind, score};
-use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::{RunHeader, RunReader};
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +52,7 @@ use crate::index::{
     PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, run_names,
 };
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
+use crate::merging::merge_in;
 use crate::ngrams::{NgramConfig, zstd_need};
 use crate::output::PairsSink;
 use crate::parted::PartedRuns;
@@ -535,16 +536,13 @@ impl<'a> PairPasses<'a> {
         let fan_in = self
             .index
             .fan_in(table.len() as u64 * PER_DOC_BYTES + blocks_bytes(blocks) * 2 / blocks.len().max(1) as u64);
-        let mut next = 0u64;
         let work = self.work;
-        let report = merge_all(
+        let report = merge_in(
+            work,
+            "cand-merge",
             candidates,
             RunHeader::counts(4, CANDIDATE_RUNS),
             fan_in,
-            || {
-                next += 1;
-                work.join(format!("cand-merge-{next:06}.dgr"))
-            },
             &mut scorer,
             self.control,
         )?;
@@ -607,16 +605,13 @@ impl<'a> PairPasses<'a> {
         let mut clusters = UnionFind::new(table.len());
         let inputs = run_names(&kept);
         let mut out = PairOutput { table, distinct: &distinct, sink, clusters: &mut clusters, inputs };
-        let mut next = 0u64;
         let work = self.work;
-        merge_all(
+        merge_in(
+            work,
+            "kept-merge",
             kept,
             RunHeader::counts(5, KEPT_RUNS),
             self.index.fan_in(table.len() as u64 * PER_DOC_BYTES),
-            || {
-                next += 1;
-                work.join(format!("kept-merge-{next:06}.dgr"))
-            },
             &mut out,
             self.control,
         )?;

@@ -10,11 +10,12 @@
 use std::path::Path;
 
 use dupgram_chunker::{KeyLayout, PostingChunk};
-use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::{RunHeader, RunWriter};
 
 use crate::control::Control;
 use crate::error::PipelineError;
+use crate::merging::merge_in;
 
 /// Unit keys being sorted into runs in `dir`.
 pub(crate) struct UnitSort<'a> {
@@ -90,18 +91,7 @@ impl SortedUnits<'_> {
         control: &Control,
     ) -> Result<(), PipelineError> {
         let dir = self.dir;
-        let mut next = 0u64;
-        merge_all(
-            self.runs,
-            self.header,
-            fan_in,
-            || {
-                next += 1;
-                dir.join(format!("exact-merge-{next:06}.dgr"))
-            },
-            sink,
-            control,
-        )?;
+        merge_in(dir, "exact-merge", self.runs, self.header, fan_in, sink, control)?;
         Ok(())
     }
 }
