@@ -36,12 +36,15 @@
 //!    shard into its part of the duplicate-only index, with per-document
 //!    totals and its part of the check of identical documents;
 //! 5. **candidates** (per bucket) — the pairs of documents sharing the
-//!    bucket's n-grams, cut by slice of documents (eight per shard);
+//!    bucket's n-grams, cut by slice of documents (eight per shard), each
+//!    with the count of n-grams that made it, and each document's count of
+//!    the bucket's n-grams too common to make candidates (`--max-df`);
 //! 6. **score** (as many as shards) — a stretch of slices holding about the
 //!    same bytes of candidates as the others' (a pair goes with its first
 //!    document, so earlier slices hold more): merge their candidates from
-//!    every bucket (a pair found in several comes once), score them against
-//!    the index parts, in blocks that fit in memory;
+//!    every bucket (a pair found in several comes once, its counts added),
+//!    rule out those whose counts bound their scores below the thresholds,
+//!    score the others against the index parts, in blocks that fit in memory;
 //! 7. **finish** — merge the ranges' kept pairs into `-o`, then the clusters.
 //!
 //! Pairs and clusters are byte-identical to `dupgram pairs`'.
@@ -60,14 +63,14 @@
 //!                          `update`); with --keep-postings, segments of every n-gram's occurrences
 //!                          and docs-GGGG.table/.totals, the documents' table (see `postings`)
 //! pairs/                   pairs jobs: docs/ (each shard's document table), postings/ (runs by
-//!                          bucket), index/ (each bucket's index part and totals), candidates/,
-//!                          kept/ (runs); removed by finish
+//!                          bucket), index/ (each bucket's index part and totals), candidates/
+//!                          (runs, and common.counts), kept/ (runs); removed by finish
 //! slurm/                   the sbatch scripts and their logs
 //! ```
 //!
 //! `job.json` and the task records are JSON under a header line with a
 //! magic string, a format version and an XXH3 checksum ([`record`]); the
-//! document tables and index totals have the binary format of
+//! document tables, index totals and common counts have the binary format of
 //! `dupgram_pipeline`'s `parts` module (magic, version, XXH3 checksum).
 //!
 //! # Nothing lost, nothing redone

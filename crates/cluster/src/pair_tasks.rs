@@ -22,12 +22,16 @@ use dupgram_lexicon::{Lexicon, Scope};
 use dupgram_pipeline::output::{OutputFile, PairFiles};
 use dupgram_pipeline::{
     BucketTotals, DocTable, IndexPart, IndexTotals, PairPasses, PairsConfig, PairsStats, PipelineError, ScoreLayout,
-    ShardCut,
+    ShardCut, add_common, write_common,
 };
 
 use crate::error::ClusterError;
 use crate::record::write_file;
 use crate::stage::{PairsOutputs, SLICES, Stage, TaskId, TaskRecord, keep_dir, link_runs, run_entries};
+
+/// A candidates task's counts of the n-grams too common to make candidates,
+/// beside its runs ([`dupgram_pipeline::Candidates::common`]).
+const COMMON_FILE: &str = "common.counts";
 
 /// What every task after the index merge knows of the whole corpus.
 struct Corpus {
@@ -180,9 +184,11 @@ impl Stage<'_> {
         let layout = passes.layout(&corpus.table, &corpus.totals, &slices);
         let mut stats = PairsStats::default();
         let started = Instant::now();
-        let runs = passes.candidates(&[self.bucket_index(bucket)?], &corpus.rep_of, None, &layout, &mut stats)?;
+        let candidates = passes.candidates(&[self.bucket_index(bucket)?], &corpus.rep_of, None, &layout, &mut stats)?;
         stats.seconds.candidates = started.elapsed().as_secs_f64();
-        let entries = run_entries(&runs);
+        // Kept with the runs: the score tasks add up every bucket's.
+        write_file(&scratch.path().join(COMMON_FILE), |out| write_common(&candidates.common, out))?;
+        let entries = run_entries(&candidates.runs);
         keep_dir(scratch, &target)?;
         Ok(TaskRecord { runs: entries, layout: Some(layout), ..Self::record_of_pairs(stats) })
     }
@@ -241,10 +247,14 @@ impl Stage<'_> {
             let what = format!("a layout of {} documents, for a corpus of {}", layout.docs(), corpus.table.len());
             return Err(ClusterError::corrupt(&path, what));
         }
+        let mut common = vec![0u32; corpus.table.len()];
+        for bucket in 0..self.plan.buckets {
+            add_common(&self.bucket_candidates(bucket)?.join(COMMON_FILE), &mut common)?;
+        }
         let mut stats = PairsStats::default();
         let started = Instant::now();
-        let kept =
-            passes.score(slices, runs, &parts, &corpus.table, &corpus.totals, &corpus.rep_of, &layout, &mut stats)?;
+        let (table, totals, rep_of) = (&corpus.table, &corpus.totals, &corpus.rep_of);
+        let kept = passes.score(slices, runs, Some(&common), &parts, table, totals, rep_of, &layout, &mut stats)?;
         stats.seconds.scoring = started.elapsed().as_secs_f64();
         let entries = run_entries(&kept.into_iter().map(|run| (range, run)).collect::<Vec<_>>());
         keep_dir(scratch, &target)?;

@@ -89,7 +89,7 @@ fn run_staged(
 }
 
 /// The counts a summary shares with the one-machine job's (times, blocks and spill differ).
-fn counts(s: &PairsStats) -> [u64; 12] {
+fn counts(s: &PairsStats) -> [u64; 15] {
     let i = &s.index;
     [
         i.documents,
@@ -100,6 +100,10 @@ fn counts(s: &PairsStats) -> [u64; 12] {
         s.exact_groups,
         s.grouped_documents,
         s.boilerplate_ngrams,
+        // The same bounds rule out the same candidates: the tasks add up every bucket's counts.
+        s.candidate_pairs,
+        s.pruned_pairs,
+        s.scored_pairs,
         s.kept_pairs,
         s.group_pairs,
         s.clusters,
@@ -145,7 +149,7 @@ fn inconsistent_work_files_are_refused_naming_them() {
     let config = config(&path, None, 1000);
     let out = dir.path().join("pairs.tsv");
     type Tamper = fn(&Path);
-    let cases: [(TaskId, Tamper, &str, &str); 6] = [
+    let cases: [(TaskId, Tamper, &str, &str); 7] = [
         // Totals that add up past 2^32 per document.
         (
             TaskId::Candidates(0),
@@ -183,9 +187,17 @@ fn inconsistent_work_files_are_refused_naming_them() {
         ),
         // A score layout (checked when read) that covers fewer documents than the corpus has.
         (TaskId::Score(0), |work| short_layout(&work.join("tasks")), "candidates-0000", "layout of"),
+        // Counts of common n-grams for another number of documents.
+        (
+            TaskId::Score(0),
+            |work| short_common(&work.join("pairs/candidates/bucket-0001/common.counts")),
+            "common.counts",
+            "counts of 2 documents",
+        ),
     ];
-    for (at, tamper, file, what) in cases {
-        let work = dir.path().join(format!("work-{}", at.name()));
+    for (case, (at, tamper, file, what)) in cases.into_iter().enumerate() {
+        // A work directory each: a tampered file must not reach the next case.
+        let work = dir.path().join(format!("work-{case}-{}", at.name()));
         let mut before = |task: TaskId| {
             if task == at {
                 tamper(&work);
@@ -194,6 +206,12 @@ fn inconsistent_work_files_are_refused_naming_them() {
         let err = run_staged(&config, &work, 2, 2, &out, &mut before).unwrap_err();
         assert!(err.starts_with(&at.name()) && err.contains(file) && err.contains(what), "{err}");
     }
+}
+
+fn short_common(path: &Path) {
+    let mut bytes = Vec::new();
+    dupgram_pipeline::write_common(&[1, 2], &mut bytes).unwrap();
+    std::fs::write(path, bytes).unwrap();
 }
 
 fn huge_totals(path: &Path) {
@@ -219,6 +237,9 @@ fn rewrite_runs(dir: &Path, key: &[u32]) {
     for bucket in std::fs::read_dir(dir).unwrap() {
         for run in std::fs::read_dir(bucket.unwrap().path()).unwrap() {
             let path = run.unwrap().path();
+            if path.extension().is_none_or(|e| e != "dgr") {
+                continue;
+            }
             let header = dupgram_runs::RunReader::open(&path).unwrap().header();
             let mut w = dupgram_runs::RunWriter::create(&path, header).unwrap();
             w.push(key, 1).unwrap();

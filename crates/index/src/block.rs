@@ -202,6 +202,35 @@ pub struct PairScores {
 }
 
 impl PairCounts {
+    /// The most documents `a` and `b` can share when at most `types` n-gram
+    /// types are shared (`u64::MAX` when nothing is known), given their
+    /// duplicate occurrences `occurrences_a` and `occurrences_b`; every score
+    /// grows with each count, so `most(..).scores(a, b)` bounds the real
+    /// scores from above.
+    ///
+    /// * Shared types: at most `types`, and at most either document's duplicate types.
+    /// * Shared occurrences of A: every duplicate type of A left unshared
+    ///   takes at least one of its occurrences, so at most
+    ///   `occurrences_a - (a.dup_types - shared)`.
+    /// * Covered tokens of A: at most the tokens any duplicate covers, and
+    ///   at most `n` per shared occurrence.
+    pub fn most(
+        a: DocStats,
+        occurrences_a: usize,
+        b: DocStats,
+        occurrences_b: usize,
+        types: u64,
+        n: u32,
+    ) -> PairCounts {
+        let shared = types.min(u64::from(a.dup_types)).min(u64::from(b.dup_types));
+        let covered = |stats: DocStats, occurrences: usize| {
+            let unshared = u64::from(stats.dup_types) - shared;
+            let occurrences = (occurrences as u64).saturating_sub(unshared);
+            u64::from(stats.dup_covered).min(occurrences.saturating_mul(u64::from(n))) as u32
+        };
+        PairCounts { shared: shared as u32, covered_a: covered(a, occurrences_a), covered_b: covered(b, occurrences_b) }
+    }
+
     pub fn scores(&self, a: DocStats, b: DocStats) -> PairScores {
         let ratio = |x: u64, y: u64| if y == 0 { 0.0 } else { x as f64 / y as f64 };
         let (shared, sa, sb) = (u64::from(self.shared), u64::from(a.distinct), u64::from(b.distinct));
@@ -347,7 +376,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn scores_match_brute_force(a in prop::collection::vec(0u32..6, 0..60), b in prop::collection::vec(0u32..6, 0..60), c in prop::collection::vec(0u32..6, 0..30), n in 1usize..6) {
+        fn scores_match_brute_force(a in prop::collection::vec(0u32..6, 0..60), b in prop::collection::vec(0u32..6, 0..60), c in prop::collection::vec(0u32..6, 0..30), n in 1usize..6, slack in prop_oneof![Just(0u64), 0u64..4, Just(u64::MAX)]) {
             let block = index(&[a.clone(), b.clone(), c], n);
             let got = score(block.doc(0), block.doc(1), n as u32, &mut ScoreScratch::default());
             let (shared, ca, cb, sa, sb) = brute(&a, &b, n);
@@ -355,6 +384,10 @@ mod tests {
             prop_assert_eq!(block.stats(0).distinct, sa);
             prop_assert_eq!(block.stats(1).distinct, sb);
             prop_assert!(block.stats(0).dup_covered >= ca && block.stats(1).dup_covered >= cb);
+            // Told as many shared types as there are, or more, the bound is one.
+            let (sa, sb) = (block.stats(0), block.stats(1));
+            let most = PairCounts::most(sa, block.doc(0).len(), sb, block.doc(1).len(), u64::from(shared).saturating_add(slack), n as u32);
+            prop_assert!(most.shared >= shared && most.covered_a >= ca && most.covered_b >= cb, "{most:?} vs {got:?}");
         }
     }
 
@@ -380,6 +413,25 @@ mod tests {
         assert_eq!(counts.shared, 8);
         assert_eq!(format!("{:.6} {:.6}", s.ssr, s.sscr), "0.285714 0.909091");
         assert_eq!((s.ssr, s.sscr), (8.0 / 28.0, 40.0 / 44.0));
+    }
+
+    #[test]
+    fn a_few_shared_types_bound_the_coverage() {
+        // A is copied whole by C, B by D after its first word, and A and B share one 3-gram.
+        let a: Vec<u32> = (1..=20).collect();
+        let b: Vec<u32> = [1, 2, 3].into_iter().chain(50..70).collect();
+        let block = index(&[a.clone(), b.clone(), a, b[3..].to_vec()], 3);
+        let (sa, sb) = (block.stats(0), block.stats(1));
+        assert_eq!((sa.dup_types, sa.dup_covered, sb.dup_types, sb.dup_covered), (18, 20, 19, 23));
+        let (la, lb) = (block.doc(0).len(), block.doc(1).len());
+        // From the documents alone, A and B could be covered whole.
+        let alone = PairCounts::most(sa, la, sb, lb, u64::MAX, 3);
+        assert_eq!(alone, PairCounts { shared: 18, covered_a: 20, covered_b: 23 });
+        // Knowing one type is shared: one occurrence of it, 3 tokens.
+        assert_eq!(PairCounts::most(sa, la, sb, lb, 1, 3), PairCounts { shared: 1, covered_a: 3, covered_b: 3 });
+        let real = score(block.doc(0), block.doc(1), 3, &mut ScoreScratch::default());
+        assert_eq!(real, PairCounts { shared: 1, covered_a: 3, covered_b: 3 });
+        assert_eq!(PairCounts::most(sa, la, sb, lb, 0, 3), PairCounts::default());
     }
 
     #[test]

@@ -63,9 +63,9 @@ pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, pe
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
 pub use output::PairsSink;
 pub use pairs::{
-    LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, exact_groups,
-    find_pairs, index_fraction,
+    Candidates, LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout,
+    exact_groups, find_pairs, index_fraction,
 };
-pub use parts::BucketTotals;
+pub use parts::{BucketTotals, add_common, write_common};
 pub use span::{MAX_MIN_SPAN, dedup_spans, dedup_spans_to};
 pub use spot::{SpotConfig, SpotStats, find_spot_pairs};

@@ -12,8 +12,10 @@
 //!    (see [`crate::groups`]).
 //! 3. **Candidates.** Every pair of documents (group representatives) that
 //!    share an n-gram held by at most `max_df` of them, sorted and made unique
-//!    out of core.
-//! 4. **Scores.** For each candidate, cheap upper bounds first, then the exact
+//!    out of core, each with the number of n-grams that made it; and each
+//!    document's number of n-grams held by more (see [`Candidates`]).
+//! 4. **Scores.** For each candidate, cheap upper bounds first — from each
+//!    document's own stats and from the candidate's count — then the exact
 //!    scores from the document-major view of the index ([`DocBlock`]), loaded
 //!    in blocks of documents that fit in memory. Pairs that pass go to a last
 //!    sort, so they come out in document order whatever the block layout.
@@ -319,9 +321,10 @@ impl<'a> PairPasses<'a> {
         stats.seconds.candidates = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let candidates = candidates.into_iter().map(|(_, run)| run).collect();
+        let Candidates { runs, common } = candidates;
+        let runs = runs.into_iter().map(|(_, run)| run).collect();
         let parts = merged.parts;
-        let kept = self.score(0..1, candidates, &parts, &table, &merged.totals, &rep_of, &layout, stats)?;
+        let kept = self.score(0..1, runs, Some(&common), &parts, &table, &merged.totals, &rep_of, &layout, stats)?;
         stats.seconds.scoring = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
@@ -399,7 +402,7 @@ impl<'a> PairPasses<'a> {
     /// every document, in order) into blocks whose index fits in memory.
     pub fn layout(&self, table: &DocTable, totals: &IndexTotals, ranges: &[Range<u32>]) -> ScoreLayout {
         // Two blocks may be resident at once, beside the per-document arrays.
-        let room = self.nominal_working.saturating_sub(table.len() as u64 * PER_DOC_BYTES) / 3;
+        let room = self.nominal_working.saturating_sub(table.len() as u64 * PAIR_DOC_BYTES) / 3;
         let resident = 2 * self.index.block_budget(room);
         let mut layout = ScoreLayout { blocks: Vec::new(), range_starts: Vec::new(), resident };
         for range in ranges {
@@ -421,13 +424,17 @@ impl<'a> PairPasses<'a> {
         sizes: Option<&[u32]>,
         layout: &ScoreLayout,
         stats: &mut PairsStats,
-    ) -> Result<Vec<(usize, RunFile)>, PipelineError> {
+    ) -> Result<Candidates, PipelineError> {
         self.control.progress.start("candidates", None);
         let blocks = &layout.blocks;
         let block_of = |doc: u32| blocks.partition_point(|b| b.end <= doc) as u32;
         let key = KeyLayout::new(4, u32::MAX)?;
-        let room = self.working().saturating_sub(rep_of.len() as u64 * PER_DOC_BYTES + WRITER_BYTES);
-        let capacity = self.base().limits.chunk_ngrams.unwrap_or((room / 16).max(4096) as usize);
+        let room = self.working().saturating_sub(rep_of.len() as u64 * PAIR_DOC_BYTES + WRITER_BYTES);
+        // Half the room: a pair comes once for each n-gram it shares, so the
+        // chunk holds mostly repeats its sort counts away, and the job's peak
+        // stays the index pass's (Gutenberg at 2G: 1334 MiB, not 1845 with
+        // the whole room; the candidates took 22.1 s, not 21.0 s).
+        let capacity = self.base().limits.chunk_ngrams.unwrap_or((room / 2 / 16).max(4096) as usize);
         let mut spill = PairSpill::new(
             Chunk::<2>::new(key, capacity),
             self.work,
@@ -440,6 +447,7 @@ impl<'a> PairPasses<'a> {
             _ => None,
         };
         let mut reps: Vec<u32> = Vec::new();
+        let mut common = vec![0u32; rep_of.len()];
         let mut scanned = 0u64;
         for index in index {
             let mut reader = RunReader::open(index)?;
@@ -461,6 +469,11 @@ impl<'a> PairPasses<'a> {
                 reps.dedup();
                 if reps.len() as u64 > self.config.max_df {
                     stats.boilerplate_ngrams += 1;
+                    for &rep in &reps {
+                        if let Some(c) = common.get_mut(rep as usize) {
+                            *c = c.saturating_add(1);
+                        }
+                    }
                     continue;
                 }
                 match &filter {
@@ -478,7 +491,7 @@ impl<'a> PairPasses<'a> {
         }
         spill.write()?;
         stats.index.bytes_spilled += spill.bytes;
-        Ok(spill.runs)
+        Ok(Candidates { runs: spill.runs, common })
     }
 
     /// Scores the candidates of consecutive ranges `ranges` (runs from any
@@ -486,11 +499,15 @@ impl<'a> PairPasses<'a> {
     /// index `parts`; the kept pairs, and those of the groups whose first
     /// document is in the ranges, as runs. With `expand_groups`, each kept
     /// pair's copies too, and every pair within a group (see [`Groups`]).
+    /// With `common` ([`Candidates::common`], from every bucket's
+    /// candidates), a candidate's count bounds its scores before they are
+    /// computed; without, only each document's own stats do.
     #[allow(clippy::too_many_arguments)]
     pub fn score(
         &self,
         ranges: Range<usize>,
         candidates: Vec<RunFile>,
+        common: Option<&[u32]>,
         parts: &[IndexPart],
         table: &DocTable,
         totals: &IndexTotals,
@@ -515,6 +532,7 @@ impl<'a> PairPasses<'a> {
             expansion,
             n: self.n(),
             cache: &mut cache,
+            common,
             totals,
             table,
             kept: PairSpill::new(
@@ -535,7 +553,7 @@ impl<'a> PairPasses<'a> {
         let blocks = &layout.blocks;
         let fan_in = self
             .index
-            .fan_in(table.len() as u64 * PER_DOC_BYTES + blocks_bytes(blocks) * 2 / blocks.len().max(1) as u64);
+            .fan_in(table.len() as u64 * PAIR_DOC_BYTES + blocks_bytes(blocks) * 2 / blocks.len().max(1) as u64);
         let work = self.work;
         let report = merge_in(
             work,
@@ -788,6 +806,23 @@ impl<'a> LengthFilter<'a> {
 /// Capped groups named in the summary (the largest).
 pub const NAMED_CAPPED: usize = 10;
 
+/// Bytes a document costs while candidates are made and scored: the
+/// index's arrays and its count of common n-grams ([`Candidates::common`]).
+const PAIR_DOC_BYTES: u64 = PER_DOC_BYTES + 4;
+
+/// The candidate pairs, as runs cut by scoring range, and what their counts leave out.
+///
+/// A candidate's count (the merge sums it over runs and buckets) is the
+/// number of n-grams that made it: the n-gram types both documents hold
+/// among those at most `max_df` documents hold. The others, *common* to
+/// more documents, make no candidates; `common[d]` counts those document
+/// `d` holds, so a pair shares at most its count plus the smaller of its
+/// documents' `common` — a bound the scorer uses before the exact walk.
+pub struct Candidates {
+    pub runs: Vec<(usize, RunFile)>,
+    pub common: Vec<u32>,
+}
+
 /// Sorted pair keys spilled as runs; with a scoring layout, cut by the
 /// range of the key's first field (a block number).
 struct PairSpill<'a, const L: usize> {
@@ -847,6 +882,7 @@ struct Scorer<'s, 'b> {
     expansion: Expansion,
     n: u32,
     cache: &'s mut BlockCache<'b>,
+    common: Option<&'s [u32]>,
     totals: &'s IndexTotals,
     table: &'s DocTable,
     kept: PairSpill<'s, 3>,
@@ -886,25 +922,21 @@ impl Scorer<'_, '_> {
         Ok(())
     }
 
-    /// Whether an upper bound shows the pair cannot reach the thresholds.
-    fn hopeless(&self, a: DocStats, b: DocStats) -> bool {
-        let c = self.config;
-        let ratio = |x: u64, y: u64| if y == 0 { 0.0 } else { x as f64 / y as f64 };
-        let sscr =
-            ratio(u64::from(a.dup_covered) + u64::from(b.dup_covered), u64::from(a.tokens) + u64::from(b.tokens));
-        let cover = ratio(u64::from(a.dup_covered), u64::from(a.tokens))
-            .max(ratio(u64::from(b.dup_covered), u64::from(b.tokens)));
-        // At most min(dup types) n-grams are shared, and Jaccard grows with what is shared.
-        let m = u64::from(a.dup_types.min(b.dup_types));
-        let ssr = ratio(m, u64::from(a.distinct) + u64::from(b.distinct) - m);
-        sscr < c.min_sscr || cover < c.min_cover || ssr < c.min_ssr
+    /// The most n-gram types representatives `a` and `b`, a candidate made
+    /// by `count` n-grams, can share (see [`Candidates`]).
+    fn shared_types(&self, a: u32, b: u32, count: u64) -> u64 {
+        let common = |d: u32| self.common.and_then(|c| c.get(d as usize)).copied();
+        match (common(a), common(b)) {
+            (Some(x), Some(y)) => count.saturating_add(u64::from(x.min(y))),
+            _ => u64::MAX,
+        }
     }
 }
 
 impl MergeSink for Scorer<'_, '_> {
     type Error = PipelineError;
 
-    fn accept(&mut self, key: &[u32], _count: u64, _: &[u64]) -> Result<(), PipelineError> {
+    fn accept(&mut self, key: &[u32], count: u64, _: &[u64]) -> Result<(), PipelineError> {
         let (block_a, block_b, a, b) = (key[0], key[1], key[2], key[3]);
         // The key's documents index the blocks: each must be in the block it names.
         let blocks = self.cache.blocks;
@@ -921,12 +953,16 @@ impl MergeSink for Scorer<'_, '_> {
         let ba = self.cache.block(block_a).expect("block a is loaded");
         let bb = self.cache.block(block_b).expect("block b is loaded");
         let (sa, sb) = (ba.stats(a), bb.stats(b));
-        if self.hopeless(sa, sb) {
+        let (da, db) = (ba.doc(a), bb.doc(b));
+        // The scores only grow with the counts, so an upper bound of the
+        // counts that misses the thresholds rules the pair out.
+        let most = PairCounts::most(sa, da.len(), sb, db.len(), self.shared_types(a, b, count), self.n);
+        if !self.config.keeps(&most.scores(sa, sb)) {
             self.pruned += 1;
             return Ok(());
         }
         self.scored += 1;
-        let counts = score(ba.doc(a), bb.doc(b), self.n, &mut self.scratch);
+        let counts = score(da, db, self.n, &mut self.scratch);
         if self.config.keeps(&counts.scores(sa, sb)) {
             self.kept_pairs += 1;
             self.keep(a, b, counts)?;

@@ -1,12 +1,13 @@
 //! The files the pairs passes hand each other when they run as separate
 //! tasks (see `dupgram-cluster`): a part of the corpus's document table
-//! (from an index pass over a shard) and a bucket's per-document totals
-//! (from the merge of that bucket's postings).
+//! (from an index pass over a shard), a bucket's per-document totals
+//! (from the merge of that bucket's postings), and a bucket's per-document
+//! count of n-grams too common to make candidates (from its candidates).
 //!
 //! # Format
 //!
 //! ```text
-//! magic     8 bytes    "DGDOCS\0\0" or "DGTOTAL\0"
+//! magic     8 bytes    "DGDOCS\0\0", "DGTOTAL\0" or "DGCOMMON"
 //! version   u32 LE     1
 //! body      ...        little-endian integers, described below
 //! checksum  u64 LE     XXH3-64 of magic, version and body
@@ -20,6 +21,9 @@
 //! `occurrences u32` and `types u32`, then `differing u64` and that many
 //! document numbers (u32): documents the bucket showed to differ from their
 //! group's first (see [`crate::index`]'s `GroupCheck`).
+//!
+//! Common counts body: `docs u64`, then per document `common u32`
+//! ([`Candidates::common`](crate::Candidates)).
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -31,6 +35,7 @@ use crate::index::{DocPastTable, DocTable, IndexTotals};
 
 const DOCS_MAGIC: &[u8; 8] = b"DGDOCS\0\0";
 const TOTALS_MAGIC: &[u8; 8] = b"DGTOTAL\0";
+const COMMON_MAGIC: &[u8; 8] = b"DGCOMMON";
 const VERSION: u32 = 1;
 
 /// A bucket's part of the index totals, and the documents it showed to
@@ -149,6 +154,30 @@ impl BucketTotals {
         r.end()?;
         Ok(BucketTotals { totals, differing })
     }
+}
+
+/// Writes a bucket's per-document counts of n-grams too common to make
+/// candidates ([`Candidates::common`](crate::Candidates)) in the format above.
+pub fn write_common(common: &[u32], out: &mut dyn Write) -> std::io::Result<()> {
+    let mut w = Checked::new(out, COMMON_MAGIC)?;
+    w.u64(common.len() as u64)?;
+    for &c in common {
+        w.u32(c)?;
+    }
+    w.finish()
+}
+
+/// Adds the counts [`write_common`] wrote to `path` to `sum`, one per document.
+pub fn add_common(path: &Path, sum: &mut [u32]) -> Result<(), PipelineError> {
+    let mut r = Checked::read(path, COMMON_MAGIC)?;
+    let docs = r.count(4)?;
+    if docs != sum.len() {
+        return Err(r.corrupt(&format!("counts of {docs} documents, for a corpus of {}", sum.len())));
+    }
+    for s in sum.iter_mut() {
+        *s = s.saturating_add(r.u32()?);
+    }
+    r.end()
 }
 
 impl IndexTotals {
@@ -386,6 +415,33 @@ mod tests {
         table().write_to(0, &mut docs).unwrap();
         std::fs::write(&path, &docs).unwrap();
         assert!(BucketTotals::read_from(&path).unwrap_err().to_string().contains("magic"));
+    }
+
+    #[test]
+    fn common_counts_add_up_and_refuse_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("common");
+        let mut bytes = Vec::new();
+        write_common(&[3, 0, u32::MAX], &mut bytes).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let mut sum = vec![1, 2, 3];
+        add_common(&path, &mut sum).unwrap();
+        assert_eq!(sum, [4, 2, u32::MAX]);
+        // Another corpus's counts, damage, and another kind of file.
+        let err = add_common(&path, &mut [0; 2]).unwrap_err().to_string();
+        assert!(err.contains("counts of 3 documents, for a corpus of 2"), "{err}");
+        for at in [3, 10, 20, bytes.len() - 2] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 1;
+            std::fs::write(&path, &bad).unwrap();
+            assert!(add_common(&path, &mut [0; 3]).is_err(), "flipped byte {at} accepted");
+        }
+        std::fs::write(&path, &bytes[..bytes.len() - 9]).unwrap();
+        assert!(add_common(&path, &mut [0; 3]).is_err());
+        let mut docs = Vec::new();
+        table().write_to(0, &mut docs).unwrap();
+        std::fs::write(&path, &docs).unwrap();
+        assert!(add_common(&path, &mut [0; 3]).unwrap_err().to_string().contains("magic"));
     }
 
     #[test]

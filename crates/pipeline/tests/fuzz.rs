@@ -1,9 +1,9 @@
 //! The files the pairs passes hand each other meet hostile input (see
-//! `dupgram_fuzzkit`): document tables and bucket totals (the `parts`
-//! format), also with their checksum recomputed, and candidate pair runs
-//! merged as the scoring merges them. Each mutated file is refused with an
-//! error naming it, or read as a table, totals or pairs the scoring can use
-//! without panicking.
+//! `dupgram_fuzzkit`): document tables, bucket totals and common counts (the
+//! `parts` format), also with their checksum recomputed, and candidate pair
+//! runs merged as the scoring merges them. Each mutated file is refused with
+//! an error naming it, or read as a table, totals, counts or pairs the
+//! scoring can use without panicking.
 
 use std::path::{Path, PathBuf};
 
@@ -109,6 +109,34 @@ fn bucket_totals_survive_mutation() {
         .sealed(|b| b.to_vec(), seal_parts)
         .regressions(regressions("bucket-totals"))
         .run(read_totals);
+}
+
+fn common(counts: &[u32]) -> Vec<u8> {
+    let mut out = Vec::new();
+    dupgram_pipeline::write_common(counts, &mut out).unwrap();
+    out
+}
+
+/// Counts read into a sum of as many documents as the file says it holds
+/// (the score tasks' sum has the corpus's), twice, as buckets add up.
+fn read_common(path: &Path) -> Result<Vec<u32>, PipelineError> {
+    let docs = std::fs::read(path).map_err(|e| PipelineError::io(path, e))?;
+    let docs = docs.get(12..20).map_or(0, |d| u64::from_le_bytes(d.try_into().unwrap()));
+    let mut sum = vec![0u32; docs.min(1 << 16) as usize];
+    dupgram_pipeline::add_common(path, &mut sum)?;
+    dupgram_pipeline::add_common(path, &mut sum)?;
+    Ok(sum)
+}
+
+#[test]
+fn common_counts_survive_mutation() {
+    let seeds = vec![common(&[3, 0, 2, 9, 1]), common(&[]), common(&[u32::MAX; 8])];
+    Fuzz::new("parts-common-counts", "common.counts", seeds)
+        .cases(2500)
+        .checksummed()
+        .sealed(|b| b.to_vec(), seal_parts)
+        .regressions(regressions("common-counts"))
+        .run(read_common);
 }
 
 /// What the scoring merge hands its sink: each pair key and its count, in order.
@@ -220,7 +248,7 @@ fn index_candidates(path: &Path) -> Result<Vec<Vec<u32>>, PipelineError> {
     let control = Control::default();
     let passes = PairPasses::new(&config, &control, work.path())?;
     let layout = ScoreLayout { blocks: vec![0..3, 3..6], range_starts: vec![0], resident: 1 << 20 };
-    let runs = passes.candidates(&[path.to_path_buf()], &INDEX_GROUPS, None, &layout, &mut PairsStats::default())?;
+    let runs = passes.candidates(&[path.to_path_buf()], &INDEX_GROUPS, None, &layout, &mut PairsStats::default())?.runs;
     let mut keys = Vec::new();
     for (_, run) in runs {
         let mut reader = RunReader::open(&run.path)?;
@@ -404,7 +432,8 @@ fn score_candidates(path: &Path, index: &Path) -> Result<Vec<Vec<u32>>, Pipeline
     let rep_of: Vec<u32> = (0..INDEX_GROUPS.len() as u32).collect();
     let size = std::fs::metadata(&run).unwrap().len();
     let candidates = vec![dupgram_pipeline::RunFile { path: run, bytes: size, depth: 0 }];
-    let kept = passes.score(0..2, candidates, &parts, &table, &totals, &rep_of, &layout, &mut PairsStats::default())?;
+    let kept =
+        passes.score(0..2, candidates, None, &parts, &table, &totals, &rep_of, &layout, &mut PairsStats::default())?;
     let mut keys = Vec::new();
     for run in kept {
         let mut reader = RunReader::open(&run.path)?;

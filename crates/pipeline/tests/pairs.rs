@@ -185,6 +185,78 @@ fn thresholds_and_max_df() {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    /// Thresholds with n-grams common to more than `max_df` documents: the
+    /// bounds that rule pairs out before scoring must never rule out one
+    /// the thresholds keep.
+    #[test]
+    fn thresholds_with_common_ngrams_equal_brute_force(seed in any::<u64>(), n in 2usize..6, thresholds in (0usize..4, 0usize..3, 0usize..3), max_df in prop_oneof![Just(2usize), 3usize..12, Just(usize::MAX)], boilerplate in any::<bool>()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.txt");
+        let mut docs = corpus(seed, 1200, 60);
+        if boilerplate {
+            for (i, d) in docs.iter_mut().enumerate().filter(|(i, _)| i % 3 != 0) {
+                d.push_str(if i % 2 == 0 { " share this story on every network" } else { " share this story with a friend" });
+            }
+        }
+        write_docs(&path, &docs);
+        let (min_sscr, min_ssr, min_cover) = ([0.0, 0.3, 0.6, 0.85][thresholds.0], [0.0, 0.2, 0.5][thresholds.1], [0.0, 0.5, 0.9][thresholds.2]);
+        let got = engine(&path, dir.path(), n, |c| {
+            c.min_sscr = min_sscr;
+            c.min_ssr = min_ssr;
+            c.min_cover = min_cover;
+            c.max_df = max_df as u64;
+        });
+        assert_same(&got, &expected(&docs, n, |o| {
+            o.min_sscr = min_sscr;
+            o.min_ssr = min_ssr;
+            o.min_cover = min_cover;
+            o.max_df = max_df;
+        }));
+    }
+}
+
+/// Twenty documents, each with a near copy, and all of them with a
+/// sentence in common: every document is mostly duplicate text, so its own
+/// stats cannot rule out a pair, but two documents of different twins share
+/// only a sentence or two. Their candidate counts rule them out unscored,
+/// with the n-grams `max_df` leaves out of the candidates or without.
+#[test]
+fn a_candidates_count_rules_out_documents_that_share_little() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    let mut docs = Vec::new();
+    for i in 0..20 {
+        let body: Vec<String> = (0..100).map(|j| format!("w{i}x{j}")).collect();
+        let mut twin = body.clone();
+        twin[50] = format!("changed{i}");
+        // Half of them share a second sentence, made common by max_df below.
+        let tail = if i % 2 == 0 { " and share this story on every network" } else { "" };
+        for words in [body, twin] {
+            docs.push(format!("{} the quick brown fox jumps over the lazy dog{tail}", words.join(" ")));
+        }
+    }
+    write_docs(&path, &docs);
+    // The nine-word sentence's six 4-grams are in all 40 documents.
+    for (max_df, candidates, common) in [(usize::MAX, 40 * 39 / 2, 0), (30, 20 + 20 * 19 / 2 - 10, 6)] {
+        let (got, stats) = engine_stats(&path, dir.path(), 4, |c| {
+            c.min_sscr = 0.8;
+            c.max_df = max_df as u64;
+        });
+        let want = expected(&docs, 4, |o| {
+            o.min_sscr = 0.8;
+            o.max_df = max_df;
+        });
+        assert_same(&got, &want);
+        assert_eq!(want.len(), 20, "each twin pair, and no other");
+        assert_eq!(stats.boilerplate_ngrams, common, "max_df {max_df}");
+        // Every pair sharing the first sentence, or with max_df 30 the twins and the pairs sharing the second.
+        assert_eq!(stats.candidate_pairs, candidates, "max_df {max_df}");
+        assert_eq!(stats.scored_pairs, 20, "max_df {max_df}: only the twins are scored");
+    }
+}
+
 #[test]
 fn edge_cases() {
     let dir = tempfile::tempdir().unwrap();
