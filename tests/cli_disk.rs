@@ -279,12 +279,28 @@ fn the_next_run_removes_what_a_killed_job_left() {
     assert!(scratch.join("dupgram.lock").is_file() && !out.exists());
     let bytes: u64 = tree(&scratch).iter().map(|(_, len)| len).sum();
     assert!(bytes > 0);
+    // And its output's temporary file, opened before any work, named with its process ID.
+    let output_temps = || -> Vec<String> {
+        let names = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap());
+        names.filter(|n| n.starts_with(".dups.tsv.") && n.ends_with(".tmp")).collect()
+    };
+    let left = output_temps();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].starts_with(&format!(".dups.tsv.{}-", child.id())), "{left:?}");
+    let file_bytes = std::fs::metadata(dir.path().join(&left[0])).unwrap().len();
 
-    // The next run in the same temporary directory removes it and says so, on one line.
+    // The next run removes both and says so, a line each: the directory
+    // from the temporary directory, the file from beside the output.
     let (code, _, stderr) = run(&["ngrams", s(&corpus), "-n", "5", "-q", "-o", s(&out), "--tmp-dir", s(&tmp)]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(stderr, format!("{}\n", notice("1 temporary directory", bytes, &tmp)));
+    let file_notice = format!(
+        "dupgram: removed 1 temporary file ({}) left in {} by killed dupgram jobs",
+        dupgram_pipeline::human_bytes(file_bytes),
+        dir.path().display()
+    );
+    assert_eq!(stderr, format!("{}\n{file_notice}\n", notice("1 temporary directory", bytes, &tmp)));
     assert_eq!(leftovers(&tmp), Vec::<PathBuf>::new());
+    assert_eq!(output_temps(), Vec::<String>::new());
     assert!(out.is_file());
     // Nothing left: nothing said.
     let (code, _, stderr) = run(&["pairs", s(&corpus), "-n", "5", "-q", "-o", s(&out), "--tmp-dir", s(&tmp)]);

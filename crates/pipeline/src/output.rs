@@ -177,19 +177,35 @@ impl OutputFile {
     }
 }
 
-/// A temporary file in `dir` that will become a user's file: hidden while
-/// written, and created with the permissions a normal file gets (0666 less
-/// the umask), not the 0600 of a private temporary file.
+/// A temporary file in `dir` that will become the user's file `name`:
+/// hidden while written (`.{name}.{pid}-{random}.tmp`), locked for as long
+/// as it is open, and created with the permissions a normal file gets (0666
+/// less the umask), not the 0600 of a private temporary file. Those that
+/// killed jobs left for the same name are removed first, and the removal
+/// said on standard error (see [`crate::scratch`]).
 pub fn temp_beside(dir: &Path, name: &str) -> std::io::Result<tempfile::NamedTempFile> {
-    let prefix = format!(".{name}.");
+    match crate::scratch::sweep_files(dir, name) {
+        Ok(swept) => {
+            if let Some(notice) = swept.notice(dir) {
+                eprintln!("dupgram: {notice}");
+            }
+        }
+        // Leftovers cost disk space, not results.
+        Err(e) => eprintln!("dupgram: warning: leftovers of killed jobs not removed: {e}"),
+    }
+    let prefix = format!(".{name}.{}-", std::process::id());
     let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
+    builder.prefix(&prefix).suffix(".tmp").rand_bytes(6);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    builder.tempfile_in(dir)
+    let file = builder.tempfile_in(dir)?;
+    // A filesystem without locks leaves the process ID alone to guard it:
+    // enough on this machine, where a sweeper sees the writer alive.
+    let _ = file.as_file().try_lock();
+    Ok(file)
 }
 
 /// Moves a finished temporary file into place.

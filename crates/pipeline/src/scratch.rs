@@ -1,4 +1,6 @@
-//! A job's scratch directory, and the removal of those killed jobs left behind.
+//! A job's scratch directory, and the removal of those killed jobs left
+//! behind: scratch directories, and the temporary files outputs are written
+//! to before they are renamed into place.
 //!
 //! A bottom floor of the crate: the jobs (and the cluster's tasks) use it, it
 //! uses only the error type.
@@ -15,6 +17,11 @@
 //! someone else's that happens to look like ours, and the only scratch
 //! directory without one is an empty one whose owner died between creating it
 //! and its lock file.
+//!
+//! An output's temporary file (see [`crate::output::temp_beside`]) is named
+//! `.{NAME}.{PID}-{RANDOM}.tmp` beside the output `NAME`, and its writer keeps
+//! the file itself locked: the same two witnesses, the same rule
+//! ([`sweep_files`]).
 
 use std::fs::File;
 use std::io;
@@ -69,25 +76,31 @@ impl Scratch {
     }
 }
 
-/// What [`sweep`] removed.
+/// What [`sweep`] or [`sweep_files`] removed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Swept {
     pub dirs: usize,
+    pub files: usize,
     pub bytes: u64,
 }
 
 impl Swept {
     /// The line that tells the user, or `None` when nothing was removed.
     pub fn notice(&self, parent: &Path) -> Option<String> {
-        (self.dirs > 0).then(|| {
-            format!(
-                "removed {} temporary director{} ({}) left in {} by killed dupgram jobs",
-                self.dirs,
-                if self.dirs == 1 { "y" } else { "ies" },
-                crate::memory::human_bytes(self.bytes),
-                parent.display()
-            )
-        })
+        let plural = |n: usize, one: &str, many: &str| format!("{n} temporary {}", if n == 1 { one } else { many });
+        let what = match (self.dirs, self.files) {
+            (0, 0) => return None,
+            (dirs, 0) => plural(dirs, "directory", "directories"),
+            (0, files) => plural(files, "file", "files"),
+            (dirs, files) => {
+                format!("{} and {}", plural(dirs, "directory", "directories"), plural(files, "file", "files"))
+            }
+        };
+        Some(format!(
+            "removed {what} ({}) left in {} by killed dupgram jobs",
+            crate::memory::human_bytes(self.bytes),
+            parent.display()
+        ))
     }
 }
 
@@ -121,6 +134,61 @@ pub fn sweep(parent: &Path, prefix: &str) -> Result<Swept, PipelineError> {
         }
     }
     Ok(swept)
+}
+
+/// Removes the temporary files of the output `name` in `dir`
+/// (`.{name}.{pid}-{random}.tmp`) whose owner is dead: the file's lock can
+/// be taken and no process has that ID. Those of live jobs, and anything
+/// else, are left alone.
+pub fn sweep_files(dir: &Path, name: &str) -> Result<Swept, PipelineError> {
+    let mut swept = Swept::default();
+    let entries = std::fs::read_dir(dir).map_err(|e| PipelineError::io(dir, e))?;
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name.to_str().and_then(|n| file_owner(n, name)) else { continue };
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        // Taken before the ID is checked and held while the file is removed.
+        let Some(lock) = take_file_lock(&path)? else { continue };
+        if process_alive(pid) {
+            continue;
+        }
+        let bytes = lock.metadata().map_or(0, |m| m.len());
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                swept.files += 1;
+                swept.bytes += bytes;
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) => {}
+            Err(e) => return Err(PipelineError::io(&path, e)),
+        }
+    }
+    Ok(swept)
+}
+
+/// The owner's process ID, if `file` is a temporary file of the output `name`.
+fn file_owner(file: &str, name: &str) -> Option<u32> {
+    let rest = file.strip_prefix('.')?.strip_prefix(name)?.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (pid, random) = rest.split_once('-')?;
+    let named = !random.is_empty() && random.chars().all(|c| c.is_ascii_alphanumeric());
+    (named && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())).then(|| pid.parse().ok()).flatten()
+}
+
+/// `Some(file)` when the file was free to lock and is now locked by us;
+/// `None` when a live writer holds it, or it is gone.
+fn take_file_lock(path: &Path) -> Result<Option<File>, PipelineError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(PipelineError::io(path, e)),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(PipelineError::io(path, e)),
+    }
 }
 
 /// The owner's process ID, if `name` is a scratch directory name of `prefix`.
@@ -238,14 +306,49 @@ mod tests {
         std::fs::create_dir(&other).unwrap();
 
         let swept = sweep(parent.path(), "dupgram-test").unwrap();
-        assert_eq!(swept, Swept { dirs: 1, bytes: 1000 });
+        assert_eq!(swept, Swept { dirs: 1, files: 0, bytes: 1000 });
         assert!(!leftover.exists());
         assert!(unlocked.is_dir() && live_id.is_dir() && held.is_dir() && other.is_dir());
         let notice = swept.notice(parent.path()).unwrap();
         assert!(notice.starts_with("removed 1 temporary directory (1000 B) left in "), "{notice}");
-        let two = Swept { dirs: 2, bytes: 3 << 20 }.notice(parent.path()).unwrap();
+        let two = Swept { dirs: 2, files: 0, bytes: 3 << 20 }.notice(parent.path()).unwrap();
         assert!(two.starts_with("removed 2 temporary directories (3.0 MiB) left in "), "{two}");
         assert_eq!(Swept::default().notice(parent.path()), None);
+    }
+
+    #[test]
+    fn leftover_output_files_of_dead_processes_are_removed_and_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        let leftover = at(&format!(".out.tsv.{dead}-abc123.tmp"));
+        std::fs::write(&leftover, vec![0u8; 1000]).unwrap();
+        // The next writer of the same output removes it.
+        let written = crate::output::temp_beside(dir.path(), "out.tsv").unwrap();
+        assert!(!leftover.exists());
+        std::fs::write(&leftover, vec![0u8; 1000]).unwrap();
+        // A live writer's (this process's, and one whose lock is held): kept.
+        let held = at(&format!(".out.tsv.{dead}-def456.tmp"));
+        let holder = File::create(&held).unwrap();
+        holder.lock().unwrap();
+        // Another output's, and names that are not a temporary file's: kept.
+        let others = [format!(".other.tsv.{dead}-abc123.tmp"), ".out.tsv.tmp".into(), format!(".out.tsv.{dead}-.tmp")];
+        for other in &others {
+            std::fs::write(at(other), b"x").unwrap();
+        }
+
+        let swept = sweep_files(dir.path(), "out.tsv").unwrap();
+        assert_eq!(swept, Swept { dirs: 0, files: 1, bytes: 1000 });
+        assert!(!leftover.exists());
+        assert!(written.path().is_file() && held.is_file() && others.iter().all(|o| at(o).is_file()));
+        let name = written.path().file_name().unwrap().to_str().unwrap();
+        assert_eq!(file_owner(name, "out.tsv"), Some(std::process::id()));
+        let notice = swept.notice(dir.path()).unwrap();
+        assert!(notice.starts_with("removed 1 temporary file (1000 B) left in "), "{notice}");
+        let both = Swept { dirs: 1, files: 2, bytes: 0 }.notice(dir.path()).unwrap();
+        assert!(both.starts_with("removed 1 temporary directory and 2 temporary files (0 B)"), "{both}");
     }
 
     #[test]
