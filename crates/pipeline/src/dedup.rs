@@ -372,7 +372,7 @@ impl DedupJob<'_> {
         };
         stats.index_blocks = blocks.len() as u64;
         // One block at a time: the room was planned for one.
-        let mut cache = BlockCache::new(&self.built.parts, n, &blocks, self.index.block_budget(room))
+        let mut cache = BlockCache::new(&self.built.parts, n, &blocks, self.index.block_budget(room), self.control)
             .split_in(self.index.work, self.config.base.limits.block_files);
         let params = DedupParams {
             n,

@@ -1304,10 +1304,13 @@ pub(crate) struct BlockCache<'a> {
     split_dir: Option<&'a Path>,
     split_forced: bool,
     split: Option<BlockFiles>,
+    /// Asked between n-grams while the index is read (a reading takes
+    /// half a minute at a billion tokens).
+    control: &'a Control,
 }
 
 impl<'a> BlockCache<'a> {
-    pub fn new(parts: &'a [IndexPart], n: u32, blocks: &'a [Range<u32>], budget: u64) -> Self {
+    pub fn new(parts: &'a [IndexPart], n: u32, blocks: &'a [Range<u32>], budget: u64, control: &'a Control) -> Self {
         BlockCache {
             parts,
             n,
@@ -1319,7 +1322,17 @@ impl<'a> BlockCache<'a> {
             split_dir: None,
             split_forced: false,
             split: None,
+            control,
         }
+    }
+
+    /// Fails with `Interrupted` once Ctrl-C was pressed, asked at the
+    /// first n-gram read (`ngrams` counts from 1) and every 65,536 after.
+    fn check_stop(&self, ngrams: u64) -> Result<(), PipelineError> {
+        if (ngrams - 1).is_multiple_of(65536) && self.control.interrupted() {
+            return Err(PipelineError::Interrupted);
+        }
+        Ok(())
     }
 
     /// Only documents `needed` (a bit per document) will be asked for.
@@ -1426,10 +1439,13 @@ impl<'a> BlockCache<'a> {
         let header = RunHeader::postings(1, BLOCK_RUNS);
         let mut writers = paths.iter().map(|p| RunWriter::create(p, header)).collect::<Result<Vec<_>, _>>()?;
         self.index_reads += 1;
+        let mut read = 0u64;
         for part in self.parts {
             let mut reader = RunReader::open(&part.path)?;
             let mut id = part.first_id;
             while reader.advance()? {
+                read += 1;
+                self.check_stop(read)?;
                 // Occurrences come in document order and blocks are ranges
                 // of documents: each block's share is one slice.
                 let mut rest = reader.occurrences();
@@ -1476,6 +1492,7 @@ impl<'a> BlockCache<'a> {
             })
             .collect();
         let starts: Vec<u32> = order.iter().map(|&number| self.blocks[number as usize].start).collect();
+        let mut read = 0u64;
         match &self.split {
             Some(files) => {
                 for (&number, builder) in order.iter().zip(&mut builders) {
@@ -1483,6 +1500,8 @@ impl<'a> BlockCache<'a> {
                     let mut reader = RunReader::open(path)?;
                     reader.expect_header(RunHeader::postings(1, BLOCK_RUNS))?;
                     while reader.advance()? {
+                        read += 1;
+                        self.check_stop(read)?;
                         let id = reader.ngram()[0];
                         for &o in reader.occurrences() {
                             self.push_occurrence(builder, o, id, path)?;
@@ -1495,6 +1514,8 @@ impl<'a> BlockCache<'a> {
                     let mut reader = RunReader::open(&part.path)?;
                     let mut id = part.first_id;
                     while reader.advance()? {
+                        read += 1;
+                        self.check_stop(read)?;
                         for &o in reader.occurrences() {
                             // The last block starting at or before the document, if it holds it.
                             let i = starts.partition_point(|&s| s <= (o >> 32) as u32);
@@ -1565,7 +1586,49 @@ const BLOCK_RUNS: u64 = 0xB10C_F11E;
 
 #[cfg(test)]
 mod tests {
-    use super::GroupCheck;
+    use super::{BlockCache, GroupCheck, IndexPart};
+    use crate::{Control, PipelineError};
+    use dupgram_runs::{RunHeader, RunWriter};
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn reading_the_index_for_blocks_stops_on_ctrl_c() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.dgr");
+        // Three documents, each a block, holding three n-grams at positions 0, 1, 2.
+        let mut writer = RunWriter::create(&path, RunHeader::postings(1, 0)).unwrap();
+        for id in 0..3u32 {
+            writer.push_postings(&[id], &[at(0, id.into()), at(1, id.into()), at(2, id.into())]).unwrap();
+        }
+        writer.finish().unwrap();
+        let parts = [IndexPart { path, first_id: 0 }];
+        let blocks = [0..1, 1..2, 2..3];
+        let (occurrences, tokens) = ([3, 3, 3], [5, 5, 5]);
+        let control = Control::default();
+        let stop = |on: bool| control.stop.store(on, Ordering::Relaxed);
+        // The whole index, read for a block.
+        stop(true);
+        let mut whole = BlockCache::new(&parts, 3, &blocks, 1 << 20, &control);
+        let err = whole.ensure(0, None, &occurrences, &tokens);
+        assert!(matches!(err, Err(PipelineError::Interrupted)), "{err:?}");
+        // A budget of one block at a time, and the cut by block allowed: the
+        // second block wanted cuts the index by block first.
+        stop(false);
+        let mut cache = BlockCache::new(&parts, 3, &blocks, 1, &control).split_in(dir.path(), Some(true));
+        cache.ensure(0, None, &occurrences, &tokens).unwrap();
+        assert_eq!(cache.block(0).unwrap().doc(0).len(), 3);
+        stop(true);
+        let err = cache.ensure(2, None, &occurrences, &tokens);
+        assert!(matches!(err, Err(PipelineError::Interrupted)), "{err:?}");
+        assert!(cache.split.is_none(), "stopped while cutting, not after");
+        // A block read from its own file.
+        stop(false);
+        cache.ensure(2, None, &occurrences, &tokens).unwrap();
+        assert!(cache.split.is_some() && cache.block(2).unwrap().doc(2).len() == 3);
+        stop(true);
+        let err = cache.ensure(1, None, &occurrences, &tokens);
+        assert!(matches!(err, Err(PipelineError::Interrupted)), "{err:?}");
+    }
 
     fn at(doc: u64, pos: u64) -> u64 {
         (doc << 32) | pos

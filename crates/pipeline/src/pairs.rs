@@ -518,7 +518,7 @@ impl<'a> PairPasses<'a> {
         self.control.progress.start("scoring", None);
         let key = KeyLayout::new(5, u32::MAX)?;
         let capacity = self.base().limits.chunk_ngrams.unwrap_or((self.working() / 16 / 24).max(4096) as usize);
-        let mut cache = BlockCache::new(parts, self.n(), &layout.blocks, layout.resident)
+        let mut cache = BlockCache::new(parts, self.n(), &layout.blocks, layout.resident, self.control)
             .split_in(self.work, self.base().limits.block_files);
         if ranges != (0..layout.ranges()) {
             // Part of the pairs: blocks need hold only the documents they name.
