@@ -108,32 +108,7 @@ impl Swept {
 /// `parent` whose owner is dead: the lock can be taken and no process has
 /// that ID. Directories of live jobs, and anything else, are left alone.
 pub fn sweep(parent: &Path, prefix: &str) -> Result<Swept, PipelineError> {
-    let mut swept = Swept::default();
-    let entries = std::fs::read_dir(parent).map_err(|e| PipelineError::io(parent, e))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| owner(n, prefix)) else { continue };
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let dir = entry.path();
-        // Taken before the ID is checked and held while the directory is removed.
-        let Some(_lock) = take_lock(&dir)? else { continue };
-        if process_alive(pid) {
-            continue;
-        }
-        let bytes = size_of(&dir);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => {
-                swept.dirs += 1;
-                swept.bytes += bytes;
-            }
-            // Another run swept it first, or it is another user's (a shared /tmp).
-            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) => {}
-            Err(e) => return Err(PipelineError::io(&dir, e)),
-        }
-    }
-    Ok(swept)
+    sweep_leftovers(parent, Leftover::Dir, |name| owner(name, prefix))
 }
 
 /// Removes the temporary files of the output `name` in `dir`
@@ -141,26 +116,67 @@ pub fn sweep(parent: &Path, prefix: &str) -> Result<Swept, PipelineError> {
 /// be taken and no process has that ID. Those of live jobs, and anything
 /// else, are left alone.
 pub fn sweep_files(dir: &Path, name: &str) -> Result<Swept, PipelineError> {
+    sweep_leftovers(dir, Leftover::File, |file| file_owner(file, name))
+}
+
+/// What a sweep removes: scratch directories, or outputs' temporary files.
+#[derive(Debug, Clone, Copy)]
+enum Leftover {
+    Dir,
+    File,
+}
+
+impl Leftover {
+    fn is(self, t: std::fs::FileType) -> bool {
+        match self {
+            Leftover::Dir => t.is_dir(),
+            Leftover::File => t.is_file(),
+        }
+    }
+
+    /// The file whose lock the owner holds.
+    fn lock_of(self, path: &Path) -> PathBuf {
+        match self {
+            Leftover::Dir => path.join(LOCK),
+            Leftover::File => path.to_owned(),
+        }
+    }
+
+    fn remove(self, path: &Path) -> io::Result<()> {
+        match self {
+            Leftover::Dir => std::fs::remove_dir_all(path),
+            Leftover::File => std::fs::remove_file(path),
+        }
+    }
+}
+
+/// Removes the leftovers of `kind` in `parent` whose name gives an owner
+/// (`owner`) that is dead: the lock is free and no process has that ID.
+fn sweep_leftovers(parent: &Path, kind: Leftover, owner: impl Fn(&str) -> Option<u32>) -> Result<Swept, PipelineError> {
     let mut swept = Swept::default();
-    let entries = std::fs::read_dir(dir).map_err(|e| PipelineError::io(dir, e))?;
+    let entries = std::fs::read_dir(parent).map_err(|e| PipelineError::io(parent, e))?;
     for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        let Some(pid) = file_name.to_str().and_then(|n| file_owner(n, name)) else { continue };
-        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(&owner) else { continue };
+        if !entry.file_type().is_ok_and(|t| kind.is(t)) {
             continue;
         }
         let path = entry.path();
-        // Taken before the ID is checked and held while the file is removed.
-        let Some(lock) = take_file_lock(&path)? else { continue };
+        // Taken before the ID is checked and held while the leftover is removed.
+        let Some(_lock) = take_lock(&kind.lock_of(&path))? else { continue };
         if process_alive(pid) {
             continue;
         }
-        let bytes = lock.metadata().map_or(0, |m| m.len());
-        match std::fs::remove_file(&path) {
+        let bytes = size_of(&path);
+        match kind.remove(&path) {
             Ok(()) => {
-                swept.files += 1;
+                match kind {
+                    Leftover::Dir => swept.dirs += 1,
+                    Leftover::File => swept.files += 1,
+                }
                 swept.bytes += bytes;
             }
+            // Another run swept it first, or it is another user's (a shared /tmp).
             Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) => {}
             Err(e) => return Err(PipelineError::io(&path, e)),
         }
@@ -176,21 +192,6 @@ fn file_owner(file: &str, name: &str) -> Option<u32> {
     (named && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())).then(|| pid.parse().ok()).flatten()
 }
 
-/// `Some(file)` when the file was free to lock and is now locked by us;
-/// `None` when a live writer holds it, or it is gone.
-fn take_file_lock(path: &Path) -> Result<Option<File>, PipelineError> {
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(PipelineError::io(path, e)),
-    };
-    match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(PipelineError::io(path, e)),
-    }
-}
-
 /// The owner's process ID, if `name` is a scratch directory name of `prefix`.
 fn owner(name: &str, prefix: &str) -> Option<u32> {
     let rest = name.strip_prefix(prefix)?.strip_prefix('-')?;
@@ -201,20 +202,19 @@ fn owner(name: &str, prefix: &str) -> Option<u32> {
         .flatten()
 }
 
-/// `Some(lock)` when the directory's lock file was free and is now locked by
-/// us; `None` when a live job holds it, or there is no lock file.
-fn take_lock(dir: &Path) -> Result<Option<File>, PipelineError> {
-    let path = dir.join(LOCK);
-    let file = match File::open(&path) {
+/// `Some(file)` when the lock file `path` was free and is now locked by
+/// us; `None` when a live owner holds it, or there is no such file.
+fn take_lock(path: &Path) -> Result<Option<File>, PipelineError> {
+    let file = match File::open(path) {
         Ok(file) => file,
-        // Removed by another sweeper, or never a scratch directory's.
+        // Removed by another sweeper, or never a leftover of ours.
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(PipelineError::io(&path, e)),
+        Err(e) => return Err(PipelineError::io(path, e)),
     };
     match file.try_lock() {
         Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(PipelineError::io(&path, e)),
+        Err(std::fs::TryLockError::Error(e)) => Err(PipelineError::io(path, e)),
     }
 }
 
@@ -232,9 +232,12 @@ fn process_alive(pid: u32) -> bool {
     found || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Bytes of the files under `dir` (what removing it frees, near enough).
-fn size_of(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+/// Bytes of the file, or of the files under the directory (what removing
+/// it frees, near enough).
+fn size_of(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return std::fs::metadata(path).map_or(0, |m| if m.is_file() { m.len() } else { 0 });
+    };
     entries
         .flatten()
         .map(|entry| match entry.file_type() {
@@ -277,14 +280,19 @@ mod tests {
         assert!(!path.exists());
     }
 
-    #[test]
-    fn leftovers_of_dead_processes_are_removed_and_others_kept() {
-        let parent = tempfile::tempdir().unwrap();
-        // A process that has exited: its ID is free (until reused, which
-        // would only keep the directory).
+    /// The ID of a process that has exited: free (until reused, which would
+    /// only keep its leftovers).
+    fn dead_pid() -> u32 {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();
+        dead
+    }
+
+    #[test]
+    fn leftovers_of_dead_processes_are_removed_and_others_kept() {
+        let parent = tempfile::tempdir().unwrap();
+        let dead = dead_pid();
         let leftover = parent.path().join(format!("dupgram-test-{dead}-abc123"));
         std::fs::create_dir_all(leftover.join("runs")).unwrap();
         std::fs::write(leftover.join(LOCK), b"").unwrap();
@@ -319,9 +327,7 @@ mod tests {
     #[test]
     fn leftover_output_files_of_dead_processes_are_removed_and_others_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let dead = child.id();
-        child.wait().unwrap();
+        let dead = dead_pid();
         let at = |name: &str| dir.path().join(name);
         let leftover = at(&format!(".out.tsv.{dead}-abc123.tmp"));
         std::fs::write(&leftover, vec![0u8; 1000]).unwrap();
