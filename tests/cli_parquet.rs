@@ -102,7 +102,7 @@ fn floats(batches: &[RecordBatch], column: &str) -> Vec<f64> {
         .collect()
 }
 
-/// Temporary output files (`.NAME.XXXX.tmp`) left in a directory.
+/// Temporary output files (`.NAME.PID-RANDOM.tmp`) left in a directory.
 fn temp_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let hidden = |p: &std::path::PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
     leftovers(dir).into_iter().filter(hidden).collect()
