@@ -573,11 +573,14 @@ if section exact; then
     docs=$(zcat "$input" | grep -c .)
     r=$runs; [ "$r" = 0 ] && r=3
     for unit in doc line; do
-      d_times=(); d_rss=(); o_times=(); o_rss=(); t_times=(); t_rss=()
+      d_times=(); d_rss=(); a_times=(); a_rss=(); o_times=(); o_rss=(); t_times=(); t_rss=()
       dolma_dir=$work/dolma-$name
       for _ in $(seq "$r"); do
         read -r wall rss < <(measure "$bin/dupgram" dedup "$input" --exact-only --unit "$unit" -q -o "$work/exact-$name-$unit.jsonl" --stats-json "$work/exact-$name-$unit.json")
         d_times+=("$wall"); d_rss+=("$rss")
+        # The same job writing what Dolma writes: attributes, no documents.
+        read -r wall rss < <(measure "$bin/dupgram" dedup "$input" --exact-only --unit "$unit" -q --attributes "$work/exact-$name-$unit.attributes.jsonl")
+        a_times+=("$wall"); a_rss+=("$rss")
         if [ "$have_dolma" = 1 ]; then
           rm -rf "$dolma_dir"; mkdir -p "$dolma_dir/documents"; ln -s "$input" "$dolma_dir/documents/$name.jsonl.gz"
           if [ "$unit" = doc ]; then
@@ -611,13 +614,15 @@ if section exact; then
       }
       exact_row "dupgram dedup --exact-only" "$d_wall" "$(printf '%s\n' "${d_rss[@]}" | maximum)" \
         "$(json_field "$work/exact-$name-$unit.json" units_removed)" — —
+      exact_row "dupgram dedup --exact-only --attributes (no documents written)" "$(printf '%s\n' "${a_times[@]}" | median)" \
+        "$(printf '%s\n' "${a_rss[@]}" | maximum)" "$(json_field "$work/exact-$name-$unit.json" units_removed)" — —
       [ "$have_dolma" = 1 ] && exact_row "Dolma 1.2.1 dedupe (Bloom filter, 2 processes)" \
         "$(printf '%s\n' "${o_times[@]}" | median)" "$(printf '%s\n' "${o_rss[@]}" | maximum)" \
         "$(agree dolma)" "$(agree dolma_not_dupgram)" "$(agree dupgram_not_dolma)"
       [ "$have_dt" = 1 ] && [ "$unit" = doc ] && exact_row "datatrove 0.10.1 ExactDedup (3 stages, 1 task)" \
         "$(printf '%s\n' "${t_times[@]}" | median)" "$(printf '%s\n' "${t_rss[@]}" | maximum)" \
         "$(agree datatrove)" "$(agree datatrove_not_dupgram)" "$(agree dupgram_not_datatrove)"
-      echo "$name $unit: raw-text repeats (exact set) $(agree raw_exact), of them not marked by dupgram $(agree raw_exact_not_dupgram) ($(agree raw_exact_not_dupgram_with_alnum) with a letter or digit); Dolma marks $(agree dolma_not_raw_exact) that are not raw repeats and misses $(agree raw_exact_not_dolma); dupgram walls ${d_times[*]}; Dolma ${o_times[*]:-}; datatrove ${t_times[*]:-}" >> "$agreement"
+      echo "$name $unit: raw-text repeats (exact set) $(agree raw_exact), of them not marked by dupgram $(agree raw_exact_not_dupgram) ($(agree raw_exact_not_dupgram_with_alnum) with a letter or digit); Dolma marks $(agree dolma_not_raw_exact) that are not raw repeats and misses $(agree raw_exact_not_dolma); dupgram walls ${d_times[*]}; with --attributes ${a_times[*]}; Dolma ${o_times[*]:-}; datatrove ${t_times[*]:-}" >> "$agreement"
     done
   done
   # SentenceDedup (C4: spans of 3 sentences seen before) beside dupgram's sentence dedup, one run each.

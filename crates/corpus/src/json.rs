@@ -10,13 +10,27 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visi
 pub struct Record<'a> {
     pub text: Option<Cow<'a, str>>,
     pub id: Option<String>,
+    /// One of the keys named to [`parse_record_noting`] is in the record.
+    pub noted: bool,
 }
 
 /// Parses `line` as one JSON object, keeping `text_field` (a string) and
 /// `id_field` (a string or a number). Other fields are skipped unparsed.
 pub fn parse_record<'a>(line: &'a str, text_field: &str, id_field: &str) -> Result<Record<'a>, String> {
+    parse_record_noting(line, text_field, id_field, &[])
+}
+
+/// [`parse_record`], noting whether the record has one of the keys `noted`
+/// (as the record spells them, escapes decoded): a writer that adds fields
+/// to the record as it was read must know it adds no second one of a name.
+pub fn parse_record_noting<'a>(
+    line: &'a str,
+    text_field: &str,
+    id_field: &str,
+    noted: &[&str],
+) -> Result<Record<'a>, String> {
     let mut de = serde_json::Deserializer::from_str(line);
-    let record = Fields { text_field, id_field }.deserialize(&mut de).map_err(|e| e.to_string())?;
+    let record = Fields { text_field, id_field, noted }.deserialize(&mut de).map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())?;
     Ok(record)
 }
@@ -24,6 +38,7 @@ pub fn parse_record<'a>(line: &'a str, text_field: &str, id_field: &str) -> Resu
 struct Fields<'f> {
     text_field: &'f str,
     id_field: &'f str,
+    noted: &'f [&'f str],
 }
 
 impl<'de> DeserializeSeed<'de> for Fields<'_> {
@@ -43,6 +58,7 @@ impl<'de> Visitor<'de> for Fields<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Record<'de>, A::Error> {
         let mut record = Record::default();
         while let Some(key) = map.next_key::<Text<'de>>()? {
+            record.noted |= self.noted.contains(&key.0.as_ref());
             if key.0 == self.text_field {
                 let value: Option<Text<'de>> = map.next_value()?;
                 let value = value
@@ -136,5 +152,15 @@ mod tests {
             assert!(parse_record(bad, "text", "id").is_err(), "{bad}");
         }
         assert!(parse_record(r#"{"id": "x"}"#, "text", "id").unwrap().text.is_none());
+    }
+
+    #[test]
+    fn notes_keys_however_spelled() {
+        let noted = ["dup_spans"];
+        let has = |line| parse_record_noting(line, "text", "id", &noted).unwrap().noted;
+        assert!(!has(r#"{"text": "a dup_spans", "x": {"dup_spans": 1}}"#));
+        assert!(has(r#"{"text": "a", "dup_spans": []}"#));
+        assert!(has(r#"{"dup\u005fspans": [], "text": "a"}"#));
+        assert!(!parse_record(r#"{"text": "a", "dup_spans": []}"#, "text", "id").unwrap().noted);
     }
 }

@@ -33,9 +33,8 @@ use dupgram_merge::MergeSink;
 use crate::control::Control;
 use std::io::Write;
 
-use crate::dedup::{
-    DedupConfig, DedupOutput, DedupStats, DocStream, Item, KnownUnits, plan_and_scratch, read_batched, record,
-};
+use crate::dedup::{DedupConfig, DedupOutput, DedupStats, plan_and_scratch, record};
+use crate::doc_stream::{DocStream, Item, KnownUnits, read_batched};
 use crate::error::PipelineError;
 use crate::index::IndexJob;
 use crate::memory::{MemoryPlan, peak_rss};
@@ -210,7 +209,7 @@ impl ExactJob<'_> {
     ) -> Result<(), PipelineError> {
         let mut stream = self.stream(wanted)?;
         stream.ids = ids;
-        read_batched(stream, self.control, self.index.working(), each)
+        read_batched(stream, self.control, (self.index.working(), self.config.base.threads), each)
     }
 
     /// Fingerprints every unit, sorts them out of core and finds the candidates.

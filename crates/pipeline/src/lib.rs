@@ -25,6 +25,7 @@
 pub mod attributes;
 mod control;
 mod dedup;
+mod doc_stream;
 mod error;
 mod exact_only;
 mod feed;

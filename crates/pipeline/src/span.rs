@@ -33,10 +33,8 @@ use dupgram_merge::MergeSink;
 
 use crate::attributes::{AttributesFile, char_spans};
 use crate::control::Control;
-use crate::dedup::{
-    Body, DedupConfig, DedupOutput, DedupStats, Doc, DocStream, DocWriter, Item, Role, line_text, plan_and_scratch,
-    push_vertical_line, read_batched,
-};
+use crate::dedup::{DedupConfig, DedupOutput, DedupStats, DocWriter, line_text, plan_and_scratch, push_vertical_line};
+use crate::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record, read_batched, with_text};
 use crate::error::PipelineError;
 use crate::index::IndexJob;
 use crate::memory::{MemoryPlan, peak_rss};
@@ -163,7 +161,7 @@ impl SpanJob<'_> {
         let mut sort = UnitSort::new(self.index.work, working, chunk, KGRAM_RUNS)?;
         let mut position = 0u64;
         let mut starts: Vec<usize> = Vec::new();
-        read_batched(self.stream(None), self.control, working, |item, _, _| {
+        read_batched(self.stream(None), self.control, (working, self.config.base.threads), |item, _, _| {
             let Item::Doc(doc) = item else { return Ok(()) };
             stats.index.documents += 1;
             let keys = doc.key(0);
@@ -224,25 +222,30 @@ impl SpanJob<'_> {
         };
         let mut passthrough = DocWriter::lines(self.config.strip, &base.read.text_field);
         let (mut position, mut docs, mut kgrams_here) = (0u64, 0u64, Vec::new());
-        read_batched(self.stream(self.ids.clone()), self.control, self.index.working(), |item, vertical, _| {
-            let doc = match item {
-                Item::Passthrough(line) => return out.passthrough(&mut passthrough, &line, vertical),
-                Item::Doc(doc) => doc,
-            };
-            let tokens: u32 = doc.unit_tokens.iter().sum();
-            occurrences.take_document(position, tokens, &mut kgrams_here)?;
-            let verdict = marker.document(tokens, &kgrams_here);
-            record(stats, &verdict);
-            if let Some(documents) = out.documents.as_deref_mut() {
-                writer.write(documents, &doc, &verdict)?;
-            }
-            if let Some(file) = out.attributes.as_deref_mut() {
-                writer.attributes(file, &doc, &verdict)?;
-            }
-            position += u64::from(tokens);
-            docs += 1;
-            Ok(())
-        })?;
+        read_batched(
+            self.stream(self.ids.clone()),
+            self.control,
+            (self.index.working(), self.config.base.threads),
+            |item, vertical, _| {
+                let doc = match item {
+                    Item::Passthrough(line) => return out.passthrough(&mut passthrough, &line, vertical),
+                    Item::Doc(doc) => doc,
+                };
+                let tokens: u32 = doc.unit_tokens.iter().sum();
+                occurrences.take_document(position, tokens, &mut kgrams_here)?;
+                let verdict = marker.document(tokens, &kgrams_here);
+                record(stats, &verdict);
+                if let Some(documents) = out.documents.as_deref_mut() {
+                    writer.write(documents, &doc, &verdict)?;
+                }
+                if let Some(file) = out.attributes.as_deref_mut() {
+                    writer.attributes(file, &doc, &verdict)?;
+                }
+                position += u64::from(tokens);
+                docs += 1;
+                Ok(())
+            },
+        )?;
         if docs != stats.index.documents || position != stats.index.tokens || !occurrences.at_end()? {
             return Err(PipelineError::Changed(format!(
                 "{} documents and {} tokens were hashed, {docs} and {position} read back",
@@ -258,7 +261,7 @@ impl SpanJob<'_> {
 fn token_starts(keys: &[u8], starts: &mut Vec<usize>) {
     starts.clear();
     starts.push(0);
-    starts.extend(keys.iter().enumerate().filter(|&(_, &b)| b == crate::dedup::KEY_SEPARATOR).map(|(i, _)| i + 1));
+    starts.extend(keys.iter().enumerate().filter(|&(_, &b)| b == crate::doc_stream::KEY_SEPARATOR).map(|(i, _)| i + 1));
 }
 
 /// A hash as a sort key.
@@ -412,27 +415,21 @@ impl SpanWriter<'_> {
                     self.line.push(b'\n');
                 }
             }
-            Body::Jsonl { line, text, .. } => {
+            Body::Jsonl { line, text, appendable, .. } => {
                 if self.strip && verdict.nothing_kept() {
                     return Ok(());
                 }
                 let cuts = self.cuts(text, verdict)?;
-                let mut value: serde_json::Value = serde_json::from_str(line)
-                    .map_err(|e| PipelineError::Changed(format!("a record no longer parses: {e}")))?;
-                let object = value
-                    .as_object_mut()
-                    .ok_or_else(|| PipelineError::Changed("a record is no longer an object".into()))?;
-                if self.strip {
-                    if !cuts.is_empty() {
-                        object.insert(self.text_field.to_owned(), cut_out(text, &cuts).into());
-                    }
-                } else {
+                if !self.strip {
                     let spans = if verdict.whole { std::iter::once(0..text.len()).collect() } else { cuts };
-                    object.insert("dup_fraction".into(), serde_json::json!((fraction(verdict) * 1e6).round() / 1e6));
-                    object.insert("dup_spans".into(), serde_json::json!(char_offsets(text, &spans)));
+                    marked_record(&mut self.line, line, *appendable, fraction(verdict), &char_offsets(text, &spans))?;
+                } else if !cuts.is_empty() {
+                    with_text(&mut self.line, line, self.text_field, cut_out(text, &cuts))?;
+                } else {
+                    // Nothing cut: the record as it was read.
+                    self.line.extend_from_slice(line.trim_end().as_bytes());
+                    self.line.push(b'\n');
                 }
-                self.line.extend_from_slice(value.to_string().as_bytes());
-                self.line.push(b'\n');
             }
         }
         out.write_all(&self.line)

@@ -1,0 +1,1093 @@
+//! The corpus read back document by document, with its structure, for the
+//! passes that write documents out again (`dedup`'s decisions, `--exact-only`,
+//! `--unit span`): each document's text or lines, its units and their token
+//! counts, numbered as the index pass numbered them.
+//!
+//! This sits below the jobs that use it: they import from here, never the
+//! other way round.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::io::BufRead;
+use std::ops::Range;
+use std::sync::Arc;
+
+use dupgram_corpus::{CorpusError, Format, Input, ParquetRows, ReadOptions, VerticalLine, parse_record_noting};
+use dupgram_dedup::{ExactHasher, UnitKind, segment_text};
+use dupgram_lexicon::{Normalization, Tokenizer};
+
+use crate::attributes::json_field;
+use crate::control::Control;
+use crate::error::PipelineError;
+use crate::memory::{MemoryPlan, human_bytes};
+
+pub(crate) fn vertical_attributes(name: &str) -> PipelineError {
+    PipelineError::Usage(format!(
+        "--attributes: {name} is a vertical file; attributes give character offsets in a document's text, \
+         which JSON Lines and plain text have and vertical files do not"
+    ))
+}
+
+/// Documents of the corpus in order, handed to `each` with whether they are
+/// vertical and the reader's position.
+///
+/// One thread reads (and decompresses) the corpus and cuts it into records;
+/// `threads` workers parse and tokenise them; `each` gets them back in
+/// corpus order on the calling thread, where token counts known from an
+/// earlier pass ([`DocStream::known`]) are applied too, since those are read
+/// in order. Records travel in batches: one hand-over per document costs
+/// more in thread wake-ups than the work on a short document. A record that
+/// fails is reported where the reading in order would have met it: the
+/// batches before it are handed over first.
+pub(crate) fn read_batched(
+    mut stream: DocStream<'_>,
+    control: &Control,
+    (working, threads): (u64, usize),
+    mut each: impl FnMut(Item, bool, u64) -> Result<(), PipelineError>,
+) -> Result<(), PipelineError> {
+    const BATCH_DOCS: usize = 256;
+    let workers = threads.clamp(1, 16);
+    // Batches handed to the workers and not yet taken by `each`; with one
+    // filling and one in use, each holding its text about three times (the
+    // record, its text, the keys), a fifth of the working memory in all.
+    let in_flight = 2 * workers + 2;
+    let batch_bytes = (working / (15 * (in_flight as u64 + 2))).clamp(1 << 16, 4 << 20);
+    let makers: Vec<DocMaker> = (0..workers).map(|_| stream.maker()).collect();
+    let mut own = stream.maker();
+    let mut known = stream.known.take();
+    let (work_tx, work_rx) = crossbeam_channel::bounded::<(u64, Vec<(Fetched, bool, u64)>)>(in_flight);
+    let (made_tx, made_rx) = crossbeam_channel::bounded::<MadeBatch>(in_flight);
+    // A slot for every batch in flight: the reader takes one before it hands
+    // a batch over, `each` gives it back when done with the batch, so a slow
+    // batch cannot let the others pile up behind it.
+    let (slot_tx, slot_rx) = crossbeam_channel::bounded::<()>(in_flight);
+    for _ in 0..in_flight {
+        let _ = slot_tx.send(());
+    }
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || -> Result<(), PipelineError> {
+            let send = |seq, batch| slot_rx.recv().is_ok() && work_tx.send((seq, batch)).is_ok();
+            let (mut seq, mut start) = (0u64, 0u64);
+            let mut batch = Vec::with_capacity(BATCH_DOCS);
+            loop {
+                let fetched = match stream.next_fetched() {
+                    Ok(Some(fetched)) => fetched,
+                    Ok(None) => break,
+                    Err(e) => {
+                        // The records before it may hold an earlier error.
+                        send(seq, batch);
+                        return Err(e);
+                    }
+                };
+                let position = stream.position();
+                batch.push((fetched, stream.is_vertical(), position));
+                if batch.len() == BATCH_DOCS || position.wrapping_sub(start) > batch_bytes {
+                    start = position;
+                    if !send(seq, std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS))) {
+                        return Ok(());
+                    }
+                    seq += 1;
+                }
+            }
+            send(seq, batch);
+            Ok(())
+        });
+        let workers: Vec<_> = makers
+            .into_iter()
+            .map(|mut maker| {
+                let (work_rx, made_tx) = (work_rx.clone(), made_tx.clone());
+                scope.spawn(move || {
+                    for (seq, batch) in work_rx {
+                        if made_tx.send(maker.make_batch(seq, batch)).is_err() {
+                            return;
+                        }
+                    }
+                })
+            })
+            .collect();
+        drop((work_rx, made_tx));
+        let done = (|| -> Result<(), PipelineError> {
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut next = 0u64;
+            for made in &made_rx {
+                waiting.insert(made.seq, made);
+                while let Some(made) = waiting.remove(&next) {
+                    next += 1;
+                    if control.interrupted() {
+                        return Err(PipelineError::Interrupted);
+                    }
+                    for (mut item, vertical, position) in made.items {
+                        if let Some(known) = known.as_mut() {
+                            known.apply(&mut own, &mut item)?;
+                        }
+                        each(item, vertical, position)?;
+                        control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if let Some(error) = made.failed {
+                        return Err(error);
+                    }
+                    let _ = slot_tx.send(());
+                }
+            }
+            if waiting.is_empty() {
+                Ok(())
+            } else {
+                Err(PipelineError::Usage("internal error: a batch of documents was lost".into()))
+            }
+        })();
+        drop((made_rx, slot_tx));
+        let panicked = || PipelineError::Usage("internal error: a reading thread panicked".into());
+        let read = reader.join().unwrap_or_else(|_| Err(panicked()));
+        // Every worker joined, so that none is left for the scope to find panicked.
+        let joined: Vec<bool> = workers.into_iter().map(|w| w.join().is_ok()).collect();
+        let made = if joined.iter().all(|&ok| ok) { Ok(()) } else { Err(panicked()) };
+        // A panicked worker first (its batch is missing); then `each`, which
+        // meets the records in order, so its error is the first one; else
+        // the reader's, which came after every record handed over.
+        made.and(done).and(read)
+    })
+}
+
+/// A batch of documents made by a worker: the first `items`, and the error
+/// that stopped it, if one did.
+struct MadeBatch {
+    seq: u64,
+    items: Vec<(Item, bool, u64)>,
+    failed: Option<PipelineError>,
+}
+
+/// A line of a vertical document: which unit it belongs to, or the document tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Unit(u32),
+    DocTag,
+}
+
+/// One document as read back for deduplication.
+#[derive(Debug)]
+pub(crate) struct Doc {
+    pub(crate) body: Body,
+    /// The document's ID, but for vertical documents: the record's
+    /// `--id-field` (as the record has it when attributes are written, a
+    /// number staying a number; else as text), or its line or row number as
+    /// the corpus reader numbers it.
+    pub(crate) id: Box<serde_json::Value>,
+    /// Tokens of each unit (stop words excluded).
+    pub(crate) unit_tokens: Vec<u32>,
+    /// Each unit's Benko fingerprint, when asked for.
+    pub(crate) fingerprints: Vec<u128>,
+    /// Each unit's normalised text, when asked for (`--exact-only`): its
+    /// tokens back to back, each followed by 0xFF, a byte no UTF-8 text holds,
+    /// so two units have equal keys exactly when their token sequences are equal.
+    pub(crate) keys: Vec<u8>,
+    /// Where each unit's key ends in `keys`.
+    pub(crate) key_ends: Vec<u32>,
+}
+
+impl Doc {
+    /// The normalised text of unit `u` (empty unless keys were asked for).
+    pub(crate) fn key(&self, u: usize) -> &[u8] {
+        let start = if u == 0 { 0 } else { self.key_ends[u - 1] as usize };
+        &self.keys[start..self.key_ends[u] as usize]
+    }
+}
+
+/// Ends every token in a unit's key.
+pub(crate) const KEY_SEPARATOR: u8 = 0xFF;
+
+/// The fields a marked JSON Lines record gets.
+const MARK_FIELDS: [&str; 2] = ["dup_fraction", "dup_spans"];
+
+/// A JSON Lines record marked: `dup_fraction` (rounded to 6 decimals) and
+/// `dup_spans` (character offsets) added, and a newline. An `appendable`
+/// record is written as it was read with the two fields put before its
+/// closing brace; one that has such fields already gets them replaced,
+/// through a parse of the whole record (which writes it compact).
+pub(crate) fn marked_record(
+    out: &mut Vec<u8>,
+    line: &str,
+    appendable: bool,
+    fraction: f64,
+    spans: &[[u64; 2]],
+) -> Result<(), PipelineError> {
+    let fraction = serde_json::json!((fraction * 1e6).round() / 1e6);
+    let spans = serde_json::json!(spans);
+    let line = line.trim_end();
+    if appendable && let Some(open) = line.strip_suffix('}') {
+        out.extend_from_slice(open.as_bytes());
+        out.extend_from_slice(
+            format!(",\"{}\":{fraction},\"{}\":{spans}}}\n", MARK_FIELDS[0], MARK_FIELDS[1]).as_bytes(),
+        );
+        return Ok(());
+    }
+    rewritten(out, line, [(MARK_FIELDS[0], fraction), (MARK_FIELDS[1], spans)])
+}
+
+/// A JSON Lines record whose text is now `text` (what is kept of it), and a newline.
+pub(crate) fn with_text(out: &mut Vec<u8>, line: &str, text_field: &str, text: String) -> Result<(), PipelineError> {
+    rewritten(out, line, [(text_field, text.into())])
+}
+
+/// A record parsed whole, `fields` set in it, written compact with a newline.
+fn rewritten<const N: usize>(
+    out: &mut Vec<u8>,
+    line: &str,
+    fields: [(&str, serde_json::Value); N],
+) -> Result<(), PipelineError> {
+    let mut value: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| PipelineError::Changed(format!("a record no longer parses: {e}")))?;
+    let object =
+        value.as_object_mut().ok_or_else(|| PipelineError::Changed("a record is no longer an object".into()))?;
+    for (name, field) in fields {
+        object.insert(name.to_owned(), field);
+    }
+    out.extend_from_slice(value.to_string().as_bytes());
+    out.push(b'\n');
+    Ok(())
+}
+
+#[derive(Debug)]
+pub(crate) enum Body {
+    /// All lines, back to back; `ends[i]` is where line `i` ends.
+    Vertical {
+        bytes: Vec<u8>,
+        ends: Vec<u32>,
+        roles: Vec<Role>,
+    },
+    /// A JSON Lines record: the line, its text field and the text's units (byte ranges).
+    Jsonl {
+        line: String,
+        text: String,
+        units: Vec<Range<usize>>,
+        /// The line is an object without the fields marking adds (see [`marked_record`]).
+        appendable: bool,
+    },
+    Text {
+        text: String,
+        units: Vec<Range<usize>>,
+    },
+}
+
+pub(crate) enum Item {
+    Doc(Doc),
+    /// A line that is no document (blank, skipped, outside documents): written as it is.
+    Passthrough(Vec<u8>),
+}
+
+struct OpenInput {
+    name: String,
+    /// The name, shared by the records read from it.
+    label: Arc<str>,
+    reader: Box<dyn BufRead + Send>,
+    format: Format,
+    line: u64,
+    in_doc: bool,
+    /// A `<doc>` line read while finishing the previous document.
+    pending: Option<Vec<u8>>,
+    /// Bytes read from it so far (for progress).
+    position: u64,
+    /// A Parquet input's rows, and the row groups counted in `position`.
+    parquet: Option<(ParquetRows, usize)>,
+}
+
+/// Documents with their structure, in input order, numbered as the index pass numbered them.
+pub(crate) struct DocStream<'a> {
+    inputs: &'a [Input],
+    next_input: usize,
+    current: Option<OpenInput>,
+    options: ReadOptions,
+    unit: UnitKind,
+    /// The vertical tag that delimits units (`p`, `s`), none for whole documents.
+    unit_tag: Option<&'static str>,
+    norm: Normalization,
+    stopwords: Arc<HashSet<String>>,
+    /// Makes the documents of JSON Lines, text and Parquet inputs when they are read here (see [`Self::next`]).
+    maker: Option<DocMaker>,
+    pub(crate) hasher: Option<ExactHasher>,
+    /// Collect each unit's normalised text ([`Doc::keys`]).
+    pub(crate) keys: bool,
+    /// Token counts known from an earlier pass: only the units asked for are tokenised again.
+    pub(crate) known: Option<KnownUnits<'a>>,
+    /// Each document's ID, when asked for: the names of the inputs as given (for default IDs).
+    pub(crate) ids: Option<Vec<String>>,
+    doc_limit: usize,
+    /// Documents written already, whose buffers can be used again.
+    spare: crossbeam_channel::Receiver<Doc>,
+}
+
+impl<'a> DocStream<'a> {
+    /// Reads `inputs` (files: standard input must have been copied) in units of `unit`.
+    pub(crate) fn new(
+        inputs: &'a [Input],
+        read: &ReadOptions,
+        plan: MemoryPlan,
+        unit: UnitKind,
+        (norm, stopwords): (Normalization, &[String]),
+        doc_limit: usize,
+        spare: crossbeam_channel::Receiver<Doc>,
+    ) -> Self {
+        DocStream {
+            inputs,
+            next_input: 0,
+            current: None,
+            options: ReadOptions {
+                max_record_bytes: plan.max_record,
+                zstd_window_log_max: plan.zstd_window_log,
+                ..read.clone()
+            },
+            unit,
+            unit_tag: match unit {
+                UnitKind::Paragraph => Some("p"),
+                UnitKind::Sentence => Some("s"),
+                UnitKind::Document | UnitKind::Line => None,
+            },
+            norm,
+            stopwords: Arc::new(stopwords.iter().cloned().collect()),
+            maker: None,
+            hasher: None,
+            keys: false,
+            known: None,
+            ids: None,
+            doc_limit,
+            spare,
+        }
+    }
+
+    pub(crate) fn is_vertical(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.format == Format::Vertical)
+    }
+
+    /// Bytes read from the inputs so far (for progress).
+    pub(crate) fn position(&self) -> u64 {
+        self.current.as_ref().map_or(0, |c| c.position)
+    }
+
+    /// The next document, made on this thread.
+    pub(crate) fn next(&mut self) -> Result<Option<Item>, PipelineError> {
+        let Some(fetched) = self.next_fetched()? else { return Ok(None) };
+        if self.maker.is_none() {
+            self.maker = Some(self.maker());
+        }
+        let maker = self.maker.as_mut().expect("made above");
+        let mut item = match fetched {
+            Fetched::Made(item) => item,
+            Fetched::Raw(raw) => maker.make(raw)?,
+        };
+        if let Some(known) = self.known.as_mut() {
+            known.apply(maker, &mut item)?;
+        }
+        Ok(Some(item))
+    }
+
+    /// What makes documents as this stream was asked to (keys, fingerprints, IDs): one for each thread that does.
+    pub(crate) fn maker(&self) -> DocMaker {
+        DocMaker {
+            text_field: self.options.text_field.clone(),
+            id_field: self.options.id_field.clone(),
+            skip_bad: self.options.skip_bad,
+            unit: self.unit,
+            tokenizer: Tokenizer::new(self.norm),
+            stopwords: self.stopwords.clone(),
+            hasher: self.hasher.as_ref().map(|_| ExactHasher::default()),
+            keys: self.keys,
+            ids: self.ids.is_some(),
+            counts_later: self.known.is_some(),
+        }
+    }
+
+    /// The next document read: made already (a vertical one, whose lines
+    /// are its tokens), or still to be parsed and tokenised (a line or row).
+    pub(crate) fn next_fetched(&mut self) -> Result<Option<Fetched>, PipelineError> {
+        loop {
+            if self.current.is_none() {
+                let Some(input) = self.inputs.get(self.next_input) else { return Ok(None) };
+                self.next_input += 1;
+                self.current = Some(self.open(input)?);
+            }
+            let fetched = match self.current.as_ref().map(|c| c.format) {
+                Some(Format::Vertical) => self.next_vertical()?.map(Fetched::Made),
+                Some(Format::Jsonl) => self.next_line(true)?.map(Fetched::Raw),
+                Some(Format::Parquet) => self.next_row()?.map(Fetched::Raw),
+                _ => self.next_line(false)?.map(Fetched::Raw),
+            };
+            match fetched {
+                Some(fetched) => return Ok(Some(fetched)),
+                None => self.current = None,
+            }
+        }
+    }
+
+    fn open(&self, input: &Input) -> Result<OpenInput, PipelineError> {
+        let Input::Path(path) = input else {
+            return Err(PipelineError::Usage("internal error: standard input was not copied".into()));
+        };
+        let name = path.display().to_string();
+        let open_err = |error| PipelineError::Corpus(CorpusError::Open { name: name.clone(), error });
+        let mut reader = dupgram_corpus::open_decoded(path).map_err(open_err)?;
+        let format = match self.options.format.or_else(|| Format::from_path(path)) {
+            Some(f) => f,
+            None => Format::sniff(reader.fill_buf().map_err(open_err)?),
+        };
+        if format == Format::Vertical && self.ids.is_some() {
+            return Err(vertical_attributes(&name));
+        }
+        let parquet = match format {
+            Format::Parquet => Some((ParquetRows::open(path, &name, &self.options)?, 0)),
+            _ => None,
+        };
+        if format == Format::Vertical && self.unit == UnitKind::Line {
+            return Err(PipelineError::Usage(format!(
+                "--unit line: {name} is a vertical file, whose lines are tokens; use --unit doc, p or s"
+            )));
+        }
+        let label = Arc::from(name.as_str());
+        Ok(OpenInput { name, label, reader, format, line: 0, in_doc: false, pending: None, position: 0, parquet })
+    }
+
+    /// Appends the next line of the current input to `buf`, without its
+    /// newline; returns where it starts, or None at the end of the input.
+    fn read_line(&mut self, buf: &mut Vec<u8>) -> Result<Option<usize>, PipelineError> {
+        let limit = self.options.max_record_bytes;
+        let input = self.current.as_mut().expect("an open input");
+        let start = buf.len();
+        if let Some(line) = input.pending.take() {
+            buf.extend_from_slice(&line);
+            return Ok(Some(start));
+        }
+        // Straight from the reader's buffer: one search and one copy per line
+        // in the common case that the line is buffered whole.
+        let mut read = 0usize;
+        loop {
+            let available = match input.reader.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(PipelineError::Corpus(CorpusError::Read {
+                        name: input.name.clone(),
+                        line: input.line + 1,
+                        offset: 0,
+                        error: source,
+                    }));
+                }
+            };
+            if available.is_empty() {
+                break;
+            }
+            let (take, newline) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (i, true),
+                None => (available.len(), false),
+            };
+            buf.extend_from_slice(&available[..take]);
+            let used = take + usize::from(newline);
+            input.reader.consume(used);
+            read += used;
+            if newline {
+                input.line += 1;
+                input.position += read as u64;
+                return Ok(Some(start));
+            }
+            if buf.len() - start > limit {
+                input.line += 1;
+                return Err(PipelineError::Corpus(CorpusError::RecordTooLong {
+                    name: input.name.clone(),
+                    line: input.line,
+                    limit,
+                }));
+            }
+        }
+        if read == 0 {
+            return Ok(None);
+        }
+        // The last line, without a newline.
+        input.line += 1;
+        input.position += read as u64;
+        if buf.len() - start > limit {
+            return Err(PipelineError::Corpus(CorpusError::RecordTooLong {
+                name: input.name.clone(),
+                line: input.line,
+                limit,
+            }));
+        }
+        Ok(Some(start))
+    }
+
+    /// The next row of a Parquet input.
+    fn next_row(&mut self) -> Result<Option<RawDoc>, PipelineError> {
+        let skip_bad = self.options.skip_bad;
+        let several = self.inputs.len() > 1;
+        let input = self.current.as_mut().expect("an open input");
+        let Some((rows, counted)) = input.parquet.as_mut() else { return Ok(None) };
+        let row = loop {
+            match rows.next_row()? {
+                None => return Ok(None),
+                // Skipped by the index pass too, so the documents are numbered alike.
+                Some(Err(_)) if skip_bad => {}
+                Some(Err(bad)) => return Err(PipelineError::Corpus(bad.error(&input.name))),
+                Some(Ok(row)) => break row,
+            }
+        };
+        while *counted <= row.row_group {
+            input.position += rows.row_group_bytes(*counted);
+            *counted += 1;
+        }
+        let id = row.id.unwrap_or_else(|| default_id(&input.name, row.row, several));
+        Ok(Some(RawDoc::Row { id, text: row.text }))
+    }
+
+    /// The next line of a JSON Lines or text input.
+    fn next_line(&mut self, json: bool) -> Result<Option<RawDoc>, PipelineError> {
+        let mut raw = Vec::new();
+        if self.read_line(&mut raw)?.is_none() {
+            return Ok(None);
+        }
+        let several = self.inputs.len() > 1;
+        let input = self.current.as_ref().expect("an open input");
+        Ok(Some(RawDoc::Line { raw, json, name: input.label.clone(), line: input.line, several }))
+    }
+
+    /// The next vertical document (or a line outside documents).
+    fn next_vertical(&mut self) -> Result<Option<Item>, PipelineError> {
+        // The buffers of a document already written, when one came back.
+        let (mut bytes, mut ends, mut roles, mut units, mut fingerprints, mut keys, mut key_ends) = match self
+            .spare
+            .try_recv()
+        {
+            Ok(Doc {
+                body: Body::Vertical { bytes, ends, roles }, unit_tokens, fingerprints, keys, key_ends, ..
+            }) => (bytes, ends, roles, unit_tokens, fingerprints, keys, key_ends),
+            _ => Default::default(),
+        };
+        bytes.clear();
+        ends.clear();
+        roles.clear();
+        units.clear();
+        units.push(0);
+        fingerprints.clear();
+        keys.clear();
+        key_ends.clear();
+        let mut unit_has_lines = false;
+        let mut boundary_next = false;
+        loop {
+            let Some(start) = self.read_line(&mut bytes)? else {
+                let input = self.current.as_mut().expect("an open input");
+                if !input.in_doc {
+                    return Ok(None);
+                }
+                input.in_doc = false;
+                break;
+            };
+            let in_doc = self.current.as_ref().is_some_and(|c| c.in_doc);
+            let line = &bytes[start..];
+            let kind = VerticalLine::classify(line);
+            let (role, token) = match kind {
+                VerticalLine::DocOpen(_) if in_doc => {
+                    // The next document begins: this one ends here.
+                    let input = self.current.as_mut().expect("an open input");
+                    input.pending = Some(line.to_vec());
+                    input.in_doc = false;
+                    bytes.truncate(start);
+                    break;
+                }
+                VerticalLine::DocOpen(_) => {
+                    self.current.as_mut().expect("an open input").in_doc = true;
+                    (Role::DocTag, None)
+                }
+                VerticalLine::DocClose if in_doc => {
+                    ends.push(bytes.len() as u32);
+                    roles.push(Role::DocTag);
+                    self.current.as_mut().expect("an open input").in_doc = false;
+                    break;
+                }
+                VerticalLine::DocClose | VerticalLine::Structure(_) | VerticalLine::Blank if !in_doc => {
+                    return Ok(Some(Item::Passthrough(line.to_vec())));
+                }
+                VerticalLine::Token(word) => {
+                    if !in_doc {
+                        self.current.as_mut().expect("an open input").in_doc = true;
+                    }
+                    (Role::Unit(0), Some(word))
+                }
+                _ => (Role::Unit(0), None),
+            };
+            if role == Role::Unit(0) {
+                let (opens, closes) = match (self.unit_tag, kind) {
+                    (Some(tag), VerticalLine::Structure(s)) => (is_open_tag(s, tag), is_close_tag(s, tag)),
+                    _ => (false, false),
+                };
+                if (opens || boundary_next) && unit_has_lines {
+                    if let Some(h) = self.hasher.as_mut() {
+                        fingerprints.push(h.finish());
+                    }
+                    if self.keys {
+                        key_ends.push(keys.len() as u32);
+                    }
+                    units.push(0);
+                }
+                boundary_next = closes;
+                unit_has_lines = true;
+                if let Some(word) = token
+                    && !word.is_empty()
+                {
+                    let count = units.last_mut().expect("a unit");
+                    // One token per line, taken as it is: no tokenizer needed to count it.
+                    if self.stopwords.is_empty() && self.hasher.is_none() && !self.keys {
+                        *count += 1;
+                    } else {
+                        let word = String::from_utf8_lossy(word);
+                        if self.stopwords.is_empty() || !self.stopwords.contains(word.as_ref()) {
+                            *count += 1;
+                            if let Some(h) = self.hasher.as_mut() {
+                                h.add(&word);
+                            }
+                            if self.keys {
+                                keys.extend_from_slice(word.as_bytes());
+                                keys.push(KEY_SEPARATOR);
+                            }
+                        }
+                    }
+                }
+            }
+            if bytes.len() > self.doc_limit {
+                let input = self.current.as_ref().expect("an open input");
+                return Err(PipelineError::Memory {
+                    budget: String::new(),
+                    what: format!(
+                        "{}: line {}: a document larger than {} cannot be held for deduplication; raise --memory",
+                        input.name,
+                        input.line,
+                        human_bytes(self.doc_limit as u64)
+                    ),
+                });
+            }
+            ends.push(bytes.len() as u32);
+            roles.push(match role {
+                Role::Unit(_) => Role::Unit(units.len() as u32 - 1),
+                other => other,
+            });
+        }
+        if let Some(h) = self.hasher.as_mut() {
+            fingerprints.push(h.finish());
+        }
+        if self.keys {
+            key_ends.push(keys.len() as u32);
+        }
+        Ok(Some(Item::Doc(Doc {
+            body: Body::Vertical { bytes, ends, roles },
+            id: Box::new(serde_json::Value::Null),
+            unit_tokens: units,
+            fingerprints,
+            keys,
+            key_ends,
+        })))
+    }
+}
+
+/// A document as the reader hands it over.
+pub(crate) enum Fetched {
+    /// Made already: a vertical document (its lines are its tokens), or a line outside documents.
+    Made(Item),
+    /// A record still to be parsed and tokenised, by a [`DocMaker`].
+    Raw(RawDoc),
+}
+
+/// A record read but not yet parsed or tokenised.
+pub(crate) enum RawDoc {
+    /// A line of a JSON Lines (`json`) or text input, without its newline.
+    Line { raw: Vec<u8>, json: bool, name: Arc<str>, line: u64, several: bool },
+    /// A Parquet row: its ID (given, or numbered) and text.
+    Row { id: String, text: String },
+}
+
+/// The ID a document without one gets: its line (or row) number, after the
+/// input's name when there are several inputs, as the corpus reader numbers it.
+fn default_id(name: &str, number: u64, several: bool) -> String {
+    if several { format!("{name}:{number}") } else { number.to_string() }
+}
+
+/// Makes documents out of raw records: parses them, cuts them into units
+/// and tokenises them. It holds no state between documents, so several can
+/// work on the records of one stream, one per thread.
+pub(crate) struct DocMaker {
+    text_field: String,
+    id_field: String,
+    skip_bad: bool,
+    unit: UnitKind,
+    tokenizer: Tokenizer,
+    stopwords: Arc<HashSet<String>>,
+    hasher: Option<ExactHasher>,
+    /// Collect each unit's normalised text ([`Doc::keys`]).
+    keys: bool,
+    /// Give each document its ID as the record has it (for attributes).
+    ids: bool,
+    /// Leave the token counts to [`KnownUnits::apply`]: cut into units only.
+    counts_later: bool,
+}
+
+impl DocMaker {
+    /// Makes the documents of a batch, in order, up to the first that fails.
+    fn make_batch(&mut self, seq: u64, batch: Vec<(Fetched, bool, u64)>) -> MadeBatch {
+        let mut items = Vec::with_capacity(batch.len());
+        for (fetched, vertical, position) in batch {
+            let item = match fetched {
+                Fetched::Made(item) => item,
+                Fetched::Raw(raw) => match self.make(raw) {
+                    Ok(item) => item,
+                    Err(error) => return MadeBatch { seq, items, failed: Some(error) },
+                },
+            };
+            items.push((item, vertical, position));
+        }
+        MadeBatch { seq, items, failed: None }
+    }
+
+    pub(crate) fn make(&mut self, raw: RawDoc) -> Result<Item, PipelineError> {
+        match raw {
+            RawDoc::Line { raw, json: false, name, line, several } => {
+                let text = utf8_lossy(raw).0;
+                let id = Box::new(serde_json::Value::String(default_id(&name, line, several)));
+                let units = segment_text(&text, self.unit);
+                let doc = self.tokenize_units(&text, &units);
+                Ok(Item::Doc(Doc { body: Body::Text { text, units }, id, ..doc }))
+            }
+            RawDoc::Line { raw, json: true, name, line, several } => self.record(raw, &name, line, several),
+            RawDoc::Row { id, text } => {
+                let mut record = serde_json::Map::new();
+                record.insert(self.id_field.clone(), id.clone().into());
+                record.insert(self.text_field.clone(), text.clone().into());
+                let appendable = ![&self.id_field, &self.text_field].iter().any(|f| MARK_FIELDS.contains(&f.as_str()));
+                let line = serde_json::Value::Object(record).to_string();
+                let units = segment_text(&text, self.unit);
+                let doc = self.tokenize_units(&text, &units);
+                let body = Body::Jsonl { line, text, units, appendable };
+                Ok(Item::Doc(Doc { body, id: Box::new(id.into()), ..doc }))
+            }
+        }
+    }
+
+    /// A JSON Lines record.
+    fn record(&mut self, raw: Vec<u8>, name: &str, number: u64, several: bool) -> Result<Item, PipelineError> {
+        let (line, invalid) = utf8_lossy(raw);
+        // Lines that are no record are written back as they were read.
+        let as_read = |line: String| invalid.unwrap_or_else(|| line.into_bytes());
+        if line.trim().is_empty() {
+            return Ok(Item::Passthrough(as_read(line)));
+        }
+        let (text, id, noted) = match parse_record_noting(&line, &self.text_field, &self.id_field, &MARK_FIELDS) {
+            Ok(record) => (record.text.map(Cow::into_owned), record.id, record.noted),
+            Err(_) => (None, None, true),
+        };
+        let Some(text) = text else {
+            if self.skip_bad {
+                return Ok(Item::Passthrough(as_read(line)));
+            }
+            return Err(PipelineError::Corpus(CorpusError::BadRecord {
+                name: name.to_owned(),
+                line: number,
+                what: "not a record with a string text field (the file changed since it was indexed?)".into(),
+            }));
+        };
+        let id = id.unwrap_or_else(|| default_id(name, number, several));
+        // Attributes give the ID as the record has it (a number stays a number).
+        let id = Box::new(match self.ids {
+            true => {
+                json_field(&line, &self.id_field).filter(|id| !id.is_null()).unwrap_or(serde_json::Value::String(id))
+            }
+            false => serde_json::Value::String(id),
+        });
+        let units = segment_text(&text, self.unit);
+        let doc = self.tokenize_units(&text, &units);
+        let appendable = !noted && line.trim_end().ends_with('}');
+        Ok(Item::Doc(Doc { body: Body::Jsonl { line, text, units, appendable }, id, ..doc }))
+    }
+
+    /// Token counts (and fingerprints, and keys) of a text's units; none with `counts_later`.
+    fn tokenize_units(&mut self, text: &str, units: &[Range<usize>]) -> Doc {
+        let mut doc = Doc {
+            body: Body::Text { text: String::new(), units: Vec::new() },
+            id: Box::new(serde_json::Value::Null),
+            unit_tokens: Vec::new(),
+            fingerprints: Vec::new(),
+            keys: Vec::new(),
+            key_ends: Vec::new(),
+        };
+        if self.counts_later {
+            return doc;
+        }
+        doc.unit_tokens = vec![0u32; units.len()];
+        let (stop, hasher, want_keys) = (&self.stopwords, &mut self.hasher, self.keys);
+        let (keys, key_ends, fingerprints) = (&mut doc.keys, &mut doc.key_ends, &mut doc.fingerprints);
+        for (i, range) in units.iter().enumerate() {
+            let count = &mut doc.unit_tokens[i];
+            let mut emit = |w: &str| {
+                if stop.is_empty() || !stop.contains(w) {
+                    *count += 1;
+                    if let Some(h) = hasher.as_mut() {
+                        h.add(w);
+                    }
+                    if want_keys {
+                        keys.extend_from_slice(w.as_bytes());
+                        keys.push(KEY_SEPARATOR);
+                    }
+                }
+            };
+            self.tokenizer.feed(&text[range.clone()], &mut emit);
+            if i + 1 == units.len() {
+                self.tokenizer.finish(&mut emit);
+            }
+            if let Some(h) = hasher.as_mut() {
+                fingerprints.push(h.finish());
+            }
+            if want_keys {
+                key_ends.push(keys.len() as u32);
+            }
+        }
+        doc
+    }
+}
+
+/// A line as text, its invalid UTF-8 replaced; and the bytes as read when
+/// they were not valid UTF-8 (valid ones are the text's own, not copied).
+fn utf8_lossy(raw: Vec<u8>) -> (String, Option<Vec<u8>>) {
+    match String::from_utf8(raw) {
+        Ok(text) => (text, None),
+        Err(e) => {
+            let raw = e.into_bytes();
+            (String::from_utf8_lossy(&raw).into_owned(), Some(raw))
+        }
+    }
+}
+
+/// Each unit's token count, saved by an earlier pass, read back in order;
+/// the units whose bit is set in `wanted` are tokenised again for their keys.
+pub(crate) struct KnownUnits<'a> {
+    pub(crate) counts: std::io::BufReader<std::fs::File>,
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) wanted: &'a [u64],
+    pub(crate) next: u64,
+}
+
+impl KnownUnits<'_> {
+    /// Fills in the token counts of a document made with `counts_later`
+    /// (and the keys of its wanted units); a vertical document, which counts
+    /// its tokens as it is read, only moves the count on.
+    pub(crate) fn apply(&mut self, maker: &mut DocMaker, item: &mut Item) -> Result<(), PipelineError> {
+        let Item::Doc(doc) = item else { return Ok(()) };
+        let (text, units) = match &doc.body {
+            Body::Vertical { .. } => return self.skip(doc.unit_tokens.len()),
+            Body::Jsonl { text, units, .. } | Body::Text { text, units } => (text, units),
+        };
+        let made = self.units(&mut maker.tokenizer, &maker.stopwords, text, units)?;
+        doc.unit_tokens = made.unit_tokens;
+        doc.keys = made.keys;
+        doc.key_ends = made.key_ends;
+        Ok(())
+    }
+
+    fn count(&mut self) -> Result<u32, PipelineError> {
+        let mut bytes = [0u8; 4];
+        std::io::Read::read_exact(&mut self.counts, &mut bytes).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                PipelineError::Changed("the corpus has more units than when it was fingerprinted".into())
+            } else {
+                PipelineError::io(&self.path, e)
+            }
+        })?;
+        Ok(u32::from_le_bytes(bytes))
+    }
+
+    fn skip(&mut self, units: usize) -> Result<(), PipelineError> {
+        for _ in 0..units {
+            self.count()?;
+        }
+        self.next += units as u64;
+        Ok(())
+    }
+
+    /// The units of a text: their saved counts, and the keys of the wanted ones.
+    fn units(
+        &mut self,
+        tokenizer: &mut Tokenizer,
+        stopwords: &HashSet<String>,
+        text: &str,
+        units: &[Range<usize>],
+    ) -> Result<Doc, PipelineError> {
+        let mut counts = Vec::with_capacity(units.len());
+        let (mut keys, mut key_ends) = (Vec::new(), Vec::with_capacity(units.len()));
+        for range in units {
+            let count = self.count()?;
+            let u = self.next;
+            self.next += 1;
+            if self.wanted.get((u / 64) as usize).is_some_and(|w| w & (1 << (u % 64)) != 0) {
+                let mut tokens = 0u32;
+                let mut emit = |w: &str| {
+                    if stopwords.is_empty() || !stopwords.contains(w) {
+                        tokens += 1;
+                        keys.extend_from_slice(w.as_bytes());
+                        keys.push(KEY_SEPARATOR);
+                    }
+                };
+                tokenizer.feed(&text[range.clone()], &mut emit);
+                tokenizer.finish(&mut emit);
+                if tokens != count {
+                    return Err(PipelineError::Changed(format!(
+                        "unit {} has {tokens} tokens now and had {count} when it was fingerprinted",
+                        u + 1
+                    )));
+                }
+            }
+            counts.push(count);
+            key_ends.push(keys.len() as u32);
+        }
+        Ok(Doc {
+            body: Body::Text { text: String::new(), units: Vec::new() },
+            id: Box::new(serde_json::Value::Null),
+            unit_tokens: counts,
+            fingerprints: Vec::new(),
+            keys,
+            key_ends,
+        })
+    }
+}
+
+/// `<p>` or `<p …>` for tag `p`.
+fn is_open_tag(line: &[u8], tag: &str) -> bool {
+    line.strip_prefix(b"<")
+        .and_then(|rest| rest.strip_prefix(tag.as_bytes()))
+        .is_some_and(|rest| rest.first().is_some_and(|&b| b == b'>' || b == b' '))
+}
+
+/// `</p>` for tag `p`.
+fn is_close_tag(line: &[u8], tag: &str) -> bool {
+    line.strip_prefix(b"</").and_then(|rest| rest.strip_prefix(tag.as_bytes())) == Some(b">".as_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::ZstdNeed;
+
+    /// A JSON Lines file of `lines` records, the ones in `bad` not records at all.
+    fn corpus(dir: &std::path::Path, lines: usize, bad: &[usize]) -> Input {
+        let path = dir.join("corpus.jsonl");
+        let mut text = String::new();
+        for i in 1..=lines {
+            if bad.contains(&i) {
+                text.push_str("{\"text\": \n");
+            } else {
+                text.push_str(&format!("{{\"id\": \"d{i}\", \"text\": \"Word {} and WORD {i}. Next one\"}}\n", i % 7));
+            }
+        }
+        std::fs::write(&path, text).unwrap();
+        Input::Path(path)
+    }
+
+    fn stream<'a>(inputs: &'a [Input], unit: UnitKind) -> DocStream<'a> {
+        let plan = MemoryPlan::new(64 << 20, 2, ZstdNeed::None).unwrap();
+        let mut stream = DocStream::new(
+            inputs,
+            &ReadOptions::default(),
+            plan,
+            unit,
+            (Normalization::default(), &[]),
+            1 << 20,
+            crossbeam_channel::never(),
+        );
+        stream.keys = true;
+        stream
+    }
+
+    /// A document's ID, unit token counts and keys (the separators as `|`).
+    fn described(doc: &Doc) -> String {
+        format!("{} {:?} {}", doc.id, doc.unit_tokens, String::from_utf8_lossy(&doc.keys).replace('\u{fffd}', "|"))
+    }
+
+    /// What `each` sees: every document described.
+    fn read_all(inputs: &[Input], threads: usize) -> Result<Vec<String>, PipelineError> {
+        let mut seen = Vec::new();
+        // A small working memory: batches of a few records, many of them in flight.
+        read_batched(stream(inputs, UnitKind::Sentence), &Control::default(), (1 << 20, threads), |item, _, _| {
+            if let Item::Doc(doc) = item {
+                seen.push(described(&doc));
+            }
+            Ok(())
+        })?;
+        Ok(seen)
+    }
+
+    #[test]
+    fn the_workers_hand_documents_over_in_corpus_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = [corpus(dir.path(), 5000, &[])];
+        let mut one_by_one = Vec::new();
+        let mut s = stream(&inputs, UnitKind::Sentence);
+        while let Some(item) = s.next().unwrap() {
+            if let Item::Doc(doc) = item {
+                one_by_one.push(described(&doc));
+            }
+        }
+        assert_eq!(one_by_one.len(), 5000);
+        assert_eq!(one_by_one[4], r#""d5" [5, 2] word|5|and|word|5|next|one|"#);
+        for threads in [1, 2, 5] {
+            assert_eq!(read_all(&inputs, threads).unwrap(), one_by_one, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn the_first_bad_record_in_corpus_order_is_the_one_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = [corpus(dir.path(), 5000, &[4100, 1503, 2700])];
+        for threads in [1, 2, 5] {
+            let error = read_all(&inputs, threads).unwrap_err().to_string();
+            assert!(error.contains("line 1503"), "{threads} threads: {error}");
+        }
+    }
+
+    #[test]
+    fn an_error_of_each_stops_the_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = [corpus(dir.path(), 5000, &[])];
+        let mut docs = 0;
+        let result = read_batched(stream(&inputs, UnitKind::Document), &Control::default(), (1 << 20, 2), |_, _, _| {
+            docs += 1;
+            if docs == 700 { Err(PipelineError::Interrupted) } else { Ok(()) }
+        });
+        assert!(matches!(result, Err(PipelineError::Interrupted)));
+        assert_eq!(docs, 700);
+    }
+
+    #[test]
+    fn a_marked_record_keeps_its_bytes_and_gets_no_second_field_of_a_name() {
+        let mut out = Vec::new();
+        let line = "{\"id\": 1, \"text\": \"caf\\u00e9 x\"}  ";
+        marked_record(&mut out, line, true, 0.5, &[[0, 4]]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"id\": 1, \"text\": \"caf\\u00e9 x\",\"dup_fraction\":0.5,\"dup_spans\":[[0,4]]}\n"
+        );
+        // A record that has one of the fields already: it is replaced, not repeated.
+        let mut out = Vec::new();
+        marked_record(&mut out, "{\"text\": \"a\", \"dup_spans\": 7}", false, 1.0 / 3.0, &[]).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "{\"text\":\"a\",\"dup_spans\":[],\"dup_fraction\":0.333333}\n");
+    }
+
+    #[test]
+    fn records_with_the_marking_fields_are_not_appendable() {
+        let mut maker = stream(&[], UnitKind::Document).maker();
+        let appendable = |maker: &mut DocMaker, line: &str| {
+            let raw = RawDoc::Line {
+                raw: line.as_bytes().to_vec(),
+                json: true,
+                name: Arc::from("x"),
+                line: 1,
+                several: false,
+            };
+            match maker.make(raw).unwrap() {
+                Item::Doc(Doc { body: Body::Jsonl { appendable, .. }, .. }) => appendable,
+                _ => panic!("not a record: {line}"),
+            }
+        };
+        assert!(appendable(&mut maker, r#"{"text": "a b"}"#));
+        assert!(!appendable(&mut maker, r#"{"text": "a b", "dup_fraction": 0}"#));
+        assert!(!appendable(&mut maker, r#"{"dup\u005fspans": [], "text": "a b"}"#));
+    }
+}
