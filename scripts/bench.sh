@@ -14,6 +14,7 @@
 #                                         # dupgram --memory 256M beside --memory 1G), on the
 #                                         # generated, real and Gutenberg corpora
 #   scripts/bench.sh --only exact --sizes 20M   # dedup --exact-only beside Dolma and datatrove
+#                                         # (--no-datatrove: Dolma only; datatrove's SentenceDedup takes minutes)
 #   scripts/bench.sh --sizes 1B           # scaling: ngrams, pairs, dedup on 10M, 100M and 1B tokens
 #                                         # of a growing (Heaps-law) vocabulary, default budgets
 #   scripts/bench.sh --only scale --sizes 1M,10M --open-vocabulary 0.2   # the same, smaller
@@ -42,6 +43,7 @@ runs=0
 n=10
 memory=1G
 with_sort=1
+with_datatrove=1
 only=all
 lsh_size=
 onion=
@@ -54,12 +56,13 @@ while [ $# -gt 0 ]; do
     --memory) memory=$2; shift 2 ;;
     -n) n=$2; shift 2 ;;
     --no-sort) with_sort=0; shift ;;
+    --no-datatrove) with_datatrove=0; shift ;;
     --only) only=$2; shift 2 ;;
     --lsh-size) lsh_size=$2; shift 2 ;;
     --onion) onion=$2; shift 2 ;;
     --onion-src) onion_src=$2; shift 2 ;;
     --open-vocabulary) open_vocabulary=$2; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -541,12 +544,12 @@ if section exact; then
     # boto3 pinned: s3fs 2023.6.0 (Dolma's pin) wants botocore 1.29.161; unpinned, pip backtracks for a long time.
     "$dolma_venv/bin/pip" install --quiet 'dolma==1.2.1' 'boto3==1.26.161' || echo "Dolma could not be installed: its rows are skipped" >&2
   fi
-  if ! "$dt_venv/bin/python" -c 'import datatrove, orjson, spacy' 2> /dev/null; then
+  if [ "$with_datatrove" = 1 ] && ! "$dt_venv/bin/python" -c 'import datatrove, orjson, spacy' 2> /dev/null; then
     python3 -m venv "$dt_venv"
     "$dt_venv/bin/pip" install --quiet 'datatrove[processing]==0.10.1' orjson spacy || echo "datatrove could not be installed: its rows are skipped" >&2
   fi
   have_dolma=0; "$dolma_venv/bin/dolma" --help > /dev/null 2>&1 && have_dolma=1
-  have_dt=0; "$dt_venv/bin/python" -c 'import datatrove, orjson, spacy' 2> /dev/null && have_dt=1
+  have_dt=0; [ "$with_datatrove" = 1 ] && "$dt_venv/bin/python" -c 'import datatrove, orjson, spacy' 2> /dev/null && have_dt=1
   exact_corpora=()
   real_src=("$here/../shared/corpora/reuters21578.jsonl.zst" "$here/../shared/corpora/20newsgroups.jsonl.zst")
   if [ -f "${real_src[0]}" ] && [ -f "${real_src[1]}" ]; then

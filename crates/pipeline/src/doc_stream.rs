@@ -47,27 +47,33 @@ pub(crate) fn read_batched(
 ) -> Result<(), PipelineError> {
     const BATCH_DOCS: usize = 256;
     let workers = threads.clamp(1, 16);
-    // Batches handed to the workers and not yet taken by `each`; with one
-    // filling and one in use, each holding its text about three times (the
-    // record, its text, the keys), a fifth of the working memory in all.
+    // Text handed to the workers and not yet taken by `each` is at most
+    // `in_flight` batches' worth; with one batch filling and one in use,
+    // each holding its text about three times (the record, its text, the
+    // keys), a fifth of the working memory in all.
     let in_flight = 2 * workers + 2;
-    let batch_bytes = (working / (15 * (in_flight as u64 + 2))).clamp(1 << 16, 4 << 20);
+    let batch_bytes = (working / (15 * (in_flight as u64 + 2))).clamp(1 << 16, 4 << 20) as usize;
     let makers: Vec<DocMaker> = (0..workers).map(|_| stream.maker()).collect();
     let mut own = stream.maker();
     let mut known = stream.known.take();
-    let (work_tx, work_rx) = crossbeam_channel::bounded::<(u64, Vec<(Fetched, bool, u64)>)>(in_flight);
+    let (work_tx, work_rx) = crossbeam_channel::bounded::<(Batch, Vec<(Fetched, bool, u64)>)>(in_flight);
     let (made_tx, made_rx) = crossbeam_channel::bounded::<MadeBatch>(in_flight);
-    // A slot for every batch in flight: the reader takes one before it hands
-    // a batch over, `each` gives it back when done with the batch, so a slow
-    // batch cannot let the others pile up behind it.
+    // Slots of `batch_bytes` each: the reader takes as many as a batch
+    // fills (all of them at most: a batch holding one long document waits
+    // until nothing else is in flight) before it hands it over, `each`
+    // gives them back when done with it, so neither a slow batch nor long
+    // documents can let text pile up.
     let (slot_tx, slot_rx) = crossbeam_channel::bounded::<()>(in_flight);
     for _ in 0..in_flight {
         let _ = slot_tx.send(());
     }
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || -> Result<(), PipelineError> {
-            let send = |seq, batch| slot_rx.recv().is_ok() && work_tx.send((seq, batch)).is_ok();
-            let (mut seq, mut start) = (0u64, 0u64);
+            let send = |seq, bytes: usize, batch| {
+                let slots = bytes.div_ceil(batch_bytes).clamp(1, in_flight);
+                (0..slots).all(|_| slot_rx.recv().is_ok()) && work_tx.send((Batch { seq, slots }, batch)).is_ok()
+            };
+            let (mut seq, mut bytes) = (0u64, 0usize);
             let mut batch = Vec::with_capacity(BATCH_DOCS);
             loop {
                 let fetched = match stream.next_fetched() {
@@ -75,21 +81,20 @@ pub(crate) fn read_batched(
                     Ok(None) => break,
                     Err(e) => {
                         // The records before it may hold an earlier error.
-                        send(seq, batch);
+                        send(seq, bytes, batch);
                         return Err(e);
                     }
                 };
-                let position = stream.position();
-                batch.push((fetched, stream.is_vertical(), position));
-                if batch.len() == BATCH_DOCS || position.wrapping_sub(start) > batch_bytes {
-                    start = position;
-                    if !send(seq, std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS))) {
+                bytes += fetched.bytes();
+                batch.push((fetched, stream.is_vertical(), stream.position()));
+                if batch.len() == BATCH_DOCS || bytes >= batch_bytes {
+                    if !send(seq, bytes, std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS))) {
                         return Ok(());
                     }
-                    seq += 1;
+                    (seq, bytes) = (seq + 1, 0);
                 }
             }
-            send(seq, batch);
+            send(seq, bytes, batch);
             Ok(())
         });
         let workers: Vec<_> = makers
@@ -97,8 +102,8 @@ pub(crate) fn read_batched(
             .map(|mut maker| {
                 let (work_rx, made_tx) = (work_rx.clone(), made_tx.clone());
                 scope.spawn(move || {
-                    for (seq, batch) in work_rx {
-                        if made_tx.send(maker.make_batch(seq, batch)).is_err() {
+                    for (id, batch) in work_rx {
+                        if made_tx.send(maker.make_batch(id, batch)).is_err() {
                             return;
                         }
                     }
@@ -110,7 +115,7 @@ pub(crate) fn read_batched(
             let mut waiting = std::collections::BTreeMap::new();
             let mut next = 0u64;
             for made in &made_rx {
-                waiting.insert(made.seq, made);
+                waiting.insert(made.id.seq, made);
                 while let Some(made) = waiting.remove(&next) {
                     next += 1;
                     if control.interrupted() {
@@ -126,7 +131,9 @@ pub(crate) fn read_batched(
                     if let Some(error) = made.failed {
                         return Err(error);
                     }
-                    let _ = slot_tx.send(());
+                    for _ in 0..made.id.slots {
+                        let _ = slot_tx.send(());
+                    }
                 }
             }
             if waiting.is_empty() {
@@ -148,10 +155,17 @@ pub(crate) fn read_batched(
     })
 }
 
+/// A batch's place in the corpus, and the slots of read-ahead it holds.
+#[derive(Clone, Copy)]
+struct Batch {
+    seq: u64,
+    slots: usize,
+}
+
 /// A batch of documents made by a worker: the first `items`, and the error
 /// that stopped it, if one did.
 struct MadeBatch {
-    seq: u64,
+    id: Batch,
     items: Vec<(Item, bool, u64)>,
     failed: Option<PipelineError>,
 }
@@ -690,6 +704,22 @@ pub(crate) enum Fetched {
     Raw(RawDoc),
 }
 
+impl Fetched {
+    /// The bytes of text it holds, about.
+    fn bytes(&self) -> usize {
+        match self {
+            Fetched::Raw(RawDoc::Line { raw, .. }) => raw.len(),
+            Fetched::Raw(RawDoc::Row { id, text }) => id.len() + text.len(),
+            Fetched::Made(Item::Passthrough(line)) => line.len(),
+            Fetched::Made(Item::Doc(doc)) => match &doc.body {
+                Body::Vertical { bytes, .. } => bytes.len(),
+                Body::Jsonl { line, .. } => line.len(),
+                Body::Text { text, .. } => text.len(),
+            },
+        }
+    }
+}
+
 /// A record read but not yet parsed or tokenised.
 pub(crate) enum RawDoc {
     /// A line of a JSON Lines (`json`) or text input, without its newline.
@@ -725,19 +755,19 @@ pub(crate) struct DocMaker {
 
 impl DocMaker {
     /// Makes the documents of a batch, in order, up to the first that fails.
-    fn make_batch(&mut self, seq: u64, batch: Vec<(Fetched, bool, u64)>) -> MadeBatch {
+    fn make_batch(&mut self, id: Batch, batch: Vec<(Fetched, bool, u64)>) -> MadeBatch {
         let mut items = Vec::with_capacity(batch.len());
         for (fetched, vertical, position) in batch {
             let item = match fetched {
                 Fetched::Made(item) => item,
                 Fetched::Raw(raw) => match self.make(raw) {
                     Ok(item) => item,
-                    Err(error) => return MadeBatch { seq, items, failed: Some(error) },
+                    Err(error) => return MadeBatch { id, items, failed: Some(error) },
                 },
             };
             items.push((item, vertical, position));
         }
-        MadeBatch { seq, items, failed: None }
+        MadeBatch { id, items, failed: None }
     }
 
     pub(crate) fn make(&mut self, raw: RawDoc) -> Result<Item, PipelineError> {
@@ -1029,6 +1059,33 @@ mod tests {
         assert_eq!(one_by_one[4], r#""d5" [5, 2] word|5|and|word|5|next|one|"#);
         for threads in [1, 2, 5] {
             assert_eq!(read_all(&inputs, threads).unwrap(), one_by_one, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn documents_longer_than_a_batch_take_the_read_ahead_alone_and_arrive_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long.jsonl");
+        let mut text = String::new();
+        for i in 0..60 {
+            // Every fifth record is 300 KB, more than all the slots (64 KB each) together.
+            let words = if i % 5 == 0 { 60_000 } else { 3 };
+            text.push_str(&format!("{{\"id\": {i}, \"text\": \"{}\"}}\n", "w0rd ".repeat(words)));
+        }
+        std::fs::write(&path, text).unwrap();
+        let inputs = [Input::Path(path)];
+        for threads in [1, 2] {
+            let mut seen = Vec::new();
+            read_batched(stream(&inputs, UnitKind::Document), &Control::default(), (1 << 20, threads), |item, _, _| {
+                if let Item::Doc(doc) = item {
+                    seen.push((doc.id.to_string(), doc.unit_tokens));
+                }
+                Ok(())
+            })
+            .unwrap();
+            let expected: Vec<_> =
+                (0..60).map(|i| (format!("\"{i}\""), vec![if i % 5 == 0 { 60_000 } else { 3 }])).collect();
+            assert_eq!(seen, expected, "{threads} threads");
         }
     }
 
