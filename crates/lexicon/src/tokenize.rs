@@ -230,8 +230,25 @@ impl Tokenizer {
             if fast && self.is_ascii_word_byte(b) {
                 // Most text is ASCII: take a whole run of word bytes at once.
                 let start = i;
+                let mut upper = false;
                 while i < bytes.len() && self.is_ascii_word_byte(bytes[i]) {
+                    upper |= bytes[i].is_ascii_uppercase();
                     i += 1;
+                }
+                // Most words are a whole token already: begun after a
+                // boundary, lower case, and ended by an ASCII byte that ends
+                // a word (the loop stopped at it). Such a word is handed on
+                // as it stands in the text, not copied and folded; the byte
+                // after it is then taken as it would be after any word.
+                if self.kind == Kind::Empty
+                    && !upper
+                    && i < bytes.len()
+                    && bytes[i] < 0x80
+                    && i - start <= MAX_TOKEN_BYTES
+                {
+                    self.taken += 1;
+                    emit(&text[start..i]);
+                    continue;
                 }
                 if self.kind == Kind::Number {
                     self.boundary(emit);
@@ -584,6 +601,22 @@ mod tests {
             t.feed(&text[cut..], &mut |w| parts.push(w.to_owned()));
             t.finish(&mut |w| parts.push(w.to_owned()));
             prop_assert_eq!(whole, parts);
+        }
+
+        /// Fed one character at a time, no word is ever whole within one
+        /// piece, so this compares the whole-word path with the general one.
+        #[test]
+        fn whole_words_and_one_character_at_a_time_agree(text in "[a-zA-Z0-9 .,;'<>&#éÉß日\u{301}\n-]{0,120}", numbers: bool, markup: bool) {
+            let norm = Normalization { mode: TokenMode::Words, numbers_as_token: numbers, strip_markup: markup };
+            let whole = tokenize(norm, &text);
+            let mut t = Tokenizer::new(norm);
+            let mut chars = Vec::new();
+            let mut buf = [0u8; 4];
+            for c in text.chars() {
+                t.feed(c.encode_utf8(&mut buf), &mut |w| chars.push(w.to_owned()));
+            }
+            t.finish(&mut |w| chars.push(w.to_owned()));
+            prop_assert_eq!(whole, chars);
         }
 
         #[test]
