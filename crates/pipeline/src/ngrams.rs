@@ -9,9 +9,7 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
-use dupgram_lexicon::{
-    Lexicon, LexiconBuilder, Lookup, Normalization, Renumbering, Scope, Tokenizer, WordCache, word_hash,
-};
+use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Renumbering, Scope, Tokenizer, word_hash};
 use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::RunHeader;
 use dupgram_sieve::{COUNTERS_PER_BYTE, DelayLine, RollingFingerprint, Sieve, Slot};
@@ -801,9 +799,6 @@ impl Job<'_> {
         };
         let shared = Mutex::new(LexiconBuilder::new(config.stopwords.iter().cloned()));
         let stoplist: HashSet<String> = config.stopwords.iter().cloned().collect();
-        // Each worker's cache takes at most 1/256 of the working memory.
-        let cache_slots =
-            (self.plan.working() as usize / 256 / config.threads / WordCache::SLOT_BYTES).clamp(1 << 8, 1 << 16);
         let mut workers = Vec::with_capacity(config.threads);
         for worker in 0..config.threads {
             workers.push(LexiconWorker {
@@ -817,9 +812,6 @@ impl Job<'_> {
                 budget: &budget,
                 stream: if streams { Some(WordsOut::create(self.work, worker)?) } else { None },
                 codes: Vec::new(),
-                cache: WordCache::new(cache_slots),
-                misses: Vec::new(),
-                seen: (0, 0),
             });
         }
         let options = self.read_options();
@@ -1155,13 +1147,6 @@ struct LexiconWorker<'a> {
     stream: Option<WordsOut>,
     /// A batch's stream codes (0: end of document, else first-seen ID + 1).
     codes: Vec<u32>,
-    /// The words this worker met last, counted without the lexicon's lock.
-    cache: WordCache,
-    /// A batch's words the cache did not hold: (start, end) in the token
-    /// buffer, hash, and where the word's code goes.
-    misses: Vec<(u32, u32, u64, usize)>,
-    /// The lexicon's size and vocabulary when this worker last held its lock.
-    seen: (u64, usize),
 }
 
 impl BatchWorker for LexiconWorker<'_> {
@@ -1202,7 +1187,29 @@ impl BatchWorker for LexiconWorker<'_> {
                 self.line.drain().for_each(|slot| s.insert_at(slot));
             }
         }
-        self.count_words()?;
+        let (bytes, words) = {
+            let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
+            let mut start = 0usize;
+            if self.stream.is_some() {
+                for &(end, hash) in &self.words.words {
+                    if (end, hash) == DOCUMENT_END {
+                        self.codes.push(0);
+                        continue;
+                    }
+                    if let Some(id) = lexicon.add_first_seen(&self.words.bytes[start..end as usize], hash) {
+                        self.codes.push(id + 1);
+                    }
+                    start = end as usize;
+                }
+            } else {
+                for &(end, hash) in &self.words.words {
+                    lexicon.add_hashed(&self.words.bytes[start..end as usize], hash);
+                    start = end as usize;
+                }
+            }
+            lexicon.add_stop_tokens(self.words.stop_tokens);
+            (lexicon.heap_bytes() as u64, lexicon.len())
+        };
         if let Some(stream) = self.stream.as_mut() {
             stream.codes(&self.codes)?;
             self.codes.clear();
@@ -1210,71 +1217,14 @@ impl BatchWorker for LexiconWorker<'_> {
         self.words.bytes.clear();
         self.words.words.clear();
         self.words.stop_tokens = 0;
-        let (bytes, words) = self.seen;
         self.budget.check(bytes, words, self.sieve)
     }
 
-    fn finish(mut self) -> Result<(u64, Option<WordsFile>), PipelineError> {
-        let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-        self.cache.flush(&mut lexicon);
-        drop(lexicon);
+    fn finish(self) -> Result<(u64, Option<WordsFile>), PipelineError> {
         let file = self.stream.map(WordsOut::finish).transpose()?;
         Ok((self.tokenizer.long_tokens(), file))
     }
 }
-
-impl LexiconWorker<'_> {
-    /// Counts a batch's words: those in the worker's cache there, the
-    /// others in the shared lexicon, under its lock (taken only for them);
-    /// their stream codes go to `codes` in token order.
-    fn count_words(&mut self) -> Result<(), PipelineError> {
-        let streaming = self.stream.is_some();
-        let mut start = 0u32;
-        for &(end, hash) in &self.words.words {
-            if (end, hash) == DOCUMENT_END {
-                if streaming {
-                    self.codes.push(0);
-                }
-                continue;
-            }
-            match self.cache.hit(&self.words.bytes[start as usize..end as usize], hash) {
-                Some(Some(id)) if streaming => self.codes.push(id + 1),
-                Some(_) => {}
-                None => {
-                    self.misses.push((start, end, hash, self.codes.len()));
-                    if streaming {
-                        self.codes.push(STOP_CODE);
-                    }
-                }
-            }
-            start = end;
-        }
-        if self.misses.is_empty() && self.words.stop_tokens == 0 {
-            return Ok(());
-        }
-        let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-        let mut stops = false;
-        for &(start, end, hash, at) in &self.misses {
-            let id = self.cache.miss(&mut lexicon, &self.words.bytes[start as usize..end as usize], hash);
-            if streaming {
-                self.codes[at] = id.map_or(STOP_CODE, |id| id + 1);
-                stops |= id.is_none();
-            }
-        }
-        lexicon.add_stop_tokens(self.words.stop_tokens);
-        self.seen = (lexicon.heap_bytes() as u64 + self.cache.heap_bytes() as u64, lexicon.len());
-        drop(lexicon);
-        self.misses.clear();
-        if stops {
-            // A word the lexicon counts as a stop word has no code.
-            self.codes.retain(|&c| c != STOP_CODE);
-        }
-        Ok(())
-    }
-}
-
-/// A stream code no word has: marks a stop word's place until it is dropped.
-const STOP_CODE: u32 = u32::MAX;
 
 struct SieveWorker<'a> {
     tokenizer: Tokenizer,
