@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::attributes::{AttributesFile, char_spans};
 use crate::control::Control;
-use crate::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record, vertical_attributes, with_text};
+use crate::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record, stripped_record, vertical_attributes};
 use crate::error::PipelineError;
 use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -612,13 +612,9 @@ impl<'a> DocWriter<'a> {
                 if !self.strip {
                     let spans = duplicate_spans(text, units, verdicts);
                     marked_record(&mut self.line, line, *appendable, fraction, &spans)?;
-                } else if verdicts.iter().any(UnitVerdict::removed) {
-                    let kept = kept_text(text, units, verdicts);
-                    with_text(&mut self.line, line, self.text_field, kept)?;
                 } else {
-                    // Nothing cut: the record as it was read.
-                    self.line.extend_from_slice(line.trim_end().as_bytes());
-                    self.line.push(b'\n');
+                    let kept = verdicts.iter().any(UnitVerdict::removed).then(|| kept_text(text, units, verdicts));
+                    stripped_record(&mut self.line, line, self.text_field, kept)?;
                 }
             }
         }

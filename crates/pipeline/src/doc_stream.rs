@@ -54,8 +54,9 @@ pub(crate) fn read_batched(
     let in_flight = 2 * workers + 2;
     let batch_bytes = (working / (15 * (in_flight as u64 + 2))).clamp(1 << 16, 4 << 20) as usize;
     let makers: Vec<DocMaker> = (0..workers).map(|_| stream.maker()).collect();
-    let mut own = stream.maker();
-    let mut known = stream.known.take();
+    // Known counts are applied here, in order, tokenising the wanted units with a maker of this thread's.
+    let own = stream.known.is_some().then(|| stream.maker());
+    let mut known = stream.known.take().zip(own);
     let (work_tx, work_rx) = crossbeam_channel::bounded::<(Batch, Vec<(Fetched, bool, u64)>)>(in_flight);
     let (made_tx, made_rx) = crossbeam_channel::bounded::<MadeBatch>(in_flight);
     // Slots of `batch_bytes` each: the reader takes as many as a batch
@@ -122,8 +123,8 @@ pub(crate) fn read_batched(
                         return Err(PipelineError::Interrupted);
                     }
                     for (mut item, vertical, position) in made.items {
-                        if let Some(known) = known.as_mut() {
-                            known.apply(&mut own, &mut item)?;
+                        if let Some((known, own)) = known.as_mut() {
+                            known.apply(own, &mut item)?;
                         }
                         each(item, vertical, position)?;
                         control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
@@ -224,22 +225,38 @@ pub(crate) fn marked_record(
     fraction: f64,
     spans: &[[u64; 2]],
 ) -> Result<(), PipelineError> {
-    let fraction = serde_json::json!((fraction * 1e6).round() / 1e6);
-    let spans = serde_json::json!(spans);
+    let fraction = (fraction * 1e6).round() / 1e6;
     let line = line.trim_end();
     if appendable && let Some(open) = line.strip_suffix('}') {
+        // Written as serde_json writes the values, without building them.
+        let json = |e: serde_json::Error| PipelineError::Usage(format!("internal error: {e}"));
         out.extend_from_slice(open.as_bytes());
-        out.extend_from_slice(
-            format!(",\"{}\":{fraction},\"{}\":{spans}}}\n", MARK_FIELDS[0], MARK_FIELDS[1]).as_bytes(),
-        );
+        out.extend_from_slice(format!(",\"{}\":", MARK_FIELDS[0]).as_bytes());
+        serde_json::to_writer(&mut *out, &fraction).map_err(json)?;
+        out.extend_from_slice(format!(",\"{}\":", MARK_FIELDS[1]).as_bytes());
+        serde_json::to_writer(&mut *out, spans).map_err(json)?;
+        out.extend_from_slice(b"}\n");
         return Ok(());
     }
-    rewritten(out, line, [(MARK_FIELDS[0], fraction), (MARK_FIELDS[1], spans)])
+    rewritten(out, line, [(MARK_FIELDS[0], serde_json::json!(fraction)), (MARK_FIELDS[1], serde_json::json!(spans))])
 }
 
-/// A JSON Lines record whose text is now `text` (what is kept of it), and a newline.
-pub(crate) fn with_text(out: &mut Vec<u8>, line: &str, text_field: &str, text: String) -> Result<(), PipelineError> {
-    rewritten(out, line, [(text_field, text.into())])
+/// A JSON Lines record under `--strip`: with its text replaced by `kept`
+/// when something was cut out of it, else as it was read; and a newline.
+pub(crate) fn stripped_record(
+    out: &mut Vec<u8>,
+    line: &str,
+    text_field: &str,
+    kept: Option<String>,
+) -> Result<(), PipelineError> {
+    match kept {
+        Some(text) => rewritten(out, line, [(text_field, text.into())]),
+        None => {
+            out.extend_from_slice(line.trim_end().as_bytes());
+            out.push(b'\n');
+            Ok(())
+        }
+    }
 }
 
 /// A record parsed whole, `fields` set in it, written compact with a newline.
@@ -289,9 +306,8 @@ pub(crate) enum Item {
 }
 
 struct OpenInput {
-    name: String,
-    /// The name, shared by the records read from it.
-    label: Arc<str>,
+    /// Its name, shared by the records read from it.
+    name: Arc<str>,
     reader: Box<dyn BufRead + Send>,
     format: Format,
     line: u64,
@@ -454,8 +470,8 @@ impl<'a> DocStream<'a> {
                 "--unit line: {name} is a vertical file, whose lines are tokens; use --unit doc, p or s"
             )));
         }
-        let label = Arc::from(name.as_str());
-        Ok(OpenInput { name, label, reader, format, line: 0, in_doc: false, pending: None, position: 0, parquet })
+        let name = Arc::from(name);
+        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position: 0, parquet })
     }
 
     /// Appends the next line of the current input to `buf`, without its
@@ -477,7 +493,7 @@ impl<'a> DocStream<'a> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(source) => {
                     return Err(PipelineError::Corpus(CorpusError::Read {
-                        name: input.name.clone(),
+                        name: input.name.to_string(),
                         line: input.line + 1,
                         offset: 0,
                         error: source,
@@ -503,7 +519,7 @@ impl<'a> DocStream<'a> {
             if buf.len() - start > limit {
                 input.line += 1;
                 return Err(PipelineError::Corpus(CorpusError::RecordTooLong {
-                    name: input.name.clone(),
+                    name: input.name.to_string(),
                     line: input.line,
                     limit,
                 }));
@@ -517,7 +533,7 @@ impl<'a> DocStream<'a> {
         input.position += read as u64;
         if buf.len() - start > limit {
             return Err(PipelineError::Corpus(CorpusError::RecordTooLong {
-                name: input.name.clone(),
+                name: input.name.to_string(),
                 line: input.line,
                 limit,
             }));
@@ -556,7 +572,7 @@ impl<'a> DocStream<'a> {
         }
         let several = self.inputs.len() > 1;
         let input = self.current.as_ref().expect("an open input");
-        Ok(Some(RawDoc::Line { raw, json, name: input.label.clone(), line: input.line, several }))
+        Ok(Some(RawDoc::Line { raw, json, name: input.name.clone(), line: input.line, several }))
     }
 
     /// The next vertical document (or a line outside documents).
@@ -1121,10 +1137,30 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "{\"id\": 1, \"text\": \"caf\\u00e9 x\",\"dup_fraction\":0.5,\"dup_spans\":[[0,4]]}\n"
         );
+        let mut out = Vec::new();
+        marked_record(&mut out, "{\"text\": \"a\"}", true, 0.0, &[]).unwrap();
+        marked_record(&mut out, "{\"text\": \"a\"}", true, 2.0 / 3.0, &[[1, 2], [3, 4]]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"text\": \"a\",\"dup_fraction\":0.0,\"dup_spans\":[]}\n\
+             {\"text\": \"a\",\"dup_fraction\":0.666667,\"dup_spans\":[[1,2],[3,4]]}\n"
+        );
         // A record that has one of the fields already: it is replaced, not repeated.
         let mut out = Vec::new();
         marked_record(&mut out, "{\"text\": \"a\", \"dup_spans\": 7}", false, 1.0 / 3.0, &[]).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "{\"text\":\"a\",\"dup_spans\":[],\"dup_fraction\":0.333333}\n");
+    }
+
+    #[test]
+    fn a_stripped_record_is_written_as_read_unless_something_was_cut() {
+        let line = "{\"id\": 1, \"text\": \"a b c\", \"x\": 1.50}\r";
+        let mut out = Vec::new();
+        stripped_record(&mut out, line, "text", None).unwrap();
+        stripped_record(&mut out, line, "text", Some("a c".into())).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"id\": 1, \"text\": \"a b c\", \"x\": 1.50}\n{\"id\":1,\"text\":\"a c\",\"x\":1.5}\n"
+        );
     }
 
     #[test]

@@ -34,7 +34,7 @@ use dupgram_merge::MergeSink;
 use crate::attributes::{AttributesFile, char_spans};
 use crate::control::Control;
 use crate::dedup::{DedupConfig, DedupOutput, DedupStats, DocWriter, line_text, plan_and_scratch, push_vertical_line};
-use crate::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record, read_batched, with_text};
+use crate::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record, read_batched, stripped_record};
 use crate::error::PipelineError;
 use crate::index::IndexJob;
 use crate::memory::{MemoryPlan, peak_rss};
@@ -423,12 +423,9 @@ impl SpanWriter<'_> {
                 if !self.strip {
                     let spans = if verdict.whole { std::iter::once(0..text.len()).collect() } else { cuts };
                     marked_record(&mut self.line, line, *appendable, fraction(verdict), &char_offsets(text, &spans))?;
-                } else if !cuts.is_empty() {
-                    with_text(&mut self.line, line, self.text_field, cut_out(text, &cuts))?;
                 } else {
-                    // Nothing cut: the record as it was read.
-                    self.line.extend_from_slice(line.trim_end().as_bytes());
-                    self.line.push(b'\n');
+                    let kept = (!cuts.is_empty()).then(|| cut_out(text, &cuts));
+                    stripped_record(&mut self.line, line, self.text_field, kept)?;
                 }
             }
         }
