@@ -345,6 +345,40 @@ fn memory_budget_is_kept() {
     }
 }
 
+/// Records near the one-record limit (a sixteenth of the budget) whose every
+/// other word is one of 131,072: the lexicon pass must not hold a whole
+/// record's words at once (it once took 66 MiB of a 64 MiB budget here).
+#[test]
+fn memory_budget_is_kept_with_records_of_new_words() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("long.jsonl");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&corpus).unwrap());
+    let mut state = 1u64;
+    for _ in 0..6 {
+        let mut text = String::new();
+        for i in 0..500_000 {
+            if i % 2 == 0 {
+                text.push_str("the ");
+            } else {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                text.push_str(&format!("w{:x} ", state >> 47));
+            }
+        }
+        writeln!(file, "{}", serde_json::json!({ "text": text })).unwrap();
+    }
+    file.flush().unwrap();
+    drop(file);
+    let stats = dir.path().join("s.json");
+    let (code, _, stderr) =
+        run(&["ngrams", s(&corpus), "-n", "5", "-o", "/dev/null", "--memory", "64M", "--stats-json", s(&stats)]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert_eq!(json["tokens"], 3_000_000, "{json}");
+    let peak = json["peak_rss"].as_u64().unwrap();
+    assert!(peak > 0 && peak <= 64 << 20, "peak {peak} over 64M");
+}
+
 #[test]
 fn stop_words_and_normalisation_options() {
     let dir = tempfile::tempdir().unwrap();

@@ -791,7 +791,7 @@ impl Job<'_> {
         let config = self.config;
         self.control.progress.start("lexicon", self.total_input_bytes());
         let budget = LexiconBudget {
-            working: self.plan.working(),
+            working: self.plan.working().saturating_sub(config.threads as u64 * LEXICON_WORKER_BYTES),
             may_halve,
             dropped_sieve: std::sync::OnceLock::new(),
             halvings: std::sync::atomic::AtomicU32::new(0),
@@ -1149,44 +1149,66 @@ struct LexiconWorker<'a> {
     codes: Vec<u32>,
 }
 
-impl BatchWorker for LexiconWorker<'_> {
-    type Output = (u64, Option<WordsFile>);
+/// Text tokenised between two looks at how full a worker's [`TokenBuffer`] is.
+const FEED_BYTES: usize = 32 << 10;
 
-    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
-        {
-            let guard = self.sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))?;
-            let sieve = guard.as_ref();
-            for piece in &batch.pieces {
-                let (words, roll, line, stoplist) = (&mut self.words, &mut self.roll, &mut self.line, self.stoplist);
-                let mut emit = |w: &str| {
-                    if !stoplist.is_empty() && stoplist.contains(w) {
-                        words.stop_tokens += 1;
-                        return;
-                    }
-                    let h = word_hash(w.as_bytes());
-                    words.bytes.extend_from_slice(w.as_bytes());
-                    words.words.push((words.bytes.len() as u32, h));
-                    if let (Some(r), Some(s)) = (roll.as_mut(), sieve)
-                        && let Some(fp) = r.push(h)
-                    {
-                        s.insert_delayed(line, fp);
-                    }
-                };
-                self.tokenizer.feed(batch.piece_text(piece), &mut emit);
-                if piece.last {
-                    self.tokenizer.finish(&mut emit);
-                    if let Some(r) = self.roll.as_mut() {
-                        r.reset();
-                    }
-                    if self.stream.is_some() {
-                        self.words.words.push(DOCUMENT_END);
-                    }
-                }
+/// A worker hands its words to the shared lexicon once it holds this many
+/// (or [`HAND_OVER_BYTES`] of them), not only at the end of a batch: a batch
+/// may be one record of millions of words, and a buffer of a whole record
+/// (about 16 bytes a token) is memory the plan has not counted.
+const HAND_OVER_WORDS: usize = 16 << 10;
+const HAND_OVER_BYTES: usize = 128 << 10;
+
+/// What one lexicon-pass worker may hold besides its batch, at most: a full
+/// buffer plus the words of one more [`FEED_BYTES`] of text (a word per two
+/// bytes at most), at 16 bytes a word and 4 a stream code, and their bytes.
+const LEXICON_WORKER_BYTES: u64 = ((HAND_OVER_WORDS + FEED_BYTES / 2) * 20 + HAND_OVER_BYTES + FEED_BYTES) as u64;
+
+impl LexiconWorker<'_> {
+    /// Tokenises `text`, the next part of a piece of a document (`last`: the
+    /// document ends with it), into the buffer, and the sieve if filled here.
+    fn tokenise(&mut self, text: &str, last: bool) -> Result<(), PipelineError> {
+        let guard = self.sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))?;
+        let sieve = guard.as_ref();
+        let (words, roll, line, stoplist) = (&mut self.words, &mut self.roll, &mut self.line, self.stoplist);
+        let mut emit = |w: &str| {
+            if !stoplist.is_empty() && stoplist.contains(w) {
+                words.stop_tokens += 1;
+                return;
             }
-            if let Some(s) = sieve {
-                self.line.drain().for_each(|slot| s.insert_at(slot));
+            let h = word_hash(w.as_bytes());
+            words.bytes.extend_from_slice(w.as_bytes());
+            words.words.push((words.bytes.len() as u32, h));
+            if let (Some(r), Some(s)) = (roll.as_mut(), sieve)
+                && let Some(fp) = r.push(h)
+            {
+                s.insert_delayed(line, fp);
+            }
+        };
+        self.tokenizer.feed(text, &mut emit);
+        if last {
+            self.tokenizer.finish(&mut emit);
+            if let Some(r) = self.roll.as_mut() {
+                r.reset();
+            }
+            if self.stream.is_some() {
+                self.words.words.push(DOCUMENT_END);
             }
         }
+        // The sieve may be halved or dropped once the guard goes: settle every slot of this one first.
+        if let Some(s) = sieve {
+            self.line.drain().for_each(|slot| s.insert_at(slot));
+        }
+        Ok(())
+    }
+
+    fn is_full(&self) -> bool {
+        self.words.words.len() >= HAND_OVER_WORDS || self.words.bytes.len() >= HAND_OVER_BYTES
+    }
+
+    /// Adds the buffered words to the shared lexicon (and their codes to the
+    /// word stream), empties the buffer, and sees that the vocabulary still fits.
+    fn hand_over(&mut self) -> Result<(), PipelineError> {
         let (bytes, words) = {
             let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
             let mut start = 0usize;
@@ -1218,6 +1240,40 @@ impl BatchWorker for LexiconWorker<'_> {
         self.words.words.clear();
         self.words.stop_tokens = 0;
         self.budget.check(bytes, words, self.sieve)
+    }
+}
+
+/// The length of the next part of `text` to tokenise: at most [`FEED_BYTES`], cut between characters.
+fn feed_cut(text: &str) -> usize {
+    if text.len() <= FEED_BYTES {
+        return text.len();
+    }
+    let mut cut = FEED_BYTES;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    cut
+}
+
+impl BatchWorker for LexiconWorker<'_> {
+    type Output = (u64, Option<WordsFile>);
+
+    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
+        for piece in &batch.pieces {
+            let mut rest = batch.piece_text(piece);
+            loop {
+                let (part, after) = rest.split_at(feed_cut(rest));
+                self.tokenise(part, piece.last && after.is_empty())?;
+                if self.is_full() {
+                    self.hand_over()?;
+                }
+                rest = after;
+                if rest.is_empty() {
+                    break;
+                }
+            }
+        }
+        self.hand_over()
     }
 
     fn finish(self) -> Result<(u64, Option<WordsFile>), PipelineError> {
