@@ -412,6 +412,40 @@ fn exact_only_usage_errors() {
     assert_eq!(out, "0.000000\tone two\n1.000000\tone two\n");
 }
 
+/// Bad input met by the readings that write documents out: a malformed line
+/// says so (and not that the file changed, since nothing read it before), a
+/// truncated `.gz` names the line and the compressed byte where it broke.
+#[test]
+fn exact_only_names_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"text\": \"one two\"}\n{\"text\": \"one\n{\"text\": \"one two\"}\n").unwrap();
+    let jsonl = dir.path().join("c.jsonl");
+    generated(&jsonl, 50_000, 9, 500);
+    let gz = gzip(&std::fs::read(&jsonl).unwrap());
+    let truncated = dir.path().join("t.jsonl.gz");
+    std::fs::write(&truncated, &gz[..gz.len() * 2 / 3]).unwrap();
+    let line = breaking_line(flate2::read::GzDecoder::new(&gz[..gz.len() * 2 / 3]));
+    for unit in ["doc", "line"] {
+        let (code, out, stderr) = run(&["dedup", s(&bad), "--exact-only", "--unit", unit, "-q"]);
+        assert_eq!(code, 1, "{stderr}");
+        assert!(out.is_empty());
+        assert!(stderr.contains("bad.jsonl: line 2: malformed JSON"), "{stderr}");
+        assert!(!stderr.contains("changed since"), "{stderr}");
+        let (code, _, stderr) = run(&["dedup", s(&truncated), "--exact-only", "--unit", unit, "-q"]);
+        assert_eq!(code, 1, "{stderr}");
+        assert!(stderr.contains(&format!("t.jsonl.gz: line {line}, ")), "{line}: {stderr}");
+        assert!(stderr.contains("truncated or damaged"), "{stderr}");
+        let offset: u64 =
+            stderr.split("compressed byte ").nth(1).and_then(|r| r.split(':').next()).unwrap().parse().unwrap();
+        assert!(offset > 0 && offset <= (gz.len() * 2 / 3) as u64, "{stderr}");
+    }
+    // The n-gram passes read through the corpus reader, which names the same line.
+    let (code, _, stderr) = run(&["dedup", s(&truncated), "--unit", "doc", "-q"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains(&format!("t.jsonl.gz: line {line}, ")), "{line}: {stderr}");
+}
+
 /// Many long repeated documents at the smallest --memory: the first copies'
 /// texts do not fit at once, so they are verified in several passes, and
 /// the result is the same as with room to spare.

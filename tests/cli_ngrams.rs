@@ -176,13 +176,19 @@ fn truncated_compressed_input_fails_cleanly() {
     let body = std::fs::read(&jsonl).unwrap();
     let gz = gzip(&body);
     let zst = zstd::encode_all(&body[..], 3).unwrap();
-    for (name, bytes) in [("t.jsonl.gz", &gz[..gz.len() * 2 / 3]), ("t.jsonl.zst", &zst[..zst.len() * 2 / 3])] {
+    let (gz, zst) = (&gz[..gz.len() * 2 / 3], &zst[..zst.len() * 2 / 3]);
+    let lines = [
+        breaking_line(flate2::read::GzDecoder::new(gz)),
+        breaking_line(zstd::stream::read::Decoder::new(zst).unwrap()),
+    ];
+    for ((name, bytes), line) in [("t.jsonl.gz", gz), ("t.jsonl.zst", zst)].into_iter().zip(lines) {
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
         let out = dir.path().join("out.tsv");
         let (code, _, stderr) = run(&["ngrams", s(&path), "-n", "4", "-o", s(&out), "--tmp-dir", s(&tmp)]);
         assert_eq!(code, 1, "{name}");
         assert!(stderr.contains(name) && stderr.contains("truncated or damaged"), "{stderr}");
+        assert!(stderr.contains(&format!("{name}: line {line}, compressed byte ")), "{line}: {stderr}");
         assert!(!out.exists() && !dir.path().join("out.tsv.lex").exists(), "no output under the final name");
         assert!(leftovers(&tmp).is_empty(), "temporary files removed: {:?}", leftovers(&tmp));
         assert!(

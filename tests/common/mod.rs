@@ -105,6 +105,20 @@ pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// The line a reader of a truncated stream is on when it breaks: one past the
+/// lines that decode whole (`decoder` reads the truncated bytes).
+pub fn breaking_line(mut decoder: impl std::io::Read) -> u64 {
+    let mut decoded = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = decoder.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        decoded.extend_from_slice(&buf[..n]);
+    }
+    decoded.iter().filter(|&&b| b == b'\n').count() as u64 + 1
+}
+
 pub fn sample(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples").join(name)
 }

@@ -138,10 +138,34 @@ pub enum CorpusError {
     Spool { path: PathBuf, error: std::io::Error },
 }
 
+impl CorpusError {
+    /// An error reading `name` at `line` (counted from 1), `offset` bytes into
+    /// the stored file. A stream that ends early says it is truncated or
+    /// damaged, which is what it means for a compressed input.
+    pub fn reading(name: &str, line: u64, offset: u64, error: std::io::Error) -> CorpusError {
+        let error = if error.kind() == std::io::ErrorKind::UnexpectedEof {
+            std::io::Error::new(error.kind(), format!("truncated or damaged compressed stream ({error})"))
+        } else {
+            error
+        };
+        CorpusError::Read { name: name.to_owned(), line: line.max(1), offset, error }
+    }
+}
+
 /// Opens a file for line reading, decompressing gzip or zstd (by magic bytes).
 pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
+    open_decoded_counted(path).map(|(reader, _)| reader)
+}
+
+/// [`open_decoded`], and a count of the file's stored (compressed) bytes read
+/// so far: what [`CorpusError::reading`] names as the offset of a read error.
+pub fn open_decoded_counted(
+    path: &Path,
+) -> std::io::Result<(Box<dyn std::io::BufRead + Send>, std::sync::Arc<std::sync::atomic::AtomicU64>)> {
     use std::io::BufRead;
-    let mut raw = std::io::BufReader::with_capacity(64 * 1024, std::fs::File::open(path)?);
+    let stored = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = reader::Counting::new(std::fs::File::open(path)?, stored.clone());
+    let mut raw = std::io::BufReader::with_capacity(64 * 1024, counted);
     let head = raw.fill_buf()?;
     let decoded: Box<dyn std::io::Read + Send> = if head.starts_with(&[0x1f, 0x8b]) {
         Box::new(flate2::bufread::MultiGzDecoder::new(raw))
@@ -150,7 +174,7 @@ pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead + S
     } else {
         Box::new(raw)
     };
-    Ok(Box::new(std::io::BufReader::with_capacity(256 * 1024, decoded)))
+    Ok((Box::new(std::io::BufReader::with_capacity(256 * 1024, decoded)), stored))
 }
 
 /// Whether a file is gzip or zstd (from its magic bytes): such a file can

@@ -221,10 +221,17 @@ impl CorpusReader {
 }
 
 /// Counts bytes read from the stored input, for progress and error offsets.
-struct Counting<R> {
+pub(crate) struct Counting<R> {
     inner: R,
     position: Arc<AtomicU64>,
     progress: Arc<AtomicU64>,
+}
+
+impl<R> Counting<R> {
+    /// Counts into `position` only.
+    pub(crate) fn new(inner: R, position: Arc<AtomicU64>) -> Self {
+        Counting { inner, position, progress: Arc::new(AtomicU64::new(0)) }
+    }
 }
 
 impl<R: Read> Read for Counting<R> {
@@ -373,17 +380,7 @@ fn read_error(name: &str, line: u64, position: &AtomicU64, e: std::io::Error, op
     if e.to_string().contains("Frame requires too much memory") {
         return CorpusError::Window { name: name.to_owned(), limit: 1u64 << options.zstd_window_log_max };
     }
-    let source = if e.kind() == std::io::ErrorKind::UnexpectedEof {
-        std::io::Error::new(e.kind(), format!("truncated or damaged compressed stream ({e})"))
-    } else {
-        e
-    };
-    CorpusError::Read {
-        name: name.to_owned(),
-        line: line.max(1),
-        offset: position.load(Ordering::Relaxed),
-        error: source,
-    }
+    CorpusError::reading(name, line, position.load(Ordering::Relaxed), e)
 }
 
 /// How a line read for a record ended.
@@ -394,8 +391,9 @@ enum LineRead {
 }
 
 impl OpenInput {
-    fn fail(&self, e: std::io::Error, options: &ReadOptions) -> CorpusError {
-        read_error(&self.name, self.line, &self.position, e, options)
+    /// A read error met while reading line `line` (counted from 1).
+    fn fail(&self, line: u64, e: std::io::Error, options: &ReadOptions) -> CorpusError {
+        read_error(&self.name, line, &self.position, e, options)
     }
 
     fn default_id(&self, ordinal_in_file: u64) -> String {
@@ -422,7 +420,8 @@ impl OpenInput {
         loop {
             let avail = match self.src.fill_buf() {
                 Ok(a) => a,
-                Err(e) => return Err(self.fail(e, options)),
+                // The line counter moves once the line is read whole.
+                Err(e) => return Err(self.fail(self.line + 1, e, options)),
             };
             if avail.is_empty() {
                 return Ok(match (any, too_long) {
@@ -463,7 +462,8 @@ impl OpenInput {
         while batch.text.len() < target {
             let at_end = match self.src.fill_buf() {
                 Ok(a) => a.is_empty(),
-                Err(e) => return Err(self.fail(e, options)),
+                // Between documents, the line counter has not reached the next one yet.
+                Err(e) => return Err(self.fail(self.line + u64::from(!self.in_doc), e, options)),
             };
             if at_end {
                 if self.in_doc {

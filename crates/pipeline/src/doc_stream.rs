@@ -316,6 +316,8 @@ struct OpenInput {
     pending: Option<Vec<u8>>,
     /// Bytes read from it so far (for progress).
     position: u64,
+    /// Bytes of the stored (compressed) file read so far: where a read error is.
+    stored: Arc<std::sync::atomic::AtomicU64>,
     /// A Parquet input's rows, and the row groups counted in `position`.
     parquet: Option<(ParquetRows, usize)>,
 }
@@ -453,7 +455,7 @@ impl<'a> DocStream<'a> {
         };
         let name = path.display().to_string();
         let open_err = |error| PipelineError::Corpus(CorpusError::Open { name: name.clone(), error });
-        let mut reader = dupgram_corpus::open_decoded(path).map_err(open_err)?;
+        let (mut reader, stored) = dupgram_corpus::open_decoded_counted(path).map_err(open_err)?;
         let format = match self.options.format.or_else(|| Format::from_path(path)) {
             Some(f) => f,
             None => Format::sniff(reader.fill_buf().map_err(open_err)?),
@@ -471,7 +473,7 @@ impl<'a> DocStream<'a> {
             )));
         }
         let name = Arc::from(name);
-        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position: 0, parquet })
+        Ok(OpenInput { name, reader, format, line: 0, in_doc: false, pending: None, position: 0, stored, parquet })
     }
 
     /// Appends the next line of the current input to `buf`, without its
@@ -492,12 +494,13 @@ impl<'a> DocStream<'a> {
                 Ok(available) => available,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(source) => {
-                    return Err(PipelineError::Corpus(CorpusError::Read {
-                        name: input.name.to_string(),
-                        line: input.line + 1,
-                        offset: 0,
-                        error: source,
-                    }));
+                    let offset = input.stored.load(std::sync::atomic::Ordering::Relaxed);
+                    return Err(PipelineError::Corpus(CorpusError::reading(
+                        &input.name,
+                        input.line + 1,
+                        offset,
+                        source,
+                    )));
                 }
             };
             if available.is_empty() {
@@ -818,19 +821,21 @@ impl DocMaker {
         if line.trim().is_empty() {
             return Ok(Item::Passthrough(as_read(line)));
         }
-        let (text, id, noted) = match parse_record_noting(&line, &self.text_field, &self.id_field, &MARK_FIELDS) {
-            Ok(record) => (record.text.map(Cow::into_owned), record.id, record.noted),
-            Err(_) => (None, None, true),
+        let (text, id, noted, fault) = match parse_record_noting(&line, &self.text_field, &self.id_field, &MARK_FIELDS)
+        {
+            Ok(record) => (record.text.map(Cow::into_owned), record.id, record.noted, None),
+            Err(e) => (None, None, true, Some(format!("malformed JSON: {e}"))),
         };
         let Some(text) = text else {
             if self.skip_bad {
                 return Ok(Item::Passthrough(as_read(line)));
             }
-            return Err(PipelineError::Corpus(CorpusError::BadRecord {
-                name: name.to_owned(),
-                line: number,
-                what: "not a record with a string text field (the file changed since it was indexed?)".into(),
-            }));
+            let mut what = fault.unwrap_or_else(|| format!("no string field \"{}\"", self.text_field));
+            if self.counts_later {
+                // An earlier pass read this line as a record: only a change to the file explains it now.
+                what.push_str(" (the file changed since it was indexed?)");
+            }
+            return Err(PipelineError::Corpus(CorpusError::BadRecord { name: name.to_owned(), line: number, what }));
         };
         let id = id.unwrap_or_else(|| default_id(name, number, several));
         // Attributes give the ID as the record has it (a number stays a number).
