@@ -189,6 +189,12 @@ impl LexiconBuilder {
         self.entry(word, word_hash(word)).add(count);
     }
 
+    /// [`add_counted`](Self::add_counted) with the word's [`word_hash`] already known.
+    pub fn add_counted_hashed(&mut self, word: &[u8], hash: u64, count: u64) {
+        self.tokens += count;
+        self.entry(word, hash).add(count);
+    }
+
     /// Adds another builder's counts (from a worker thread) to this one.
     pub fn absorb(&mut self, other: LexiconBuilder) {
         self.tokens += other.tokens;

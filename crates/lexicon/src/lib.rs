@@ -17,10 +17,12 @@
 //! The lexicon file records the [`Normalization`] and the stop list, so a
 //! later stage that reads the corpus again tokenises it exactly as the first.
 
+mod cache;
 mod lexicon;
 pub mod stream;
 pub mod tokenize;
 
+pub use cache::WordCache;
 pub use lexicon::{
     Counted, LEXICON_MAGIC, LEXICON_VERSION, Lexicon, LexiconBuilder, LexiconError, Lookup, Renumbering, Scope,
     word_hash,

@@ -9,7 +9,9 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
-use dupgram_lexicon::{Lexicon, LexiconBuilder, Lookup, Normalization, Renumbering, Scope, Tokenizer, word_hash};
+use dupgram_lexicon::{
+    Lexicon, LexiconBuilder, Lookup, Normalization, Renumbering, Scope, Tokenizer, WordCache, word_hash,
+};
 use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::RunHeader;
 use dupgram_sieve::{COUNTERS_PER_BYTE, DelayLine, RollingFingerprint, Sieve, Slot};
@@ -790,8 +792,12 @@ impl Job<'_> {
         let LexiconPassKind { fused, streams, may_halve } = kind;
         let config = self.config;
         self.control.progress.start("lexicon", self.total_input_bytes());
+        // Each worker's cache takes at most 1/256 of the working memory.
+        let cache_slots =
+            (self.plan.working() as usize / 256 / config.threads / WordCache::SLOT_BYTES).clamp(1 << 8, 1 << 16);
+        let per_worker = LEXICON_WORKER_BYTES + (cache_slots * WordCache::SLOT_BYTES) as u64;
         let budget = LexiconBudget {
-            working: self.plan.working().saturating_sub(config.threads as u64 * LEXICON_WORKER_BYTES),
+            working: self.plan.working().saturating_sub(config.threads as u64 * per_worker),
             may_halve,
             dropped_sieve: std::sync::OnceLock::new(),
             halvings: std::sync::atomic::AtomicU32::new(0),
@@ -812,6 +818,8 @@ impl Job<'_> {
                 budget: &budget,
                 stream: if streams { Some(WordsOut::create(self.work, worker)?) } else { None },
                 codes: Vec::new(),
+                cache: WordCache::new(cache_slots),
+                misses: Vec::new(),
             });
         }
         let options = self.read_options();
@@ -1147,6 +1155,11 @@ struct LexiconWorker<'a> {
     stream: Option<WordsOut>,
     /// A batch's stream codes (0: end of document, else first-seen ID + 1).
     codes: Vec<u32>,
+    /// The words this worker met last, counted without the lexicon's lock.
+    cache: WordCache,
+    /// The buffered words the cache did not hold: (start, end) in the token
+    /// buffer, hash, and where the word's code goes.
+    misses: Vec<(u32, u32, u64, usize)>,
 }
 
 /// Text tokenised between two looks at how full a worker's [`TokenBuffer`] is.
@@ -1206,32 +1219,10 @@ impl LexiconWorker<'_> {
         self.words.words.len() >= HAND_OVER_WORDS || self.words.bytes.len() >= HAND_OVER_BYTES
     }
 
-    /// Adds the buffered words to the shared lexicon (and their codes to the
-    /// word stream), empties the buffer, and sees that the vocabulary still fits.
+    /// Counts the buffered words (and writes their codes to the word
+    /// stream), empties the buffer, and sees that the vocabulary still fits.
     fn hand_over(&mut self) -> Result<(), PipelineError> {
-        let (bytes, words) = {
-            let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-            let mut start = 0usize;
-            if self.stream.is_some() {
-                for &(end, hash) in &self.words.words {
-                    if (end, hash) == DOCUMENT_END {
-                        self.codes.push(0);
-                        continue;
-                    }
-                    if let Some(id) = lexicon.add_first_seen(&self.words.bytes[start..end as usize], hash) {
-                        self.codes.push(id + 1);
-                    }
-                    start = end as usize;
-                }
-            } else {
-                for &(end, hash) in &self.words.words {
-                    lexicon.add_hashed(&self.words.bytes[start..end as usize], hash);
-                    start = end as usize;
-                }
-            }
-            lexicon.add_stop_tokens(self.words.stop_tokens);
-            (lexicon.heap_bytes() as u64, lexicon.len())
-        };
+        let (bytes, words) = self.count_words()?;
         if let Some(stream) = self.stream.as_mut() {
             stream.codes(&self.codes)?;
             self.codes.clear();
@@ -1241,7 +1232,54 @@ impl LexiconWorker<'_> {
         self.words.stop_tokens = 0;
         self.budget.check(bytes, words, self.sieve)
     }
+
+    /// Counts the buffered words: those in the worker's cache there, the
+    /// others in the shared lexicon, under its lock; their stream codes go
+    /// to `codes` in token order. Returns the bytes the vocabulary holds
+    /// (the lexicon's and this worker's cache) and the distinct words.
+    fn count_words(&mut self) -> Result<(u64, usize), PipelineError> {
+        let streaming = self.stream.is_some();
+        let mut start = 0u32;
+        for &(end, hash) in &self.words.words {
+            if (end, hash) == DOCUMENT_END {
+                self.codes.push(0);
+                continue;
+            }
+            match self.cache.hit(&self.words.bytes[start as usize..end as usize], hash) {
+                Some(Some(id)) if streaming => self.codes.push(id + 1),
+                Some(_) => {}
+                None => {
+                    self.misses.push((start, end, hash, self.codes.len()));
+                    if streaming {
+                        self.codes.push(STOP_CODE);
+                    }
+                }
+            }
+            start = end;
+        }
+        let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
+        let mut stops = false;
+        for &(start, end, hash, at) in &self.misses {
+            let id = self.cache.miss(&mut lexicon, &self.words.bytes[start as usize..end as usize], hash);
+            if streaming {
+                self.codes[at] = id.map_or(STOP_CODE, |id| id + 1);
+                stops |= id.is_none();
+            }
+        }
+        lexicon.add_stop_tokens(self.words.stop_tokens);
+        let seen = (lexicon.heap_bytes() as u64 + self.cache.heap_bytes() as u64, lexicon.len());
+        drop(lexicon);
+        self.misses.clear();
+        if stops {
+            // A word the lexicon counts as a stop word has no code.
+            self.codes.retain(|&c| c != STOP_CODE);
+        }
+        Ok(seen)
+    }
 }
+
+/// A stream code no word has: marks a stop word's place until it is dropped.
+const STOP_CODE: u32 = u32::MAX;
 
 /// The length of the next part of `text` to tokenise: at most [`FEED_BYTES`], cut between characters.
 fn feed_cut(text: &str) -> usize {
@@ -1276,7 +1314,10 @@ impl BatchWorker for LexiconWorker<'_> {
         self.hand_over()
     }
 
-    fn finish(self) -> Result<(u64, Option<WordsFile>), PipelineError> {
+    fn finish(mut self) -> Result<(u64, Option<WordsFile>), PipelineError> {
+        let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
+        self.cache.flush(&mut lexicon);
+        drop(lexicon);
         let file = self.stream.map(WordsOut::finish).transpose()?;
         Ok((self.tokenizer.long_tokens(), file))
     }

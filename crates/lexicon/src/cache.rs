@@ -1,0 +1,138 @@
+//! A worker thread's cache in front of a shared [`LexiconBuilder`].
+//!
+//! The lexicon pass has one builder for the whole corpus, behind a lock,
+//! and a token costs a look-up in its table. Most tokens are a few thousand
+//! frequent words, so each worker keeps a small direct-mapped table of the
+//! words it met last, with their first-seen IDs and the occurrences it has
+//! counted and not yet handed to the builder: a token found there costs no
+//! lock and no look-up in the large table. A word displaced from its slot,
+//! and every word at [`WordCache::flush`], brings its occurrences to the
+//! builder, so the builder's counts are exact once every worker has flushed.
+
+use crate::lexicon::LexiconBuilder;
+
+/// Longest word a slot holds; longer ones always go to the builder.
+const MAX_CACHED_BYTES: usize = 19;
+
+/// First-seen ID of a stop word (the builder gives it none).
+const STOP: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    hash: u64,
+    /// Occurrences counted here, not yet in the builder.
+    pending: u64,
+    id: u32,
+    /// The word's length; 0 for an empty slot (no token is empty).
+    len: u8,
+    bytes: [u8; MAX_CACHED_BYTES],
+}
+
+/// See the module documentation.
+pub struct WordCache {
+    slots: Box<[Slot]>,
+    mask: usize,
+}
+
+impl WordCache {
+    /// Bytes one slot takes.
+    pub const SLOT_BYTES: usize = std::mem::size_of::<Slot>();
+
+    /// A cache of `slots` slots (rounded down to a power of two, at least one).
+    pub fn new(slots: usize) -> Self {
+        let slots = if slots <= 1 { 1 } else { 1 << slots.ilog2() };
+        WordCache { slots: vec![Slot::default(); slots].into_boxed_slice(), mask: slots - 1 }
+    }
+
+    /// Bytes the cache holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.slots.len() * Self::SLOT_BYTES
+    }
+
+    /// Counts one occurrence of a word if the cache holds it, and returns
+    /// its first-seen ID (inner `None` for a stop word); `None` when the
+    /// word is not here, and [`Self::miss`] must count it.
+    #[inline]
+    pub fn hit(&mut self, bytes: &[u8], hash: u64) -> Option<Option<u32>> {
+        let slot = &mut self.slots[hash as usize & self.mask];
+        if slot.hash != hash || usize::from(slot.len) != bytes.len() || slot.bytes[..bytes.len()] != *bytes {
+            return None;
+        }
+        slot.pending += 1;
+        Some((slot.id != STOP).then_some(slot.id))
+    }
+
+    /// Counts one occurrence of a word the cache does not hold in the
+    /// builder (locked by the caller), as
+    /// [`LexiconBuilder::add_first_seen`] does, and keeps the word in its
+    /// slot, whose former word's occurrences go to the builder first.
+    pub fn miss(&mut self, builder: &mut LexiconBuilder, bytes: &[u8], hash: u64) -> Option<u32> {
+        let id = builder.add_first_seen(bytes, hash);
+        if bytes.len() <= MAX_CACHED_BYTES {
+            let slot = &mut self.slots[hash as usize & self.mask];
+            Self::hand_over(slot, builder);
+            *slot =
+                Slot { hash, pending: 0, id: id.unwrap_or(STOP), len: bytes.len() as u8, bytes: [0; MAX_CACHED_BYTES] };
+            slot.bytes[..bytes.len()].copy_from_slice(bytes);
+        }
+        id
+    }
+
+    /// Hands every occurrence counted here to the builder.
+    pub fn flush(&mut self, builder: &mut LexiconBuilder) {
+        for slot in self.slots.iter_mut() {
+            Self::hand_over(slot, builder);
+        }
+    }
+
+    fn hand_over(slot: &mut Slot, builder: &mut LexiconBuilder) {
+        if slot.pending > 0 {
+            builder.add_counted_hashed(&slot.bytes[..usize::from(slot.len)], slot.hash, slot.pending);
+            slot.pending = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::word_hash;
+
+    /// Counts `words` through a cache of `slots` slots, as a worker does.
+    fn counted(words: &[&str], slots: usize) -> (LexiconBuilder, Vec<Option<u32>>) {
+        let mut builder = LexiconBuilder::new(["stop".to_string()]);
+        let mut cache = WordCache::new(slots);
+        let mut ids = Vec::new();
+        for w in words {
+            let (bytes, hash) = (w.as_bytes(), word_hash(w.as_bytes()));
+            ids.push(match cache.hit(bytes, hash) {
+                Some(id) => id,
+                None => cache.miss(&mut builder, bytes, hash),
+            });
+        }
+        cache.flush(&mut builder);
+        (builder, ids)
+    }
+
+    #[test]
+    fn counts_and_ids_equal_the_builder_alone() {
+        let long = "a-word-longer-than-a-slot-holds";
+        let text = format!("the cat stop the {long} dog the cat stop {long} a b c d e f g h the");
+        let words: Vec<&str> = text.split(' ').collect();
+        let mut alone = LexiconBuilder::new(["stop".to_string()]);
+        let expected: Vec<Option<u32>> =
+            words.iter().map(|w| alone.add_first_seen(w.as_bytes(), word_hash(w.as_bytes()))).collect();
+        let mut expected_file = Vec::new();
+        let norm = crate::Normalization::default();
+        alone.write_to(norm, 0, &mut expected_file).unwrap();
+        // One slot: every other word displaces the last; 64 slots: few collide.
+        for slots in [1, 2, 64] {
+            let (builder, ids) = counted(&words, slots);
+            assert_eq!(ids, expected, "{slots} slots");
+            assert_eq!(builder.tokens(), words.len() as u64);
+            let mut file = Vec::new();
+            builder.write_to(norm, 0, &mut file).unwrap();
+            assert_eq!(file, expected_file, "{slots} slots");
+        }
+    }
+}
