@@ -2,7 +2,8 @@
 //! `dupgram-runs` against codes built on `bitstream-io` (which has raw bit
 //! I/O and unary codes but no gamma/delta). Both write the same bits; the
 //! bench checks that, then times writing and reading 20M integers shaped like
-//! run contents (small IDs from a Zipf law, counts, prefix lengths).
+//! run contents (small IDs from a Zipf law, counts, prefix lengths), one code
+//! a call and ten a call (as the run writer writes an entry).
 //! `cargo bench --bench bit_codes`.
 
 mod common;
@@ -71,6 +72,19 @@ fn own_write(values: &[u64], delta: bool) -> Vec<u8> {
     w.finish()
 }
 
+/// Ten codes per [`BitWriter::codes`] call, as a run writer writes an n-gram entry.
+fn own_write_entries(values: &[u64], delta: bool) -> Vec<u8> {
+    let mut w = BitWriter::with_capacity(values.len() * 3);
+    for entry in values.chunks(10) {
+        w.codes(entry.len() * 128, |c| {
+            for &v in entry {
+                if delta { c.delta(v) } else { c.gamma(v) }
+            }
+        });
+    }
+    w.finish()
+}
+
 fn own_read(bytes: &[u8], count: usize, delta: bool) -> u64 {
     let mut c = BitCursor::new();
     let mut sum = 0u64;
@@ -94,6 +108,7 @@ fn main() {
         let name = if delta { "delta" } else { "gamma" };
         let ours = own_write(&vals, delta);
         assert_eq!(ours, io_write(&vals, delta), "both implementations write the same bits");
+        assert_eq!(ours, own_write_entries(&vals, delta), "ten codes at a time write the same bits");
         assert_eq!(own_read(&ours, count, delta), expect);
         assert_eq!(io_read(&ours, count, delta), expect);
         let mhz = |d: std::time::Duration| count as f64 / d.as_secs_f64() / 1e6;
@@ -101,11 +116,13 @@ fn main() {
         let r_own = common::median(runs, || {
             std::hint::black_box(own_read(&ours, count, delta));
         });
+        let w_entries = common::median(runs, || drop(std::hint::black_box(own_write_entries(&vals, delta))));
         let w_io = common::median(runs, || drop(std::hint::black_box(io_write(&vals, delta))));
         let r_io = common::median(runs, || {
             std::hint::black_box(io_read(&ours, count, delta));
         });
         println!("| {name} | dupgram-runs u64 buffer | {:.0} | {:.0} |", mhz(w_own), mhz(r_own));
+        println!("| {name} | dupgram-runs, ten codes per `codes` call (a run entry) | {:.0} | |", mhz(w_entries));
         println!("| {name} | bitstream-io | {:.0} | {:.0} |", mhz(w_io), mhz(r_io));
     }
 }

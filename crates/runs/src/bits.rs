@@ -34,64 +34,48 @@ impl BitWriter {
         self.len as u64 * 8 + u64::from(self.pending)
     }
 
+    /// Writes codes of at most `max_bits` bits in all through `write`, with
+    /// the writer's state copied into a [`BitCodes`] of locals: room is made
+    /// once for all of them, and the state stays in registers between codes
+    /// instead of going back to the writer after each (which a caller
+    /// writing an entry of ten codes pays ten times). Writing more than
+    /// `max_bits` may panic; it never writes out of bounds (the stores are
+    /// bounds-checked).
+    #[inline]
+    pub fn codes<R>(&mut self, max_bits: usize, write: impl FnOnce(&mut BitCodes<'_>) -> R) -> R {
+        let need = self.len + max_bits.div_ceil(8) + 8;
+        if self.bytes.len() < need {
+            self.grow(need);
+        }
+        let mut codes = BitCodes { out: &mut self.bytes, len: self.len, acc: self.acc, pending: self.pending };
+        let result = write(&mut codes);
+        let BitCodes { len, acc, pending, .. } = codes;
+        (self.len, self.acc, self.pending) = (len, acc, pending);
+        result
+    }
+
+    #[cold]
+    fn grow(&mut self, need: usize) {
+        let len = need.max(self.bytes.capacity()).max(2 * self.bytes.len());
+        self.bytes.resize(len, 0);
+    }
+
     /// Writes the low `len` bits of `value` (`len` ≤ 64).
     #[inline]
     pub fn write_bits(&mut self, value: u64, len: u32) {
-        debug_assert!(len <= 64);
-        let value = value & mask(len);
-        if len > MAX_STEP {
-            self.step(value >> 32, len - 32);
-            self.step(value & 0xffff_ffff, 32);
-        } else {
-            self.step(value, len);
-        }
-    }
-
-    #[inline]
-    fn step(&mut self, value: u64, len: u32) {
-        // pending ≤ 7 and len ≤ 56, so no pending bit is shifted out.
-        self.acc = (self.acc << len) | value;
-        self.pending += len;
-        let whole = self.pending / 8;
-        if whole > 0 {
-            self.pending %= 8;
-            let out = (self.acc >> self.pending) << (64 - 8 * whole);
-            if self.bytes.len() < self.len + 8 {
-                self.bytes.resize((self.len + 8).max(self.bytes.capacity()), 0);
-            }
-            self.bytes[self.len..self.len + 8].copy_from_slice(&out.to_be_bytes());
-            self.len += whole as usize;
-        }
+        self.codes(64, |c| c.bits(value, len));
     }
 
     /// Elias gamma code of `x` ≥ 1: ⌊log₂x⌋ zeros, then `x` in binary.
     #[inline]
     pub fn write_gamma(&mut self, x: u64) {
-        debug_assert!(x >= 1);
-        let width = 64 - x.leading_zeros();
-        if 2 * width - 1 <= MAX_STEP {
-            // The zeros are the leading bits of a (2·width − 1)-bit field holding x.
-            self.step(x, 2 * width - 1);
-        } else {
-            self.write_bits(0, width - 1);
-            self.write_bits(x, width);
-        }
+        self.codes(128, |c| c.gamma(x));
     }
 
     /// Elias delta code of `x` ≥ 1: gamma of the bit width, then the bits below the leading one.
     #[inline]
     pub fn write_delta(&mut self, x: u64) {
-        debug_assert!(x >= 1);
-        let width = 64 - x.leading_zeros();
-        let width_bits = 64 - width.leading_zeros();
-        let total = 2 * width_bits - 1 + width - 1;
-        if total <= MAX_STEP {
-            // gamma(width) and the low bits of x as one field: width, then x without its leading one.
-            self.step((u64::from(width) << (width - 1)) | (x & mask(width - 1)), total);
-        } else {
-            self.write_gamma(u64::from(width));
-            self.write_bits(x, width - 1);
-        }
+        self.codes(128, |c| c.delta(x));
     }
 
     /// Pads with zero bits to a whole byte and returns the bytes.
@@ -117,7 +101,80 @@ impl BitWriter {
     fn flush_pending(&mut self) {
         if self.pending > 0 {
             let pad = 8 - self.pending;
-            self.step(0, pad);
+            self.write_bits(0, pad);
+        }
+    }
+}
+
+/// A [`BitWriter`]'s state while [`BitWriter::codes`] writes: the bytes
+/// after `len` are room made beforehand, so a code is a shift, an or and one
+/// unaligned eight-byte store.
+pub struct BitCodes<'a> {
+    out: &'a mut [u8],
+    /// Bytes committed.
+    len: usize,
+    /// Pending bits live in the low `pending` (< 8) bits of `acc`; anything above is stale.
+    acc: u64,
+    pending: u32,
+}
+
+impl BitCodes<'_> {
+    /// Writes the low `len` bits of `value` (`len` ≤ 64).
+    #[inline]
+    pub fn bits(&mut self, value: u64, len: u32) {
+        debug_assert!(len <= 64);
+        let value = value & mask(len);
+        if len > MAX_STEP {
+            self.step(value >> 32, len - 32);
+            self.step(value & 0xffff_ffff, 32);
+        } else {
+            self.step(value, len);
+        }
+    }
+
+    /// Without a branch: a short code often completes no byte, and a branch
+    /// on that is mispredicted on real data (the codes' lengths vary). The
+    /// store is made whether or not a byte is complete; the partial byte it
+    /// also writes is written again, whole, by a later store.
+    #[inline]
+    fn step(&mut self, value: u64, len: u32) {
+        // pending ≤ 7 and len ≤ 56, so no pending bit is shifted out.
+        self.acc = (self.acc << len) | value;
+        self.pending += len;
+        // The pending bits, left-aligned (two shifts: pending may be 0, and a shift by 64 is not one).
+        let aligned = (self.acc << 1) << (63 - self.pending);
+        self.out[self.len..self.len + 8].copy_from_slice(&aligned.to_be_bytes());
+        self.len += (self.pending / 8) as usize;
+        self.pending %= 8;
+    }
+
+    /// Elias gamma code of `x` ≥ 1: ⌊log₂x⌋ zeros, then `x` in binary.
+    #[inline]
+    pub fn gamma(&mut self, x: u64) {
+        debug_assert!(x >= 1);
+        let width = 64 - x.leading_zeros();
+        if 2 * width - 1 <= MAX_STEP {
+            // The zeros are the leading bits of a (2·width − 1)-bit field holding x.
+            self.step(x, 2 * width - 1);
+        } else {
+            self.bits(0, width - 1);
+            self.bits(x, width);
+        }
+    }
+
+    /// Elias delta code of `x` ≥ 1: gamma of the bit width, then the bits below the leading one.
+    #[inline]
+    pub fn delta(&mut self, x: u64) {
+        debug_assert!(x >= 1);
+        let width = 64 - x.leading_zeros();
+        let width_bits = 64 - width.leading_zeros();
+        let total = 2 * width_bits - 1 + width - 1;
+        if total <= MAX_STEP {
+            // gamma(width) and the low bits of x as one field: width, then x without its leading one.
+            self.step((u64::from(width) << (width - 1)) | (x & mask(width - 1)), total);
+        } else {
+            self.gamma(u64::from(width));
+            self.bits(x, width - 1);
         }
     }
 }
@@ -327,6 +384,41 @@ mod tests {
             let zeros = r.read_unary::<1>().unwrap();
             let rest: u64 = if zeros == 0 { 0 } else { r.read_var(zeros).unwrap() };
             prop_assert_eq!((1u64 << zeros) | rest, v);
+        }
+
+        /// Codes written in groups through one `codes` call, and mixed with
+        /// raw bits and drained half-way, give the bytes of one call a code.
+        #[test]
+        fn grouped_codes_write_the_same_bits(
+            values in prop::collection::vec((interesting(), 0u8..3), 0..400),
+            group in 1usize..12,
+        ) {
+            let code = |c: &mut BitCodes<'_>, (v, kind): (u64, u8)| match kind {
+                0 => c.gamma(v),
+                1 => c.delta(v),
+                _ => c.bits(v, 64 - v.leading_zeros()),
+            };
+            let mut one = BitWriter::default();
+            for &value in &values {
+                one.codes(128, |c| code(c, value));
+            }
+            let mut grouped = BitWriter::with_capacity(3);
+            for values in values.chunks(group) {
+                grouped.codes(values.len() * 128, |c| values.iter().for_each(|&value| code(c, value)));
+            }
+            prop_assert_eq!(grouped.bit_len(), one.bit_len());
+            let (one, grouped) = (one.finish(), grouped.finish());
+            prop_assert_eq!(&one, &grouped);
+            // And they read back.
+            let mut c = BitCursor::new();
+            for &(v, kind) in &values {
+                let got = match kind {
+                    0 => c.read_gamma(&one),
+                    1 => c.read_delta(&one),
+                    _ => c.read_bits(&one, 64 - v.leading_zeros()),
+                };
+                prop_assert_eq!(got, Ok(v));
+            }
         }
 
         #[test]

@@ -53,7 +53,7 @@ mod bits;
 mod reader;
 mod writer;
 
-pub use bits::{BitCursor, BitWriter, CodeError};
+pub use bits::{BitCodes, BitCursor, BitWriter, CodeError};
 pub use reader::RunReader;
 pub use writer::{RunSummary, RunWriter};
 

@@ -99,24 +99,33 @@ impl<W: Write> RunWriter<W> {
         if ngram.len() != usize::from(self.header.n) || count == 0 {
             return Err(self.bad_entry());
         }
+        // An entry's codes are written in one go: at most a gamma of its
+        // prefix length, a delta of 33 bits or fewer a word, and a gamma of its count.
+        let max_bits = 32 + ngram.len() * 48 + 128;
         if self.prev.is_empty() {
-            for &id in ngram {
-                self.block.write_delta(u64::from(id) + 1);
-            }
+            self.block.codes(max_bits, |codes| {
+                for &id in ngram {
+                    codes.delta(u64::from(id) + 1);
+                }
+                codes.gamma(count);
+            });
             self.prev.extend_from_slice(ngram);
         } else {
             let lcp = self.prev.iter().zip(ngram).take_while(|(a, b)| a == b).count();
             if lcp == ngram.len() || ngram[lcp] < self.prev[lcp] {
                 return Err(self.bad_entry());
             }
-            self.block.write_gamma(lcp as u64 + 1);
-            self.block.write_delta(u64::from(ngram[lcp] - self.prev[lcp]));
-            for &id in &ngram[lcp + 1..] {
-                self.block.write_delta(u64::from(id) + 1);
-            }
+            let prev = self.prev[lcp];
+            self.block.codes(max_bits, |codes| {
+                codes.gamma(lcp as u64 + 1);
+                codes.delta(u64::from(ngram[lcp] - prev));
+                for &id in &ngram[lcp + 1..] {
+                    codes.delta(u64::from(id) + 1);
+                }
+                codes.gamma(count);
+            });
             self.prev[lcp..].copy_from_slice(&ngram[lcp..]);
         }
-        self.block.write_gamma(count);
         self.block_entries += 1;
         self.summary.entries += 1;
         self.summary.total_count = self.summary.total_count.saturating_add(count);
