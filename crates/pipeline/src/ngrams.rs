@@ -1172,10 +1172,11 @@ const FEED_BYTES: usize = 32 << 10;
 const HAND_OVER_WORDS: usize = 16 << 10;
 const HAND_OVER_BYTES: usize = 128 << 10;
 
-/// What one lexicon-pass worker may hold besides its batch, at most: a full
-/// buffer plus the words of one more [`FEED_BYTES`] of text (a word per two
-/// bytes at most), at 16 bytes a word and 4 a stream code, and their bytes.
-const LEXICON_WORKER_BYTES: u64 = ((HAND_OVER_WORDS + FEED_BYTES / 2) * 20 + HAND_OVER_BYTES + FEED_BYTES) as u64;
+/// What one lexicon-pass worker may hold besides its batch and its word
+/// cache, at most: a full buffer plus the words of one more [`FEED_BYTES`]
+/// of text (a word per two bytes at most), at 16 bytes a word, 4 a stream
+/// code and 24 a cache miss, and their bytes.
+const LEXICON_WORKER_BYTES: u64 = ((HAND_OVER_WORDS + FEED_BYTES / 2) * 44 + HAND_OVER_BYTES + FEED_BYTES) as u64;
 
 impl LexiconWorker<'_> {
     /// Tokenises `text`, the next part of a piece of a document (`last`: the
