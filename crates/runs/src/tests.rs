@@ -28,8 +28,9 @@ fn sorted_entries(n: usize, max_id: u32) -> impl Strategy<Value = Vec<(Vec<u32>,
 }
 
 fn postings_strategy() -> impl Strategy<Value = Vec<(Vec<u32>, Vec<u64>)>> {
-    let occs = prop::collection::btree_set((0u64..40, 0u64..5000).prop_map(|(d, p)| (d << 32) | p), 1..30);
-    prop::collection::btree_map(prop::collection::vec(0u32..20, 3), occs, 0..300)
+    // Up to 600 occurrences an entry: more than one group of the writer's (256).
+    let occs = prop::collection::btree_set((0u64..40, 0u64..5000).prop_map(|(d, p)| (d << 32) | p), 1..600);
+    prop::collection::btree_map(prop::collection::vec(0u32..20, 3), occs, 0..100)
         .prop_map(|m| m.into_iter().map(|(g, o)| (g, o.into_iter().collect())).collect())
 }
 

@@ -35,6 +35,9 @@ impl RunWriter<BufWriter<File>> {
     }
 }
 
+/// Occurrences of a postings entry written a [`BitWriter::codes`] call at a time.
+const OCCURRENCES_PER_CALL: usize = 256;
+
 impl<W: Write> RunWriter<W> {
     /// Starts a run on `out`; `path` only names it in errors.
     pub fn new(mut out: W, path: &Path, header: RunHeader) -> Result<Self, RunError> {
@@ -76,19 +79,25 @@ impl<W: Write> RunWriter<W> {
         }
         self.push_entry(ngram, occurrences.len() as u64)?;
         let mut prev = None;
-        for &occ in occurrences {
-            let (doc, pos) = (occ >> 32, occ & 0xffff_ffff);
-            match prev {
-                None => {
-                    self.block.write_delta(doc + 1);
-                    self.block.write_delta(pos + 1);
+        // A group of occurrences a `codes` call, room made for each at its
+        // longest (two 65-bit gammas): bounded, however many there are.
+        for group in occurrences.chunks(OCCURRENCES_PER_CALL) {
+            self.block.codes(group.len() * 130, |codes| {
+                for &occ in group {
+                    let (doc, pos) = (occ >> 32, occ & 0xffff_ffff);
+                    match prev {
+                        None => {
+                            codes.delta(doc + 1);
+                            codes.delta(pos + 1);
+                        }
+                        Some((pdoc, ppos)) => {
+                            codes.gamma(doc - pdoc + 1);
+                            if doc == pdoc { codes.gamma(pos - ppos) } else { codes.delta(pos + 1) }
+                        }
+                    }
+                    prev = Some((doc, pos));
                 }
-                Some((pdoc, ppos)) => {
-                    self.block.write_gamma(doc - pdoc + 1);
-                    if doc == pdoc { self.block.write_gamma(pos - ppos) } else { self.block.write_delta(pos + 1) }
-                }
-            }
-            prev = Some((doc, pos));
+            });
         }
         self.end_entry()
     }
