@@ -412,6 +412,54 @@ fn exact_only_usage_errors() {
     assert_eq!(out, "0.000000\tone two\n1.000000\tone two\n");
 }
 
+/// Books: long vertical documents, read ahead of the decisions. The read-ahead
+/// is bounded in bytes, not only in documents (256 of them once took a 1G job
+/// on Project Gutenberg to 1.1 GiB).
+#[test]
+fn memory_budget_is_kept_with_long_vertical_documents() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("books.vert");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&corpus).unwrap());
+    let mut state = 7u64;
+    for doc in 0..30 {
+        writeln!(file, "<doc id=\"{doc}\">").unwrap();
+        for paragraph in 0..300 {
+            writeln!(file, "<p>").unwrap();
+            for _ in 0..500 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                // Every third book repeats the first one's paragraphs.
+                let word = if doc % 3 == 0 { paragraph * 7 % 4096 } else { (state >> 52) as usize };
+                writeln!(file, "w{word:x}").unwrap();
+            }
+            writeln!(file, "</p>").unwrap();
+        }
+        writeln!(file, "</doc>").unwrap();
+    }
+    file.flush().unwrap();
+    drop(file);
+    let (stats, out) = (dir.path().join("s.json"), dir.path().join("out.vert"));
+    let (code, _, stderr) = run(&[
+        "dedup",
+        s(&corpus),
+        "--unit",
+        "p",
+        "-n",
+        "5",
+        "--memory",
+        "32M",
+        "-o",
+        s(&out),
+        "--stats-json",
+        s(&stats),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert!(json["units_removed"].as_u64().unwrap() > 0, "{json}");
+    let peak = json["peak_rss"].as_u64().unwrap();
+    assert!(peak > 0 && peak <= 32 << 20, "peak {peak} over 32M");
+}
+
 /// Bad input met by the readings that write documents out: a malformed line
 /// says so (and not that the file changed, since nothing read it before), a
 /// truncated `.gz` names the line and the compressed byte where it broke.

@@ -23,7 +23,9 @@ use serde::Serialize;
 
 use crate::attributes::{AttributesFile, char_spans};
 use crate::control::Control;
-use crate::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record, stripped_record, vertical_attributes};
+use crate::doc_stream::{
+    Body, Doc, DocStream, Item, Role, marked_record, read_ahead, stripped_record, vertical_attributes,
+};
 use crate::error::PipelineError;
 use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -372,16 +374,22 @@ impl DedupJob<'_> {
         };
         let mut marker = Marker::new(params, totals.ngrams as usize);
         let mut writer = out.doc_writer(self.config.strip, &self.config.base.read.text_field)?;
-        // Reading and tokenising run on their own thread, ahead of the decisions.
-        let (tx, rx) = crossbeam_channel::bounded::<(Item, bool, u64)>(256);
-        // Written documents go back to the reader, which fills them again.
+        // Reading and tokenising run on their own thread, ahead of the
+        // decisions, by at most a fifth of what the block leaves in bytes
+        // (books are megabytes each: 256 of them once took a 1G job to 1.1 GiB).
+        let (tx, rx) = crossbeam_channel::bounded::<(Item, usize, bool, u64)>(256);
+        let (ahead, done_with) = read_ahead(self.index.working().saturating_sub(fixed) / 5, SLOTS_AHEAD);
+        // Written documents go back to the reader, which fills them again;
+        // only those no larger than a slot, as their buffers stay that large.
+        let spare_bytes = ahead.slot_bytes();
         let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Doc>(16);
         let mut stream = self.stream(false, spare_rx);
         stream.ids = out.id_names(&self.config.base.inputs);
         let decided = std::thread::scope(|scope| {
             let reader = scope.spawn(move || -> Result<(), PipelineError> {
                 while let Some(item) = stream.next()? {
-                    if tx.send((item, stream.is_vertical(), stream.position())).is_err() {
+                    let Some(slots) = ahead.take(item.heap_bytes()) else { break };
+                    if tx.send((item, slots, stream.is_vertical(), stream.position())).is_err() {
                         break;
                     }
                 }
@@ -391,10 +399,11 @@ impl DedupJob<'_> {
                 let (mut doc, mut unit_base, mut block) = (0u32, 0u64, 0usize);
                 let mut sorted: Vec<NgramAt> = Vec::new();
                 let mut exact_units: Vec<bool> = Vec::new();
-                for (item, vertical, position) in &rx {
+                for (item, slots, vertical, position) in &rx {
                     let d = match item {
                         Item::Passthrough(line) => {
                             out.passthrough(&mut writer, &line, vertical)?;
+                            done_with.give(slots);
                             continue;
                         }
                         Item::Doc(d) => d,
@@ -436,9 +445,10 @@ impl DedupJob<'_> {
                     self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
                     unit_base += d.unit_tokens.len() as u64;
                     doc += 1;
-                    if matches!(d.body, Body::Vertical { .. }) {
+                    if matches!(d.body, Body::Vertical { .. }) && d.heap_bytes() <= spare_bytes {
                         let _ = spare_tx.try_send(d);
                     }
+                    done_with.give(slots);
                 }
                 out.finish_documents(&mut writer)?;
                 if u64::from(doc) != stats.index.documents {
@@ -449,8 +459,8 @@ impl DedupJob<'_> {
                 }
                 Ok(())
             })();
-            // Stop the reader early if deciding failed.
-            drop(rx);
+            // Stop the reader early if deciding failed (and wake it if it waits for room).
+            drop((rx, done_with));
             let read = reader
                 .join()
                 .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the reader thread panicked".into())));
@@ -463,6 +473,9 @@ impl DedupJob<'_> {
 
 /// Run tag of the exact pass's runs.
 const EXACT_RUNS: u64 = 0xE4AC_7000;
+
+/// Slots of the decisions' read-ahead: a document takes one or more.
+const SLOTS_AHEAD: usize = 32;
 
 pub(crate) fn record(stats: &mut DedupStats, units: &[u32], verdicts: &[UnitVerdict], exact: &[bool]) {
     for ((&tokens, v), &x) in units.iter().zip(verdicts).zip(exact) {

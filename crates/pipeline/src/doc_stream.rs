@@ -28,6 +28,52 @@ pub(crate) fn vertical_attributes(name: &str) -> PipelineError {
     ))
 }
 
+/// A bound on the bytes read ahead of their use, in slots: the reading side
+/// [`takes`](ReadAheadTaker::take) the slots a document's (or a batch's)
+/// bytes need before handing it over, and the using side
+/// [`gives`](ReadAheadGiver::give) them back when done with it. Something
+/// larger than all slots takes them all, so it waits until nothing else is
+/// ahead. Dropping the giver wakes a waiting taker for good.
+pub(crate) fn read_ahead(bytes: u64, slots: usize) -> (ReadAheadTaker, ReadAheadGiver) {
+    let slots = slots.max(1);
+    let (tx, rx) = crossbeam_channel::bounded::<()>(slots);
+    for _ in 0..slots {
+        let _ = tx.send(());
+    }
+    let slot_bytes = (bytes / slots as u64).max(1) as usize;
+    (ReadAheadTaker { rx, slot_bytes, slots }, ReadAheadGiver { tx })
+}
+
+pub(crate) struct ReadAheadTaker {
+    rx: crossbeam_channel::Receiver<()>,
+    slot_bytes: usize,
+    slots: usize,
+}
+
+impl ReadAheadTaker {
+    /// Waits for the slots `bytes` need; how many it took, or None once the giver is gone.
+    pub(crate) fn take(&self, bytes: usize) -> Option<usize> {
+        let slots = bytes.div_ceil(self.slot_bytes).clamp(1, self.slots);
+        (0..slots).all(|_| self.rx.recv().is_ok()).then_some(slots)
+    }
+
+    pub(crate) fn slot_bytes(&self) -> usize {
+        self.slot_bytes
+    }
+}
+
+pub(crate) struct ReadAheadGiver {
+    tx: crossbeam_channel::Sender<()>,
+}
+
+impl ReadAheadGiver {
+    pub(crate) fn give(&self, slots: usize) {
+        for _ in 0..slots {
+            let _ = self.tx.try_send(());
+        }
+    }
+}
+
 /// Documents of the corpus in order, handed to `each` with whether they are
 /// vertical and the reader's position.
 ///
@@ -60,19 +106,13 @@ pub(crate) fn read_batched(
     let (work_tx, work_rx) = crossbeam_channel::bounded::<(Batch, Vec<(Fetched, bool, u64)>)>(in_flight);
     let (made_tx, made_rx) = crossbeam_channel::bounded::<MadeBatch>(in_flight);
     // Slots of `batch_bytes` each: the reader takes as many as a batch
-    // fills (all of them at most: a batch holding one long document waits
-    // until nothing else is in flight) before it hands it over, `each`
-    // gives them back when done with it, so neither a slow batch nor long
-    // documents can let text pile up.
-    let (slot_tx, slot_rx) = crossbeam_channel::bounded::<()>(in_flight);
-    for _ in 0..in_flight {
-        let _ = slot_tx.send(());
-    }
+    // fills before it hands it over, `each` gives them back when done with
+    // it, so neither a slow batch nor long documents can let text pile up.
+    let (ahead, done_with) = read_ahead((batch_bytes * in_flight) as u64, in_flight);
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || -> Result<(), PipelineError> {
             let send = |seq, bytes: usize, batch| {
-                let slots = bytes.div_ceil(batch_bytes).clamp(1, in_flight);
-                (0..slots).all(|_| slot_rx.recv().is_ok()) && work_tx.send((Batch { seq, slots }, batch)).is_ok()
+                ahead.take(bytes).is_some_and(|slots| work_tx.send((Batch { seq, slots }, batch)).is_ok())
             };
             let (mut seq, mut bytes) = (0u64, 0usize);
             let mut batch = Vec::with_capacity(BATCH_DOCS);
@@ -132,9 +172,7 @@ pub(crate) fn read_batched(
                     if let Some(error) = made.failed {
                         return Err(error);
                     }
-                    for _ in 0..made.id.slots {
-                        let _ = slot_tx.send(());
-                    }
+                    done_with.give(made.id.slots);
                 }
             }
             if waiting.is_empty() {
@@ -143,7 +181,7 @@ pub(crate) fn read_batched(
                 Err(PipelineError::Usage("internal error: a batch of documents was lost".into()))
             }
         })();
-        drop((made_rx, slot_tx));
+        drop((made_rx, done_with));
         let panicked = || PipelineError::Usage("internal error: a reading thread panicked".into());
         let read = reader.join().unwrap_or_else(|_| Err(panicked()));
         // Every worker joined, so that none is left for the scope to find panicked.
@@ -200,6 +238,23 @@ pub(crate) struct Doc {
 }
 
 impl Doc {
+    /// Bytes its buffers hold (their capacities): what holding it costs.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let body = match &self.body {
+            Body::Vertical { bytes, ends, roles } => {
+                bytes.capacity() + ends.capacity() * 4 + roles.capacity() * std::mem::size_of::<Role>()
+            }
+            Body::Jsonl { line, text, units, .. } => {
+                line.capacity() + text.capacity() + units.capacity() * std::mem::size_of::<Range<usize>>()
+            }
+            Body::Text { text, units } => text.capacity() + units.capacity() * std::mem::size_of::<Range<usize>>(),
+        };
+        body + self.unit_tokens.capacity() * 4
+            + self.fingerprints.capacity() * 16
+            + self.keys.capacity()
+            + self.key_ends.capacity() * 4
+    }
+
     /// The normalised text of unit `u` (empty unless keys were asked for).
     pub(crate) fn key(&self, u: usize) -> &[u8] {
         let start = if u == 0 { 0 } else { self.key_ends[u - 1] as usize };
@@ -303,6 +358,16 @@ pub(crate) enum Item {
     Doc(Doc),
     /// A line that is no document (blank, skipped, outside documents): written as it is.
     Passthrough(Vec<u8>),
+}
+
+impl Item {
+    /// Bytes its buffers hold.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            Item::Doc(doc) => doc.heap_bytes(),
+            Item::Passthrough(line) => line.capacity(),
+        }
+    }
 }
 
 struct OpenInput {
