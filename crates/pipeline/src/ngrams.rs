@@ -1163,14 +1163,14 @@ struct LexiconWorker<'a> {
 }
 
 /// Text tokenised between two looks at how full a worker's [`TokenBuffer`] is.
-const FEED_BYTES: usize = 32 << 10;
+const FEED_BYTES: usize = 8 << 10;
 
 /// A worker hands its words to the shared lexicon once it holds this many
 /// (or [`HAND_OVER_BYTES`] of them), not only at the end of a batch: a batch
 /// may be one record of millions of words, and a buffer of a whole record
 /// (about 16 bytes a token) is memory the plan has not counted.
-const HAND_OVER_WORDS: usize = 16 << 10;
-const HAND_OVER_BYTES: usize = 128 << 10;
+const HAND_OVER_WORDS: usize = 4 << 10;
+const HAND_OVER_BYTES: usize = 32 << 10;
 
 /// What one lexicon-pass worker may hold besides its batch and its word
 /// cache, at most: a full buffer plus the words of one more [`FEED_BYTES`]
