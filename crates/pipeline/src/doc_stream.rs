@@ -789,17 +789,12 @@ pub(crate) enum Fetched {
 }
 
 impl Fetched {
-    /// The bytes of text it holds, about.
+    /// The bytes it holds, about (a made document: all its buffers).
     fn bytes(&self) -> usize {
         match self {
             Fetched::Raw(RawDoc::Line { raw, .. }) => raw.len(),
             Fetched::Raw(RawDoc::Row { id, text }) => id.len() + text.len(),
-            Fetched::Made(Item::Passthrough(line)) => line.len(),
-            Fetched::Made(Item::Doc(doc)) => match &doc.body {
-                Body::Vertical { bytes, .. } => bytes.len(),
-                Body::Jsonl { line, .. } => line.len(),
-                Body::Text { text, .. } => text.len(),
-            },
+            Fetched::Made(item) => item.heap_bytes(),
         }
     }
 }
