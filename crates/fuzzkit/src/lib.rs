@@ -170,13 +170,16 @@ impl Fuzz {
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     let kept = keep_failure(&name, &last.bytes);
+                    let _ = std::fs::remove_dir_all(&dir);
                     panic!("{name}: {} still running after {hang_limit:?}: a hang; input kept at {kept}", last.what);
                 }
             }
         }
-        match worker.join() {
+        let joined = worker.join();
+        // The failing input, if any, is kept elsewhere (`keep_failure`): the scratch directory goes either way.
+        let _ = std::fs::remove_dir_all(&dir);
+        match joined {
             Ok(report) => {
-                let _ = std::fs::remove_dir_all(&dir);
                 eprintln!(
                     "fuzz {name}: {} cases ({} accepted, {} refused), {} regressions replayed, peak {} bytes",
                     report.cases, report.accepted, report.refused, report.replayed, report.peak_bytes
@@ -400,6 +403,8 @@ mod tests {
             });
         });
         assert!(why.contains("case") && why.contains("input kept at"), "{why}");
+        let scratch = std::env::temp_dir().join(format!("dupgram-fuzz-toy-panics-{}", std::process::id()));
+        assert!(!scratch.exists(), "{} is left behind", scratch.display());
     }
 
     #[test]
@@ -451,6 +456,8 @@ mod tests {
         });
         STOP.store(true, std::sync::atomic::Ordering::Relaxed);
         assert!(why.contains("a hang"), "{why}");
+        let scratch = std::env::temp_dir().join(format!("dupgram-fuzz-toy-hangs-{}", std::process::id()));
+        assert!(!scratch.exists(), "{} is left behind", scratch.display());
     }
 
     #[test]
