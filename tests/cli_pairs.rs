@@ -81,6 +81,15 @@ fn reuse_of_ngrams_output() {
     assert!(fresh.lines().count() > 10);
     let (code, _, stderr) = run(&["pairs", s(&corpus), "--dups", s(&dups)]);
     assert_eq!(code, 2, "--dups needs --lexicon: {stderr}");
+    // A cut list is refused, naming the file, the line being read and the offset in the compressed file.
+    let zst = std::fs::read(&dups).unwrap();
+    let cut = dir.path().join("cut.tsv.zst");
+    std::fs::write(&cut, &zst[..zst.len() * 2 / 3]).unwrap();
+    let line = breaking_line(zstd::stream::read::Decoder::new(&zst[..zst.len() * 2 / 3]).unwrap());
+    let (code, _, stderr) = run(&["pairs", s(&corpus), "-n", "6", "-q", "--dups", s(&cut), "--lexicon", s(&lex)]);
+    assert_ne!(code, 0, "a cut list is an error");
+    assert!(stderr.contains("cut.tsv.zst") && stderr.contains(&format!("line {line}, compressed byte")), "{stderr}");
+    assert!(stderr.contains("truncated or damaged"), "{stderr}");
 }
 
 #[test]

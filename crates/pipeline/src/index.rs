@@ -709,7 +709,7 @@ pub(crate) const WRITER_BYTES: u64 = 256 * 1024;
 /// returns how many. A line longer than `max_line` bytes is refused before
 /// it is held whole: no list of n-grams has one, and memory is planned.
 fn read_dups(path: &Path, lexicon: &Lexicon, n: usize, max_line: usize, out: &Path) -> Result<u64, PipelineError> {
-    let mut reader = dupgram_corpus::open_decoded(path)
+    let (mut reader, stored) = dupgram_corpus::open_decoded_counted(path)
         .map_err(|error| CorpusError::Open { name: path.display().to_string(), error })?;
     let mut writer = FingerprintWriter::create(out, n)?;
     let mut ids = Vec::with_capacity(n);
@@ -720,8 +720,10 @@ fn read_dups(path: &Path, lexicon: &Lexicon, n: usize, max_line: usize, out: &Pa
         };
         bytes.clear();
         let limit = max_line as u64 + 1;
-        let read =
-            std::io::Read::take(&mut reader, limit).read_until(b'\n', &mut bytes).map_err(|e| bad(e.to_string()))?;
+        let read = std::io::Read::take(&mut reader, limit).read_until(b'\n', &mut bytes).map_err(|error| {
+            let offset = stored.load(std::sync::atomic::Ordering::Relaxed);
+            CorpusError::reading(&path.display().to_string(), i + 1, offset, error)
+        })?;
         if read == 0 {
             break;
         }
