@@ -18,6 +18,8 @@
 #   scripts/bench.sh --sizes 1B           # scaling: ngrams, pairs, dedup on 10M, 100M and 1B tokens
 #                                         # of a growing (Heaps-law) vocabulary, default budgets
 #   scripts/bench.sh --only scale --sizes 1M,10M --open-vocabulary 0.2   # the same, smaller
+#   scripts/bench.sh --only pairs --before OLD/dupgram   # where a section compares them (pairs:
+#                                         # the first 800 Gutenberg books), an older build beside this one
 #
 # Baselines:
 #   sort   awk n-gram lines | LC_ALL=C sort -S <same memory> | uniq -cd   (exact)
@@ -49,6 +51,7 @@ lsh_size=
 onion=
 onion_src=
 open_vocabulary=0.08
+before=
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
@@ -62,7 +65,8 @@ while [ $# -gt 0 ]; do
     --onion) onion=$2; shift 2 ;;
     --onion-src) onion_src=$2; shift 2 ;;
     --open-vocabulary) open_vocabulary=$2; shift 2 ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    --before) before=$2; shift 2 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -400,6 +404,43 @@ if section pairs; then
     gut_row "dupgram-hashcount -n 10 (64-bit fingerprints in a hash map)" "$h_wall" \
       "$(printf '%s\n' "${h_rss_all[@]}" | maximum)" "duplicate fingerprints, no pairs"
     echo "pairs gutenberg: dupgram walls ${p_times[*]}; hashcount walls ${h_times[*]}" >&2
+
+    # The first 800 books, every pair scored (the default thresholds): fewer
+    # books than --max-df, so the licence's n-grams, each in hundreds of
+    # books, all make candidates, the same pairs over and over (README, How
+    # it works, Candidates). With --before, an older build beside this one.
+    gut800=$work/gutenberg-800.jsonl.zst
+    if [ ! -s "$gut800" ]; then
+      # head stops reading after 800 books: the decompressor's broken pipe is expected.
+      (set +o pipefail; zstd -dc "$gut" | head -n 800 | zstd -q -f -o "$gut800.part") && mv "$gut800.part" "$gut800"
+    fi
+    {
+      echo
+      echo "| corpus | tokens | tool | wall (median) | peak RSS (max) | candidates (median) | scoring (median) | pairs |"
+      echo "|---|---:|---|---:|---:|---:|---:|---:|"
+    } >> "$table"
+    tools=("$bin/dupgram"); [ -n "$before" ] && tools+=("$before")
+    declare -A g_walls=() g_rss=() g_cand=() g_score=()
+    for _ in $(seq "$r"); do
+      for t in "${!tools[@]}"; do
+        read -r wall rss < <(measure "${tools[$t]}" pairs "$gut800" -n 5 --memory 1G -q -o "$work/pairs-gut800-$t.tsv" --stats-json "$work/pairs-gut800-$t.json")
+        g_walls[$t]+="$wall "; g_rss[$t]+="$rss "
+        g_cand[$t]+="$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['seconds']['candidates'])" "$work/pairs-gut800-$t.json") "
+        g_score[$t]+="$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['seconds']['scoring'])" "$work/pairs-gut800-$t.json") "
+      done
+    done
+    for t in "${!tools[@]}"; do
+      name="dupgram pairs -n 5 --memory 1G"; [ "$t" = 1 ] && name="$name, --before $before"
+      printf '| gutenberg-800 | %s | %s | %.2f s | %s MiB | %.2f s | %.2f s | %s |\n' \
+        "$(json_field "$work/pairs-gut800-$t.json" tokens)" "$name" \
+        "$(printf '%s\n' ${g_walls[$t]} | median)" "$(( $(printf '%s\n' ${g_rss[$t]} | maximum) / 1024 ))" \
+        "$(printf '%s\n' ${g_cand[$t]} | median)" "$(printf '%s\n' ${g_score[$t]} | median)" \
+        "$(( $(wc -l < "$work/pairs-gut800-$t.tsv") - 1 ))" >> "$table"
+      echo "pairs gutenberg-800 ${tools[$t]}: walls ${g_walls[$t]}" >&2
+    done
+    if [ -n "$before" ] && ! cmp -s "$work/pairs-gut800-0.tsv" "$work/pairs-gut800-1.tsv"; then
+      echo "pairs gutenberg-800: the two builds' pairs differ" >&2
+    fi
   else
     echo "skipping pairs on gutenberg: $gut not found (see scripts/fetch-corpora.sh)" >&2
   fi

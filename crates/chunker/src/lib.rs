@@ -192,6 +192,8 @@ pub struct ChunkCounts {
 pub struct Chunk<const L: usize> {
     layout: KeyLayout,
     keys: Vec<[u64; L]>,
+    /// Keys that come with a count of their own ([`Chunk::push_counted`]).
+    counted: Vec<([u64; L], u64)>,
     capacity: usize,
     ids: Vec<u32>,
 }
@@ -204,7 +206,8 @@ impl<const L: usize> Chunk<L> {
     pub fn new(layout: KeyLayout, capacity: usize) -> Self {
         assert_eq!(L, layout.words, "key storage does not match the layout");
         let capacity = capacity.max(1);
-        Chunk { layout, keys: Vec::with_capacity(capacity.min(1 << 16)), capacity, ids: vec![0; layout.n] }
+        let keys = Vec::with_capacity(capacity.min(1 << 16));
+        Chunk { layout, keys, counted: Vec::new(), capacity, ids: vec![0; layout.n] }
     }
 
     /// Bytes a chunk of `capacity` keys allocates.
@@ -212,16 +215,17 @@ impl<const L: usize> Chunk<L> {
         capacity * layout.key_bytes()
     }
 
+    /// Keys held, a counted key as two (it takes at most twice a key's bytes).
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.keys.len() + 2 * self.counted.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.keys.is_empty() && self.counted.is_empty()
     }
 
     pub fn is_full(&self) -> bool {
-        self.keys.len() >= self.capacity
+        self.len() >= self.capacity
     }
 
     /// Adds an n-gram key. The caller spills the chunk when it is full.
@@ -235,10 +239,20 @@ impl<const L: usize> Chunk<L> {
         self.keys.push(key);
     }
 
+    /// Adds `count` occurrences of an n-gram key at once, as `count` pushes
+    /// would (it counts as two keys towards the capacity).
+    pub fn push_counted(&mut self, key: [u64; L], count: u64) {
+        debug_assert!(!self.is_full());
+        self.counted.push((key, count));
+    }
+
     /// Sorts the keys and hands each distinct n-gram, in increasing order,
     /// to `emit` with its count; leaves the chunk empty.
     pub fn drain_sorted<E>(&mut self, mut emit: impl FnMut(&[u32], u64) -> Result<(), E>) -> Result<ChunkCounts, E> {
         self.keys.sort_unstable_by(cmp_keys);
+        if !self.counted.is_empty() {
+            return self.drain_with_counted(emit);
+        }
         let mut counts = ChunkCounts { ngrams: self.keys.len() as u64, distinct: 0 };
         let mut i = 0;
         while i < self.keys.len() {
@@ -253,6 +267,41 @@ impl<const L: usize> Chunk<L> {
             i = j;
         }
         self.keys.clear();
+        Ok(counts)
+    }
+
+    /// [`Self::drain_sorted`] once the keys are sorted, with counted keys
+    /// among them: the two sorted lists are walked together.
+    fn drain_with_counted<E>(&mut self, mut emit: impl FnMut(&[u32], u64) -> Result<(), E>) -> Result<ChunkCounts, E> {
+        let mut counted = std::mem::take(&mut self.counted);
+        counted.sort_unstable_by(|a, b| cmp_keys(&a.0, &b.0));
+        let more: u64 = counted.iter().fold(0u64, |sum, c| sum.saturating_add(c.1));
+        let mut counts = ChunkCounts { ngrams: (self.keys.len() as u64).saturating_add(more), distinct: 0 };
+        let (mut i, mut c) = (0, 0);
+        loop {
+            let key = match (self.keys.get(i), counted.get(c)) {
+                (None, None) => break,
+                (Some(k), None) | (None, Some((k, _))) => *k,
+                (Some(a), Some((b, _))) => *a.min(b),
+            };
+            let mut count = 0u64;
+            while self.keys.get(i) == Some(&key) {
+                count += 1;
+                i += 1;
+            }
+            while let Some(&(k, n)) = counted.get(c)
+                && k == key
+            {
+                count = count.saturating_add(n);
+                c += 1;
+            }
+            self.layout.unpack(&key, &mut self.ids);
+            emit(&self.ids, count)?;
+            counts.distinct += 1;
+        }
+        self.keys.clear();
+        counted.clear();
+        self.counted = counted;
         Ok(counts)
     }
 }
@@ -381,6 +430,30 @@ mod tests {
                 w => panic!("unexpected storage {w}"),
             };
             prop_assert_eq!(got, naive(&text, n));
+        }
+
+        #[test]
+        fn counted_keys_sum_like_repeated_pushes(
+            plain in prop::collection::vec(prop::collection::vec(0u32..6, 2), 0..60),
+            counted in prop::collection::vec((prop::collection::vec(0u32..6, 2), 1u64..9), 0..30),
+        ) {
+            let layout = KeyLayout::new(2, 5).unwrap();
+            let mut chunk = Chunk::<1>::new(layout, 200);
+            let mut expect: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
+            for g in &plain {
+                chunk.push(layout.pack::<1>(g));
+                *expect.entry(g.clone()).or_default() += 1;
+            }
+            for (g, c) in &counted {
+                chunk.push_counted(layout.pack::<1>(g), *c);
+                *expect.entry(g.clone()).or_default() += c;
+            }
+            prop_assert_eq!(chunk.len(), plain.len() + 2 * counted.len());
+            let mut out = Vec::new();
+            let counts = chunk.drain_sorted::<()>(|g, c| { out.push((g.to_vec(), c)); Ok(()) }).unwrap();
+            prop_assert_eq!(counts.ngrams, expect.values().sum::<u64>());
+            prop_assert_eq!(out, expect.into_iter().collect::<Vec<_>>());
+            prop_assert!(chunk.is_empty());
         }
 
         #[test]

@@ -41,6 +41,7 @@ mod parted;
 mod parts;
 mod scan;
 pub mod scratch;
+mod shared_sets;
 mod span;
 mod spot;
 pub mod table;

@@ -72,6 +72,10 @@ pub struct Limits {
     /// each on a thread of its own (1 or 2; see [`crate::index`]), instead
     /// of two when there are two threads or more.
     pub merge_buckets: Option<usize>,
+    /// `pairs`: document sets of at least this many documents are paired
+    /// once for all the n-grams they hold (see `crate::shared_sets`);
+    /// `usize::MAX` pairs every n-gram's documents as they come.
+    pub shared_set_documents: Option<usize>,
 }
 
 impl NgramConfig {

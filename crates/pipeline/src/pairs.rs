@@ -59,6 +59,7 @@ use crate::ngrams::{NgramConfig, zstd_need};
 use crate::output::PairsSink;
 use crate::parted::PartedRuns;
 use crate::parts::BucketTotals;
+use crate::shared_sets::SharedSets;
 
 /// What to pair, and which pairs to keep.
 #[derive(Debug, Clone)]
@@ -435,6 +436,9 @@ impl<'a> PairPasses<'a> {
         // stays the index pass's (Gutenberg at 2G: 1334 MiB, not 1845 with
         // the whole room; the candidates took 22.1 s, not 21.0 s).
         let capacity = self.base().limits.chunk_ngrams.unwrap_or((room / 2 / 16).max(4096) as usize);
+        // A quarter of the room: sets are paired when they fill it, and at the end.
+        let mut shared = SharedSets::new(room / 4);
+        let shared_min = self.base().limits.shared_set_documents.unwrap_or(SharedSets::MIN_DOCUMENTS);
         let mut spill = PairSpill::new(
             Chunk::<2>::new(key, capacity),
             self.work,
@@ -476,22 +480,38 @@ impl<'a> PairPasses<'a> {
                     }
                     continue;
                 }
-                match &filter {
-                    Some(filter) => filter
-                        .pairs(&mut reps, &mut stats.skipped, |a, b| spill.keep([block_of(a), block_of(b), a, b]))?,
-                    None => {
-                        for (i, &a) in reps.iter().enumerate() {
-                            for &b in &reps[i + 1..] {
-                                spill.keep([block_of(a), block_of(b), a, b])?;
-                            }
-                        }
+                if reps.len() >= shared_min {
+                    if shared.add(&reps) {
+                        self.pair_shared(&mut shared, filter.as_ref(), &block_of, &mut spill, stats)?;
                     }
+                    continue;
                 }
+                make_pairs(&mut reps, 1, filter.as_ref(), &block_of, &mut spill, &mut stats.skipped)?;
             }
         }
+        self.pair_shared(&mut shared, filter.as_ref(), &block_of, &mut spill, stats)?;
         spill.write()?;
         stats.index.bytes_spilled += spill.bytes;
         Ok(Candidates { runs: spill.runs, common })
+    }
+
+    /// Makes the pairs of every set in `shared`, each counted as many times
+    /// as n-grams made the set.
+    fn pair_shared(
+        &self,
+        shared: &mut SharedSets,
+        filter: Option<&LengthFilter>,
+        block_of: &impl Fn(u32) -> u32,
+        spill: &mut PairSpill<2>,
+        stats: &mut PairsStats,
+    ) -> Result<(), PipelineError> {
+        for (mut docs, ngrams) in shared.drain() {
+            if self.control.interrupted() {
+                return Err(PipelineError::Interrupted);
+            }
+            make_pairs(&mut docs, ngrams, filter, block_of, spill, &mut stats.skipped)?;
+        }
+        Ok(())
     }
 
     /// Scores the candidates of consecutive ranges `ranges` (runs from any
@@ -823,6 +843,36 @@ pub struct Candidates {
     pub common: Vec<u32>,
 }
 
+/// Every pair of `docs` (sorted, distinct) into `spill`, counted `ngrams`
+/// times (the n-grams the documents share), less those `filter` rules out
+/// (counted in `skipped`, once per n-gram, as the work saved).
+fn make_pairs(
+    docs: &mut [u32],
+    ngrams: u64,
+    filter: Option<&LengthFilter>,
+    block_of: &impl Fn(u32) -> u32,
+    spill: &mut PairSpill<2>,
+    skipped: &mut LengthSkips,
+) -> Result<(), PipelineError> {
+    let mut keep = |a: u32, b: u32| spill.keep_counted([block_of(a), block_of(b), a, b], ngrams);
+    match filter {
+        Some(filter) => {
+            let mut these = LengthSkips::default();
+            filter.pairs(docs, &mut these, keep)?;
+            skipped.length += these.length * ngrams;
+            skipped.partition += these.partition * ngrams;
+        }
+        None => {
+            for (i, &a) in docs.iter().enumerate() {
+                for &b in &docs[i + 1..] {
+                    keep(a, b)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Sorted pair keys spilled as runs; with a scoring layout, cut by the
 /// range of the key's first field (a block number).
 struct PairSpill<'a, const L: usize> {
@@ -852,6 +902,17 @@ impl<'a, const L: usize> PairSpill<'a, L> {
 
     fn keep(&mut self, fields: impl AsRef<[u32]>) -> Result<(), PipelineError> {
         self.chunk.push(self.layout.pack::<L>(fields.as_ref()));
+        if self.chunk.is_full() { self.write() } else { Ok(()) }
+    }
+
+    /// [`Self::keep`], `count` times.
+    fn keep_counted(&mut self, fields: impl AsRef<[u32]>, count: u64) -> Result<(), PipelineError> {
+        let key = self.layout.pack::<L>(fields.as_ref());
+        if count == 1 {
+            self.chunk.push(key)
+        } else {
+            self.chunk.push_counted(key, count)
+        }
         if self.chunk.is_full() { self.write() } else { Ok(()) }
     }
 

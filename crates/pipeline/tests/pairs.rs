@@ -121,7 +121,7 @@ fn corpus(seed: u64, tokens: u64, vocabulary: u32) -> Vec<String> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
-    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>(), block_files in any::<bool>(), buckets in 1usize..=2) {
+    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>(), block_files in any::<bool>(), buckets in 1usize..=2, shared_sets in prop_oneof![Just(2usize), Just(usize::MAX)]) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.txt");
         let docs = corpus(seed, tokens, vocabulary);
@@ -140,6 +140,8 @@ proptest! {
                     ..Limits::default()
                 };
             }
+            // Every n-gram's documents through the shared sets, or none.
+            c.base.limits.shared_set_documents = Some(shared_sets);
         });
         assert_same(&got, &expected(&docs, n, |_| {}));
         // Two buckets, each merged on a thread, unless one word starts nearly every n-gram.
@@ -182,6 +184,60 @@ fn thresholds_and_max_df() {
             o.max_df = max_df;
         });
         assert_same(&got, &want);
+    }
+}
+
+/// Passages in the same many documents, as a licence is in every book of a
+/// collection: each distinct document set is paired once, counted as many
+/// times as n-grams made it, so the pairs, the bounds that use their counts
+/// and the length filter's skips are what pairing each n-gram gives.
+#[test]
+fn document_sets_shared_by_many_ngrams_are_paired_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    let mut docs = corpus(11, 6000, 300);
+    assert!(docs.len() > 100, "{} documents", docs.len());
+    for (i, d) in docs.iter_mut().enumerate() {
+        if i % 4 != 0 {
+            d.push_str(" this ebook is for the use of anyone anywhere at no cost and with almost no restrictions");
+        }
+        if i % 3 == 0 {
+            d.push_str(" you may copy it give it away or re use it under the terms of the licence");
+        }
+    }
+    write_docs(&path, &docs);
+    for (min_sscr, min_ssr) in [(0.0, 0.0), (0.3, 0.0), (0.0, 0.2)] {
+        let run = |shared: usize| {
+            engine_stats(&path, dir.path(), 4, |c| {
+                c.min_sscr = min_sscr;
+                c.min_ssr = min_ssr;
+                c.base.limits.shared_set_documents = Some(shared);
+            })
+        };
+        let (got, stats) = run(32);
+        let (each, each_stats) = run(usize::MAX);
+        assert_same(
+            &got,
+            &expected(&docs, 4, |o| {
+                o.min_sscr = min_sscr;
+                o.min_ssr = min_ssr;
+            }),
+        );
+        assert_eq!(got.pairs.len(), each.pairs.len());
+        assert_eq!(
+            (stats.candidate_pairs, stats.pruned_pairs, stats.scored_pairs, stats.kept_pairs, stats.skipped),
+            (
+                each_stats.candidate_pairs,
+                each_stats.pruned_pairs,
+                each_stats.scored_pairs,
+                each_stats.kept_pairs,
+                each_stats.skipped
+            ),
+            "min_sscr {min_sscr}, min_ssr {min_ssr}"
+        );
+        if min_ssr > 0.0 {
+            assert!(stats.skipped.length + stats.skipped.partition > 0, "{:?}", stats.skipped);
+        }
     }
 }
 
