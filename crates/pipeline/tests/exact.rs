@@ -133,6 +133,7 @@ fn run_engine(
         sieve_parts: case.sieve_parts,
         block_files: None,
         merge_buckets: None,
+        shared_set_documents: None,
     };
     let mut got = BTreeMap::new();
     let mut last: Option<Vec<u32>> = None;
