@@ -57,6 +57,8 @@ fn sample_pairs_clusters_and_jsonl() {
         "index_fraction",
         "peak_rss",
         "boilerplate_ngrams",
+        "shared_sets",
+        "shared_set_ngrams",
     ] {
         assert!(json.get(key).is_some(), "{key}");
     }

@@ -324,6 +324,14 @@ fn summary(s: &PairsStats, spotsigs: bool) -> String {
     line("identical documents", format!("{} groups, {} documents", group(s.exact_groups), group(s.grouped_documents)));
     line("boilerplate n-grams", format!("{} (in more than --max-df documents)", group(s.boilerplate_ngrams)));
     line(
+        "shared document sets",
+        format!(
+            "{} (held alike by {} n-grams, each set paired once)",
+            group(s.shared_sets),
+            group(s.shared_set_ngrams)
+        ),
+    );
+    line(
         "candidate pairs",
         format!(
             "{} ({} pruned by bounds, {} scored)",

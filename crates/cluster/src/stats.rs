@@ -66,6 +66,8 @@ pub fn absorb_pairs(total: &mut PairsStats, part: &PairsStats) {
     total.exact_groups += part.exact_groups;
     total.grouped_documents += part.grouped_documents;
     total.boilerplate_ngrams += part.boilerplate_ngrams;
+    total.shared_sets += part.shared_sets;
+    total.shared_set_ngrams += part.shared_set_ngrams;
     total.candidate_pairs += part.candidate_pairs;
     total.pruned_pairs += part.pruned_pairs;
     total.scored_pairs += part.scored_pairs;

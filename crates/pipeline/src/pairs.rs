@@ -144,6 +144,11 @@ pub struct PairsStats {
     pub grouped_documents: u64,
     /// N-grams held by more than `max_df` documents: they make no candidates.
     pub boilerplate_ngrams: u64,
+    /// Document sets of many n-grams alike, each paired once for all of
+    /// them (see `shared_sets`; a set paired again after the table filled
+    /// counts again), and the n-grams they stood for.
+    pub shared_sets: u64,
+    pub shared_set_ngrams: u64,
     pub candidate_pairs: u64,
     /// Candidates an upper bound showed could not reach the thresholds.
     pub pruned_pairs: u64,
@@ -509,6 +514,8 @@ impl<'a> PairPasses<'a> {
             if self.control.interrupted() {
                 return Err(PipelineError::Interrupted);
             }
+            stats.shared_sets += 1;
+            stats.shared_set_ngrams += ngrams;
             make_pairs(&mut docs, ngrams, filter, block_of, spill, &mut stats.skipped)?;
         }
         Ok(())

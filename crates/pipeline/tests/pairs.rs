@@ -238,6 +238,9 @@ fn document_sets_shared_by_many_ngrams_are_paired_once() {
         if min_ssr > 0.0 {
             assert!(stats.skipped.length + stats.skipped.partition > 0, "{:?}", stats.skipped);
         }
+        // The licence's n-grams stood for by a few sets; none without the table.
+        assert!(stats.shared_sets > 0 && stats.shared_set_ngrams > 10 * stats.shared_sets, "{stats:?}");
+        assert_eq!((each_stats.shared_sets, each_stats.shared_set_ngrams), (0, 0));
     }
 }
 
