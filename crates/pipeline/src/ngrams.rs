@@ -582,8 +582,14 @@ impl Job<'_> {
         let (sieve, capacity) = self.chunk_room(lexicon, beside, part.sieve, layout, stats)?;
         // A margin the plan does not see: counts in parts at 16M and 17M
         // peaked at 96–101 % of the budget with chunks of all the room.
-        let margin = (PARTS_MARGIN_BYTES / config.threads as u64 / layout.key_bytes() as u64) as usize;
-        let capacity = capacity.saturating_sub(margin).max(MIN_CHUNK_NGRAMS as usize);
+        // A chunk size asked for (`Limits::chunk_ngrams`) is taken as it is.
+        let capacity = match config.limits.chunk_ngrams {
+            Some(_) => capacity,
+            None => {
+                let margin = (PARTS_MARGIN_BYTES / config.threads as u64 / layout.key_bytes() as u64) as usize;
+                capacity.saturating_sub(margin).max(MIN_CHUNK_NGRAMS as usize)
+            }
+        };
         if part.fill
             && let Some(sieve) = sieve
         {
