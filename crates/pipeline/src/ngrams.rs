@@ -580,16 +580,6 @@ impl Job<'_> {
         let range = KeyRange::<L>::new(part.part, layout);
         let beside = count_beside(streamed, streams.len());
         let (sieve, capacity) = self.chunk_room(lexicon, beside, part.sieve, layout, stats)?;
-        // A margin the plan does not see: counts in parts at 16M and 17M
-        // peaked at 96–101 % of the budget with chunks of all the room.
-        // A chunk size asked for (`Limits::chunk_ngrams`) is taken as it is.
-        let capacity = match config.limits.chunk_ngrams {
-            Some(_) => capacity,
-            None => {
-                let margin = (PARTS_MARGIN_BYTES / config.threads as u64 / layout.key_bytes() as u64) as usize;
-                capacity.saturating_sub(margin).max(MIN_CHUNK_NGRAMS as usize)
-            }
-        };
         if part.fill
             && let Some(sieve) = sieve
         {
@@ -1072,8 +1062,6 @@ const WRITER_BYTES: u64 = 256 * 1024;
 /// Buffers of the output thread and file, zstd encoder included.
 const OUTPUT_BYTES: u64 = 2 << 20;
 const MIN_CHUNK_NGRAMS: u64 = 4096;
-/// Chunk room a count over word streams leaves unused (see `count_streams_with`).
-const PARTS_MARGIN_BYTES: u64 = 1 << 20;
 
 /// What a lexicon pass does besides counting words.
 #[derive(Debug, Clone, Copy)]
