@@ -203,8 +203,10 @@ pub fn temp_beside(dir: &Path, name: &str) -> std::io::Result<tempfile::NamedTem
     }
     let file = builder.tempfile_in(dir)?;
     // A filesystem without locks leaves the process ID alone to guard it:
-    // enough on this machine, where a sweeper sees the writer alive.
-    let _ = file.as_file().try_lock();
+    // enough on this machine, where a sweeper sees the writer alive. Waits,
+    // as a scratch directory's does: a sweeper holds a live writer's lock
+    // only while it finds the writer alive.
+    let _ = file.as_file().lock();
     Ok(file)
 }
 

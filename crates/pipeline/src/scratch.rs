@@ -52,9 +52,10 @@ impl Scratch {
             .map_err(|e| PipelineError::io(parent, e))?;
         let lock_path = dir.path().join(LOCK);
         let lock = File::create(&lock_path).map_err(|e| PipelineError::io(&lock_path, e))?;
-        // Nobody else can hold it yet: a sweeper that got here first found
-        // the ID of a live process and left the directory alone.
-        lock.try_lock().map_err(|e| PipelineError::io(&lock_path, e.into()))?;
+        // Waits, not tries: another run's sweeper may hold the lock for the
+        // moment it takes to find that this process is alive, and then lets
+        // go (a try here failed a test job with "operation would block").
+        lock.lock().map_err(|e| PipelineError::io(&lock_path, e))?;
         Ok(Scratch { dir, _lock: lock })
     }
 
@@ -278,6 +279,29 @@ mod tests {
         let path = scratch.path().to_owned();
         drop(scratch);
         assert!(!path.exists());
+    }
+
+    /// Another run sweeping the same parent takes each lock it finds free for
+    /// as long as it looks the owner up: a scratch directory made meanwhile
+    /// waits for it, and is never taken for a leftover. (The window is a few
+    /// microseconds: with a `try_lock` this failed now and then.)
+    #[test]
+    fn scratch_directories_are_made_while_another_run_sweeps() {
+        let parent = tempfile::tempdir().unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let sweeper = scope.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    assert_eq!(sweep(parent.path(), "dupgram-test").unwrap(), Swept::default());
+                }
+            });
+            let made: Result<Vec<()>, PipelineError> =
+                (0..1000).map(|_| Scratch::create(parent.path(), "dupgram-test").map(drop)).collect();
+            // Stopped before anything is asserted: a failure must not leave it sweeping.
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            sweeper.join().unwrap();
+            made.unwrap();
+        });
     }
 
     /// The ID of a process that has exited: free (until reused, which would
