@@ -281,3 +281,24 @@ pub fn group(v: u64) -> String {
     }
     out
 }
+
+/// The summary's line on the sieve of an index (`pairs`, `dedup`): its
+/// size, and the parts by first word the index pass went in, or why it was off.
+pub fn index_sieve(first: &dupgram_pipeline::NgramStats) -> String {
+    let s = &first.sieve;
+    match (&s.dropped, s.used) {
+        (Some(why), _) => format!("off: {why}"),
+        (None, false) => "off".into(),
+        (None, true) => {
+            let halved = match s.halvings {
+                0 => String::new(),
+                h => format!(" (halved {h}× to make room)"),
+            };
+            let parts = match s.parts {
+                0 | 1 => String::new(),
+                p => format!(", filled and indexed in {p} parts by first word"),
+            };
+            format!("{}{halved}, {:.1} % full{parts}", dupgram_pipeline::human_bytes(s.bytes), 100.0 * s.saturation)
+        }
+    }
+}

@@ -269,6 +269,9 @@ fn summary(s: &DedupStats) -> String {
             ),
         );
     }
+    if let Some(first) = &s.index.first_pass {
+        line("sieve", super::common::index_sieve(first));
+    }
     line("bytes spilled", human_bytes(s.index.bytes_spilled));
     line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
     let t = &s.seconds;

@@ -321,6 +321,9 @@ fn summary(s: &PairsStats, spotsigs: bool) -> String {
             100.0 * s.index.index_fraction
         ),
     );
+    if let Some(first) = &s.index.first_pass {
+        line("sieve", super::common::index_sieve(first));
+    }
     line("identical documents", format!("{} groups, {} documents", group(s.exact_groups), group(s.grouped_documents)));
     line("boilerplate n-grams", format!("{} (in more than --max-df documents)", group(s.boilerplate_ngrams)));
     line(

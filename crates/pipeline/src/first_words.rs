@@ -50,19 +50,26 @@ impl FirstWords {
     /// occurrences, less the few near a document's end); fewer when a single
     /// word holds more than a part's share.
     pub fn split(lexicon: &Lexicon, parts: usize) -> Vec<FirstWords> {
-        let words = lexicon.len() as u32;
-        let total: u128 = (0..words).map(|id| u128::from(lexicon.count(id))).sum();
+        FirstWords::ALL.split_by(lexicon, parts)
+    }
+
+    /// This range cut as [`split`](Self::split) cuts them all: at most
+    /// `parts` consecutive ranges that together are this one.
+    pub fn split_by(self, lexicon: &Lexicon, parts: usize) -> Vec<FirstWords> {
+        let end = self.end.unwrap_or(lexicon.len() as u32).min(lexicon.len() as u32);
+        let ids = self.start.min(end)..end;
+        let total: u128 = ids.clone().map(|id| u128::from(lexicon.count(id))).sum();
         let parts = parts.max(1) as u128;
-        let mut starts = vec![0u32];
+        let mut starts = vec![self.start];
         let mut before = 0u128;
-        for id in 0..words {
+        for id in ids {
             // `id` opens the next part once the IDs below it hold that part's share.
-            if id > 0 && (starts.len() as u128) < parts && before * parts >= total * starts.len() as u128 {
+            if id > self.start && (starts.len() as u128) < parts && before * parts >= total * starts.len() as u128 {
                 starts.push(id);
             }
             before += u128::from(lexicon.count(id));
         }
-        let ends = starts.iter().skip(1).map(|&s| Some(s)).chain([None]);
+        let ends = starts.iter().skip(1).map(|&s| Some(s)).chain([self.end]);
         starts.iter().zip(ends).map(|(&start, end)| FirstWords { start, end }).collect()
     }
 }
@@ -171,6 +178,22 @@ mod tests {
             let end = p.end.unwrap_or(lex.len() as u32);
             assert_eq!(end - p.start, 250, "{split:?}");
         }
+    }
+
+    #[test]
+    fn a_part_splits_into_pieces_of_itself() {
+        let words: Vec<(String, u64)> = (0..1000).map(|i| (format!("w{i}"), 10)).collect();
+        let words: Vec<(&str, u64)> = words.iter().map(|(w, c)| (w.as_str(), *c)).collect();
+        let lex = lexicon(&words);
+        for part in FirstWords::split(&lex, 3) {
+            let pieces = part.split_by(&lex, 2);
+            assert_eq!(pieces.len(), 2, "{part:?}: {pieces:?}");
+            assert_eq!((pieces[0].start, pieces[1].end), (part.start, part.end));
+            assert_eq!(pieces[0].end, Some(pieces[1].start));
+            let end = part.end.unwrap_or(1000);
+            assert!((pieces[1].start - part.start).abs_diff(end - pieces[1].start) <= 1, "{pieces:?}");
+        }
+        assert_eq!(FirstWords::ALL.split_by(&lex, 4), FirstWords::split(&lex, 4));
     }
 
     #[test]

@@ -54,6 +54,9 @@ use crate::ngrams::{NgramConfig, NgramStats, prepare};
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
 
+mod streamed;
+pub(crate) use streamed::StreamedIndex;
+
 /// A saved duplicate list to score with, instead of counting again.
 #[derive(Debug, Clone)]
 pub struct DupsInput {
@@ -109,6 +112,9 @@ pub(crate) struct IndexJob<'a> {
     pub work: &'a Path,
     /// Tokens the lexicon pass read, when it ran.
     first_tokens: std::cell::Cell<Option<u64>>,
+    /// Bytes the caller holds while the index is merged, beside what the
+    /// merge counts itself (the word streams' renumbering and lists).
+    held: std::cell::Cell<u64>,
 }
 
 /// What the index pass learned about the documents, by document number.
@@ -138,6 +144,31 @@ impl DocTable {
     }
 }
 
+/// Groups of documents with identical token sequences (by hash); each
+/// document maps to its group's first document. Documents too short for an
+/// n-gram share nothing and stay alone. Hashes are not proof: a
+/// [`GroupCheck`] over the n-grams says who differs.
+pub fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
+    let mut rep_of: Vec<u32> = (0..table.len() as u32).collect();
+    let mut order: Vec<u32> = (0..table.len() as u32).filter(|&d| table.tokens[d as usize] >= n).collect();
+    order.sort_unstable_by_key(|&d| (table.hashes[d as usize], table.tokens[d as usize], d));
+    for w in order.chunk_by(|&a, &b| {
+        table.hashes[a as usize] == table.hashes[b as usize] && table.tokens[a as usize] == table.tokens[b as usize]
+    }) {
+        for &d in &w[1..] {
+            rep_of[d as usize] = w[0];
+        }
+    }
+    rep_of
+}
+
+/// How much smaller the duplicate-only index is than a full one.
+pub fn index_fraction(stats: &mut IndexStats, table: &DocTable, n: u32) {
+    stats.all_ngrams = table.tokens.iter().map(|&t| u64::from(t.saturating_sub(n - 1))).sum();
+    stats.index_fraction =
+        if stats.all_ngrams == 0 { 0.0 } else { stats.duplicate_occurrences as f64 / stats.all_ngrams as f64 };
+}
+
 /// Per-document facts from the index merge.
 #[derive(Debug)]
 pub struct IndexTotals {
@@ -157,11 +188,26 @@ impl<'a> IndexJob<'a> {
         plan: MemoryPlan,
         work: &'a Path,
     ) -> Self {
-        IndexJob { base, dups, control, plan, work, first_tokens: std::cell::Cell::new(None) }
+        IndexJob {
+            base,
+            dups,
+            control,
+            plan,
+            work,
+            first_tokens: std::cell::Cell::new(None),
+            held: std::cell::Cell::new(0),
+        }
     }
 
     pub fn working(&self) -> u64 {
         self.plan.working()
+    }
+
+    /// Whether the index pass reads the lexicon pass's word streams
+    /// ([`IndexJob::build_streamed`]) rather than the corpus: not from a
+    /// saved duplicate list, which has no lexicon pass.
+    pub fn reads_streams(&self) -> bool {
+        self.dups.is_none() && !self.base.limits.index_from_text
     }
 
     /// Lexicon pass, index pass and index merge. When `fits(documents,
@@ -182,6 +228,13 @@ impl<'a> IndexJob<'a> {
         stats: &mut IndexStats,
         fits: Option<&dyn Fn(u64, u64) -> bool>,
     ) -> Result<BuiltIndex, PipelineError> {
+        if self.reads_streams() {
+            let StreamedIndex { merged, table, inputs, norm, stopwords, .. } =
+                self.build_streamed(false, fits, stats)?;
+            index_fraction(stats, &table, self.base.n as u32);
+            let MergedIndex { totals, lists, parts, .. } = merged;
+            return Ok(BuiltIndex { parts, lists, table, totals, inputs, norm, stopwords });
+        }
         let (lexicon, sieve, inputs) = self.duplicates(stats)?;
         let n = self.base.n;
         let t = std::time::Instant::now();
@@ -198,9 +251,7 @@ impl<'a> IndexJob<'a> {
         let MergedIndex { totals, lists, parts, .. } =
             self.merge_index(buckets, &lexicon, &paths, &table, gather, None, stats)?;
         stats.merge_seconds = t.elapsed().as_secs_f64();
-        stats.all_ngrams = table.tokens.iter().map(|&t| u64::from(t.saturating_sub(n as u32 - 1))).sum();
-        stats.index_fraction =
-            if stats.all_ngrams == 0 { 0.0 } else { stats.duplicate_occurrences as f64 / stats.all_ngrams as f64 };
+        index_fraction(stats, &table, n as u32);
         Ok(BuiltIndex {
             parts,
             lists,
@@ -448,7 +499,8 @@ impl<'a> IndexJob<'a> {
         let docs = table.len();
         let merges = buckets.len();
         let builder = gather.then(|| DocListsBuilder::new(&table.candidates));
-        let other = docs as u64 * 40 * merges as u64 + builder.as_ref().map_or(0, DocListsBuilder::bytes);
+        let other =
+            docs as u64 * 40 * merges as u64 + builder.as_ref().map_or(0, DocListsBuilder::bytes) + self.held.get();
         let job = BucketMerge {
             work: self.work,
             control: self.control,
@@ -657,6 +709,26 @@ fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, PipelineError>>
 }
 
 impl MergedIndex {
+    /// This index followed by `next`, merged after it (the next part of the
+    /// n-grams by first word): `next`'s IDs count on from this one's.
+    pub(crate) fn followed_by(mut self, next: MergedIndex) -> Result<MergedIndex, PipelineError> {
+        if self.lists.is_some() || next.lists.is_some() {
+            return Err(PipelineError::Usage("internal error: lists gathered from an index in parts".into()));
+        }
+        let offset = self.totals.ngrams;
+        if offset + next.totals.ngrams > 1 << 32 {
+            return Err(PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()));
+        }
+        self.totals.absorb(&next.totals)?;
+        let moved =
+            next.parts.into_iter().map(|p| IndexPart { first_id: (u64::from(p.first_id) + offset) as u32, ..p });
+        self.parts.extend(moved);
+        self.differing.extend(next.differing);
+        self.differing.sort_unstable();
+        self.differing.dedup();
+        Ok(self)
+    }
+
     /// The index of the buckets' merges, in bucket order: their totals
     /// added, their IDs numbered on from one bucket to the next.
     fn combine(sinks: Vec<BucketDone>, stats: &mut IndexStats) -> Result<MergedIndex, PipelineError> {
@@ -1051,7 +1123,7 @@ pub struct GroupCheck<'a> {
 }
 
 impl<'a> GroupCheck<'a> {
-    /// A check of groups `rep_of` (each document's group's first, see [`crate::exact_groups`]).
+    /// A check of groups `rep_of` (each document's group's first, see [`exact_groups`]).
     pub fn new(rep_of: &'a [u32]) -> Self {
         GroupCheck { rep_of, differs: vec![false; rep_of.len()] }
     }

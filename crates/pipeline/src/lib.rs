@@ -44,6 +44,7 @@ pub mod scratch;
 mod shared_sets;
 mod span;
 mod spot;
+mod stream_walk;
 pub mod table;
 mod unit_sort;
 mod words;
@@ -59,14 +60,14 @@ pub use error::PipelineError;
 pub use exact_only::{dedup_exact, dedup_exact_to, dedup_exact_with};
 pub use groups::{Expansion, Groups};
 pub use index::{
-    DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut, run_names,
+    DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut, exact_groups,
+    index_fraction, run_names,
 };
 pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
 pub use output::PairsSink;
 pub use pairs::{
-    Candidates, LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout,
-    exact_groups, find_pairs, index_fraction,
+    Candidates, LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, find_pairs,
 };
 pub use parts::{BucketTotals, add_common, write_common};
 pub use span::{MAX_MIN_SPAN, dedup_spans, dedup_spans_to};

@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
@@ -20,11 +21,12 @@ use serde::{Deserialize, Serialize};
 use crate::control::Control;
 use crate::error::PipelineError;
 use crate::feed::{BatchWorker, Source, feed};
-use crate::first_words::{FillSieve, FirstWords, KeyRange, parts_for};
+use crate::first_words::{FirstWords, KeyRange, parts_for};
 use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
 use crate::merging::merge_in;
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
+use crate::stream_walk::{IdWalk, StreamJob, Streamed, fill_sieve, phase_of};
 use crate::words::{WordsFile, WordsOut, each_stream, read_words};
 
 /// What to count, and with what resources.
@@ -76,6 +78,10 @@ pub struct Limits {
     /// once for all the n-grams they hold (see `crate::shared_sets`);
     /// `usize::MAX` pairs every n-gram's documents as they come.
     pub shared_set_documents: Option<usize>,
+    /// `pairs` and `dedup`: index by reading the corpus a second time, as
+    /// the jobs run from a saved duplicate list and the cluster's tasks do,
+    /// instead of from the lexicon pass's word streams.
+    pub index_from_text: bool,
 }
 
 impl NgramConfig {
@@ -196,6 +202,57 @@ pub(crate) struct Prepared {
     pub first_tokens: u64,
 }
 
+/// A corpus read once into word streams, for a job that indexes it
+/// (`pairs`, `dedup`): what [`tokenise_for_index`] gives.
+pub(crate) struct StreamedCorpus {
+    /// The repeated words, without a lookup table.
+    pub lexicon: Lexicon,
+    /// The file the lexicon was loaded from, in the work directory.
+    _lexicon_file: tempfile::NamedTempFile,
+    /// Every repeated n-gram passes it once filled; `None` without one.
+    pub sieve: Option<Sieve>,
+    /// Whether the lexicon pass filled the sieve (the corpus fits one), or
+    /// left it empty for the index pass to fill part by part.
+    pub sieve_filled: bool,
+    pub streamed: Streamed,
+    /// The word streams, one per worker, and each one's documents.
+    pub streams: Vec<WordsFile>,
+    pub documents: Vec<StreamDocs>,
+}
+
+/// The lexicon pass of `config` in `work` for a job that indexes the
+/// corpus, with word streams that list their documents: the index pass
+/// reads those instead of the corpus. Returns the inputs later passes must
+/// read (standard input from its copy).
+pub(crate) fn tokenise_for_index(
+    config: &NgramConfig,
+    control: &Control,
+    work: &Path,
+    stats: &mut NgramStats,
+) -> Result<(StreamedCorpus, Vec<Input>), PipelineError> {
+    config.check()?;
+    let started = Instant::now();
+    let plan = MemoryPlan::new(config.memory, config.threads, zstd_need(&config.inputs)?)
+        .map_err(|what| memory_error(config, what))?;
+    let mut job = Job { config, control, plan, work, inputs: config.inputs.clone() };
+    let first_inputs = job.spool_stdin();
+    let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, documents } =
+        job.tokenise(&first_inputs, true, stats, started)?;
+    stats.bytes_spilled += spooled_bytes(&first_inputs);
+    let sieve_filled = sieve.is_some();
+    let sieve = if config.sieve && sieve.is_none() { job.fresh_sieve(stats) } else { sieve };
+    let corpus = StreamedCorpus {
+        lexicon,
+        _lexicon_file: lexicon_file,
+        sieve,
+        sieve_filled,
+        streamed: renumbering,
+        streams,
+        documents,
+    };
+    Ok((corpus, job.inputs))
+}
+
 /// Runs the lexicon pass of `config` in `work`: for jobs that index the
 /// corpus rather than count it. Returns the inputs later passes must read.
 pub(crate) fn prepare(
@@ -249,8 +306,8 @@ impl<'a> Passes<'a> {
         let fused = sieve.is_some();
         let shared: SharedSieve = RwLock::new(sieve);
         // Tasks of one job combine their sieves: a task's sieve keeps the job's size.
-        let kind = LexiconPassKind { fused, streams: false, may_halve: false };
-        let (builder, read, _) = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
+        let kind = LexiconPassKind { fused, streams: false, documents: false, may_halve: false };
+        let (builder, read, _, _) = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
         record_read(&read, stats);
         Ok((builder, shared.into_inner().unwrap_or_else(|p| p.into_inner())))
     }
@@ -423,7 +480,8 @@ impl Job<'_> {
         started: Instant,
     ) -> Result<(Lexicon, Option<tempfile::NamedTempFile>), PipelineError> {
         let config = self.config;
-        let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams } = self.tokenise(stats, started)?;
+        let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, .. } =
+            self.tokenise(&config.inputs, false, stats, started)?;
         // No sieve came out of the lexicon pass (none was filled there, or it
         // was too full or had to go): a fresh one, filled from the streams.
         let refill = config.sieve && sieve.is_none();
@@ -501,12 +559,19 @@ impl Job<'_> {
     /// the lexicon, each worker's word-ID stream, how first-seen IDs become
     /// word IDs, and the sieve when this pass filled it (see [`run`](Self::run) for the others).
     /// The lexicon comes without its lookup table: nothing looks words up after this.
-    fn tokenise(&self, stats: &mut NgramStats, started: Instant) -> Result<Tokenised, PipelineError> {
+    /// With `documents`, each worker also lists the documents of its stream ([`StreamDocs`]).
+    fn tokenise(
+        &self,
+        inputs: &[Input],
+        documents: bool,
+        stats: &mut NgramStats,
+        started: Instant,
+    ) -> Result<Tokenised, PipelineError> {
         let config = self.config;
         let fused = config.sieve && !self.sieve_after_lexicon();
         let sieve: SharedSieve = RwLock::new(if fused { self.sized_sieve() } else { None });
-        let kind = LexiconPassKind { fused, streams: true, may_halve: true };
-        let (builder, read, streams) = self.lexicon_pass(&config.inputs, &sieve, kind, stats)?;
+        let kind = LexiconPassKind { fused, streams: true, documents, may_halve: true };
+        let (builder, read, streams, docs) = self.lexicon_pass(inputs, &sieve, kind, stats)?;
         record_read(&read, stats);
         stats.bytes_spilled += streams.iter().map(|s| s.bytes).sum::<u64>();
         let vocabulary = builder.len() as u32;
@@ -523,7 +588,8 @@ impl Job<'_> {
             settle_sieve(&sieve, stats);
         }
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
-        Ok(Tokenised { lexicon, lexicon_file, sieve, renumbering: Streamed { renumbering, vocabulary }, streams })
+        let renumbering = Streamed { renumbering, vocabulary };
+        Ok(Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, documents: docs })
     }
 
     /// Numbers the words and writes the lexicon file (in `lexicon_dir`, or
@@ -578,13 +644,13 @@ impl Job<'_> {
         let config = self.config;
         let StreamJob { streams, lexicon, streamed, layout } = *job;
         let range = KeyRange::<L>::new(part.part, layout);
-        let beside = count_beside(streamed, streams.len());
+        let beside = streamed.beside(streams.len());
         let (sieve, capacity) = self.chunk_room(lexicon, beside, part.sieve, layout, stats)?;
         if part.fill
             && let Some(sieve) = sieve
         {
             let t = Instant::now();
-            self.fill_sieve(job, sieve, range, part.label, stats.tokens + stats.documents)?;
+            fill_sieve(job, sieve, range, part.label, stats.tokens + stats.documents, self.control)?;
             stats.seconds.sieve += t.elapsed().as_secs_f64();
             stats.sieve.saturation = stats.sieve.saturation.max(sieve.saturation());
         }
@@ -621,30 +687,6 @@ impl Job<'_> {
         Ok(total)
     }
 
-    /// Fills `sieve` with the fingerprints of the n-grams in `range`, read from the word streams.
-    fn fill_sieve<const L: usize>(
-        &self,
-        job: &StreamJob,
-        sieve: &Sieve,
-        range: KeyRange<L>,
-        label: (usize, usize),
-        codes: u64,
-    ) -> Result<(), PipelineError> {
-        let StreamJob { streams, streamed, layout, .. } = *job;
-        self.control.progress.start(&StreamPart::phase_of("sieve", label), Some(codes));
-        each_stream(streams, |_, file, abort| {
-            let mut fill = FillSieve::new(sieve, range);
-            let mut walk = IdWalk::<L>::new(layout, &streamed.renumbering, true);
-            read_words(file, streamed.vocabulary, self.control, abort, |codes| {
-                walk.codes(codes, &mut fill);
-                fill.flush();
-                Ok(())
-            })?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     /// Halves the sieve until chunks of n-grams fit beside it (or drops it
     /// when it is as small as a sieve gets): a smaller sieve lets more
     /// unique n-grams through, none lets them all through.
@@ -657,7 +699,7 @@ impl Job<'_> {
         stats: &mut NgramStats,
     ) -> Result<(), PipelineError> {
         let layout = KeyLayout::new(self.config.n, lexicon.len().saturating_sub(1) as u32)?;
-        let beside = count_beside(streamed, streams);
+        let beside = streamed.beside(streams);
         while let Some(s) = sieve.as_mut() {
             if self.chunk_capacity(lexicon, beside, Some(s), layout).is_ok() {
                 break;
@@ -700,33 +742,15 @@ impl Job<'_> {
     /// Afterwards `self.inputs` reads the corpus again (standard input from its copy).
     fn prepare(&mut self, stats: &mut NgramStats, started: Instant) -> Result<Prepared, PipelineError> {
         let config = self.config;
-        // Standard input can only be read once: the first pass keeps a copy.
-        let first_inputs: Vec<Input> = config
-            .inputs
-            .iter()
-            .map(|i| match i {
-                Input::Stdin { .. } => Input::Stdin { spool: Some(self.work.join("stdin.copy")) },
-                other => other.clone(),
-            })
-            .collect();
-        self.inputs = first_inputs
-            .iter()
-            .map(|i| match i {
-                Input::Stdin { spool: Some(p) } => Input::Path(p.clone()),
-                other => other.clone(),
-            })
-            .collect();
-
+        let first_inputs = self.spool_stdin();
         let sieve: SharedSieve = RwLock::new(self.sized_sieve());
         let fused = config.stop_top == 0;
-        let kind = LexiconPassKind { fused, streams: false, may_halve: true };
-        let (builder, first_read, _) = self.lexicon_pass(&first_inputs, &sieve, kind, stats)?;
+        let kind = LexiconPassKind { fused, streams: false, documents: false, may_halve: true };
+        let (builder, first_read, _, _) = self.lexicon_pass(&first_inputs, &sieve, kind, stats)?;
         let first_tokens = builder.tokens();
         let (lexicon_file, _) = self.write_lexicon(builder)?;
         stats.seconds.lexicon = started.elapsed().as_secs_f64();
-        if let Some(Input::Stdin { spool: Some(p) }) = first_inputs.iter().find(|i| matches!(i, Input::Stdin { .. })) {
-            stats.bytes_spilled += std::fs::metadata(p).map_or(0, |m| m.len());
-        }
+        stats.bytes_spilled += spooled_bytes(&first_inputs);
         record_read(&first_read, stats);
 
         let lexicon = Lexicon::load(lexicon_file.path(), Scope::Repeated)?;
@@ -742,6 +766,28 @@ impl Job<'_> {
         settle_sieve(&sieve, stats);
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
         Ok(Prepared { lexicon, sieve, first_tokens })
+    }
+
+    /// The inputs of the first pass, which copies standard input (it can be
+    /// read only once) to the work directory; `self.inputs` reads that copy.
+    fn spool_stdin(&mut self) -> Vec<Input> {
+        let first_inputs: Vec<Input> = self
+            .config
+            .inputs
+            .iter()
+            .map(|i| match i {
+                Input::Stdin { .. } => Input::Stdin { spool: Some(self.work.join("stdin.copy")) },
+                other => other.clone(),
+            })
+            .collect();
+        self.inputs = first_inputs
+            .iter()
+            .map(|i| match i {
+                Input::Stdin { spool: Some(p) } => Input::Path(p.clone()),
+                other => other.clone(),
+            })
+            .collect();
+        first_inputs
     }
 
     /// A sieve of about 4 bytes (16 counters) per expected n-gram, within 40 % of the working memory.
@@ -792,8 +838,8 @@ impl Job<'_> {
         sieve: &SharedSieve,
         kind: LexiconPassKind,
         stats: &mut NgramStats,
-    ) -> Result<(LexiconBuilder, ReadStats, Vec<WordsFile>), PipelineError> {
-        let LexiconPassKind { fused, streams, may_halve } = kind;
+    ) -> Result<(LexiconBuilder, ReadStats, Vec<WordsFile>, Vec<StreamDocs>), PipelineError> {
+        let LexiconPassKind { fused, streams, documents, may_halve } = kind;
         let config = self.config;
         self.control.progress.start("lexicon", self.total_input_bytes());
         // Each worker's cache takes at most 1/256 of the working memory.
@@ -805,6 +851,7 @@ impl Job<'_> {
             may_halve,
             dropped_sieve: std::sync::OnceLock::new(),
             halvings: std::sync::atomic::AtomicU32::new(0),
+            documents: AtomicU64::new(0),
             budget: human_bytes(config.memory),
         };
         let shared = Mutex::new(LexiconBuilder::new(config.stopwords.iter().cloned()));
@@ -824,6 +871,8 @@ impl Job<'_> {
                 codes: Vec::new(),
                 cache: WordCache::new(cache_slots),
                 misses: Vec::new(),
+                docs: documents.then(StreamDocs::default),
+                docs_reported: 0,
             });
         }
         let options = self.read_options();
@@ -833,10 +882,15 @@ impl Job<'_> {
         }
         stats.sieve.halvings = budget.halvings.into_inner();
         let builder = shared.into_inner().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-        stats.long_tokens = outputs.iter().map(|(long, _)| long).sum();
+        stats.long_tokens = outputs.iter().map(|(long, _, _)| long).sum();
         stats.tokens = builder.tokens();
-        let files = outputs.into_iter().filter_map(|(_, file)| file).collect();
-        Ok((builder, read, files))
+        let mut files = Vec::new();
+        let mut docs = Vec::new();
+        for (_, file, listed) in outputs {
+            files.extend(file);
+            docs.extend(listed);
+        }
+        Ok((builder, read, files, docs))
     }
 
     /// With `--stop-top`, the stop words are known only now: fill the sieve with the final n-grams.
@@ -1021,10 +1075,12 @@ impl Job<'_> {
     }
 }
 
-/// What a count over word streams holds beside the lexicon and the sieve:
-/// the renumbering and a reader per stream.
-fn count_beside(streamed: &Streamed, streams: usize) -> u64 {
-    streamed.renumbering.heap_bytes() as u64 + streams as u64 * crate::words::READ_BYTES
+/// The bytes of standard input's copy, if the first pass made one.
+fn spooled_bytes(first_inputs: &[Input]) -> u64 {
+    match first_inputs.iter().find(|i| matches!(i, Input::Stdin { .. })) {
+        Some(Input::Stdin { spool: Some(p) }) => std::fs::metadata(p).map_or(0, |m| m.len()),
+        _ => 0,
+    }
 }
 
 /// Records what the first reading of the corpus found.
@@ -1071,6 +1127,8 @@ struct LexiconPassKind {
     /// Each worker writes the first-seen IDs of its tokens to a word stream
     /// in the work directory.
     streams: bool,
+    /// Each worker lists the documents of its stream (see [`StreamDocs`]).
+    documents: bool,
     /// The sieve may halve to make room for the vocabulary (else it goes).
     may_halve: bool,
 }
@@ -1084,6 +1142,8 @@ struct LexiconBudget {
     may_halve: bool,
     dropped_sieve: std::sync::OnceLock<String>,
     halvings: std::sync::atomic::AtomicU32,
+    /// Bytes of the workers' document lists, which share the vocabulary's room.
+    documents: AtomicU64,
     budget: String,
 }
 
@@ -1097,8 +1157,10 @@ impl LexiconBudget {
     /// Halves the sieve (or drops it) while the vocabulary needs its room,
     /// and fails when even no sieve is not enough.
     fn check(&self, bytes: u64, words: usize, sieve: &SharedSieve) -> Result<(), PipelineError> {
-        // Numbering the words needs about as much again as counting them.
-        let room = |sieve_bytes: u64| self.working.saturating_sub(sieve_bytes) / 2;
+        // Numbering the words needs about as much again as counting them;
+        // the workers' document lists (see `StreamDocs`) take their bytes once.
+        let documents = self.documents.load(Ordering::Relaxed);
+        let room = |sieve_bytes: u64| self.working.saturating_sub(sieve_bytes + documents) / 2;
         let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
         if sieve_bytes > 0
             && bytes > room(sieve_bytes)
@@ -1164,6 +1226,10 @@ struct LexiconWorker<'a> {
     /// The buffered words the cache did not hold: (start, end) in the token
     /// buffer, hash, and where the word's code goes.
     misses: Vec<(u32, u32, u64, usize)>,
+    /// The documents of this worker's stream, when listed.
+    docs: Option<StreamDocs>,
+    /// The bytes of `docs` already added to the budget's count.
+    docs_reported: u64,
 }
 
 /// Text tokenised between two looks at how full a worker's [`TokenBuffer`] is.
@@ -1235,6 +1301,10 @@ impl LexiconWorker<'_> {
         self.words.bytes.clear();
         self.words.words.clear();
         self.words.stop_tokens = 0;
+        let docs = self.docs.as_ref().map_or(0, StreamDocs::heap_bytes);
+        let grown = docs.saturating_sub(self.docs_reported);
+        self.docs_reported = docs;
+        self.budget.documents.fetch_add(grown, Ordering::Relaxed);
         self.budget.check(bytes, words, self.sieve)
     }
 
@@ -1283,6 +1353,48 @@ impl LexiconWorker<'_> {
     }
 }
 
+/// The documents one lexicon-pass worker read, in the order of its word
+/// stream (a document's pieces all go to one worker, so its stream holds
+/// whole documents, each ended by a code of its own): what a pass over the
+/// streams numbers and names them by.
+#[derive(Debug, Default)]
+pub(crate) struct StreamDocs {
+    /// The documents' numbers in the corpus, increasing, as runs of
+    /// consecutive numbers (first, count): a batch's documents are consecutive.
+    pub runs: Vec<(u64, u64)>,
+    /// The documents' IDs, one after the other.
+    pub ids: String,
+    /// The length of each one's ID in `ids`.
+    pub id_lens: Vec<u32>,
+}
+
+impl StreamDocs {
+    fn push(&mut self, number: u64, id: &str) {
+        match self.runs.last_mut() {
+            Some((first, count)) if *first + *count == number => *count += 1,
+            _ => self.runs.push((number, 1)),
+        }
+        self.ids.push_str(id);
+        // An ID is a record's field, far shorter than 4 GiB (records are at most 64 MiB).
+        self.id_lens.push(id.len() as u32);
+    }
+
+    /// The documents, in stream order.
+    pub fn len(&self) -> usize {
+        self.runs.iter().map(|&(_, count)| count as usize).sum()
+    }
+
+    /// The documents' numbers, in stream order.
+    pub fn numbers(&self) -> impl Iterator<Item = u64> + '_ {
+        self.runs.iter().flat_map(|&(first, count)| first..first + count)
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.runs.capacity() * 16 + self.ids.capacity() + self.id_lens.capacity() * 4) as u64
+    }
+}
+
 /// A stream code no word has: marks a stop word's place until it is dropped.
 const STOP_CODE: u32 = u32::MAX;
 
@@ -1299,10 +1411,13 @@ fn feed_cut(text: &str) -> usize {
 }
 
 impl BatchWorker for LexiconWorker<'_> {
-    type Output = (u64, Option<WordsFile>);
+    type Output = (u64, Option<WordsFile>, Option<StreamDocs>);
 
     fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
         for piece in &batch.pieces {
+            if let (Some(docs), Some(id)) = (self.docs.as_mut(), batch.piece_id(piece)) {
+                docs.push(piece.doc, id);
+            }
             let mut rest = batch.piece_text(piece);
             loop {
                 let (part, after) = rest.split_at(feed_cut(rest));
@@ -1319,12 +1434,12 @@ impl BatchWorker for LexiconWorker<'_> {
         self.hand_over()
     }
 
-    fn finish(mut self) -> Result<(u64, Option<WordsFile>), PipelineError> {
+    fn finish(mut self) -> Result<Self::Output, PipelineError> {
         let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
         self.cache.flush(&mut lexicon);
         drop(lexicon);
         let file = self.stream.map(WordsOut::finish).transpose()?;
-        Ok((self.tokenizer.long_tokens(), file))
+        Ok((self.tokenizer.long_tokens(), file, self.docs))
     }
 }
 
@@ -1388,22 +1503,8 @@ struct Tokenised {
     renumbering: Streamed,
     /// The word streams, one per worker.
     streams: Vec<WordsFile>,
-}
-
-/// How to read the word streams.
-struct Streamed {
-    renumbering: Renumbering,
-    /// First-seen IDs are below this.
-    vocabulary: u32,
-}
-
-/// What a count pass over the word streams reads and how it keys n-grams.
-#[derive(Clone, Copy)]
-struct StreamJob<'a> {
-    streams: &'a [WordsFile],
-    lexicon: &'a Lexicon,
-    streamed: &'a Streamed,
-    layout: KeyLayout,
+    /// Each stream's documents, when asked for.
+    documents: Vec<StreamDocs>,
 }
 
 /// Which n-grams one count over the word streams takes, through what sieve.
@@ -1419,76 +1520,7 @@ struct StreamPart<'a> {
 
 impl StreamPart<'_> {
     fn phase(&self, what: &str) -> String {
-        Self::phase_of(what, self.label)
-    }
-
-    /// "counting", or "counting 2/3" when there are parts.
-    fn phase_of(what: &str, (part, parts): (usize, usize)) -> String {
-        if parts > 1 { format!("{what} {part}/{parts}") } else { what.to_owned() }
-    }
-}
-
-/// Rolls n-gram keys (and sieve fingerprints) over stream codes, as
-/// [`Scanner`] does over text: stop words are skipped, words seen once
-/// break the window, a document end resets it.
-struct IdWalk<'a, const L: usize> {
-    renumbering: &'a Renumbering,
-    window: dupgram_chunker::KeyWindow<L>,
-    roll: Option<RollingFingerprint>,
-    n: u64,
-    /// Tokens of the current document so far, stop words excluded.
-    doc_tokens: u64,
-    /// N-gram positions of the documents ended so far.
-    ngrams: u64,
-}
-
-impl<'a, const L: usize> IdWalk<'a, L> {
-    fn new(layout: KeyLayout, renumbering: &'a Renumbering, fingerprints: bool) -> Self {
-        IdWalk {
-            renumbering,
-            window: dupgram_chunker::KeyWindow::new(layout),
-            roll: fingerprints.then(|| RollingFingerprint::new(layout.n())),
-            n: layout.n() as u64,
-            doc_tokens: 0,
-            ngrams: 0,
-        }
-    }
-
-    #[inline]
-    fn codes(&mut self, codes: &[u32], sink: &mut impl ScanSink<L>) {
-        for &code in codes {
-            let Some(first_seen) = code.checked_sub(1) else {
-                self.end_document();
-                continue;
-            };
-            // The reader checked every code against the vocabulary, which the renumbering spans.
-            let id = self.renumbering.ids[first_seen as usize];
-            if id == Renumbering::STOP {
-                continue;
-            }
-            self.doc_tokens += 1;
-            if id == Renumbering::BREAK {
-                self.window.reset();
-                if let Some(r) = self.roll.as_mut() {
-                    r.reset();
-                }
-                continue;
-            }
-            let fingerprint =
-                self.roll.as_mut().and_then(|r| r.push(self.renumbering.hashes[id as usize])).unwrap_or(0);
-            if let Some(key) = self.window.push(id) {
-                sink.ngram(key, fingerprint, self.doc_tokens - self.n);
-            }
-        }
-    }
-
-    fn end_document(&mut self) {
-        self.ngrams += self.doc_tokens.saturating_sub(self.n - 1);
-        self.doc_tokens = 0;
-        self.window.reset();
-        if let Some(r) = self.roll.as_mut() {
-            r.reset();
-        }
+        phase_of(what, self.label)
     }
 }
 

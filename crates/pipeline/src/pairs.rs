@@ -51,7 +51,7 @@ use crate::error::PipelineError;
 use crate::groups::{Expansion, Groups};
 use crate::index::{
     BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
-    PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, run_names,
+    PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
 };
 use crate::memory::{MemoryPlan, human_bytes, peak_rss};
 use crate::merging::merge_in;
@@ -307,14 +307,12 @@ impl<'a> PairPasses<'a> {
 
     /// The whole job in this process.
     fn run(&self, stats: &mut PairsStats, sink: &mut dyn PairsSink, started: Instant) -> Result<(), PipelineError> {
-        let (lexicon, sieve, inputs) = self.index.duplicates(&mut stats.index)?;
-        let cut = self.index.merge_cut(&lexicon);
-        let shard = ShardCut { first_doc: 0, buckets: &cut };
-        let (runs, table) = self.index_shard(&inputs, &lexicon, sieve.as_ref(), shard, &mut stats.index)?;
-        drop(sieve);
-        let paths = self.index.index_paths(cut.len() + 1);
-        let merged = self.merge_buckets(by_bucket(runs, paths.len()), &lexicon, &table, &paths, &mut stats.index)?;
-        drop(lexicon);
+        let (merged, table, paths) = if self.index.reads_streams() {
+            let built = self.index.build_streamed(true, None, &mut stats.index)?;
+            (built.merged, built.table, built.paths)
+        } else {
+            self.index_from_text(&mut stats.index)?
+        };
         index_fraction(&mut stats.index, &table, self.n());
         stats.seconds.index = started.elapsed().as_secs_f64();
 
@@ -337,6 +335,19 @@ impl<'a> PairPasses<'a> {
         self.output(kept, &table, &merged.totals, &rep_of, sink, stats)?;
         stats.seconds.output = t.elapsed().as_secs_f64();
         Ok(())
+    }
+
+    /// The lexicon pass (or a saved duplicate list), the index pass over the
+    /// corpus and the index merge: the index, its documents, its files.
+    fn index_from_text(&self, stats: &mut IndexStats) -> Result<(MergedIndex, DocTable, Vec<PathBuf>), PipelineError> {
+        let (lexicon, sieve, inputs) = self.index.duplicates(stats)?;
+        let cut = self.index.merge_cut(&lexicon);
+        let shard = ShardCut { first_doc: 0, buckets: &cut };
+        let (runs, table) = self.index_shard(&inputs, &lexicon, sieve.as_ref(), shard, stats)?;
+        drop(sieve);
+        let paths = self.index.index_paths(cut.len() + 1);
+        let merged = self.merge_buckets(by_bucket(runs, paths.len()), &lexicon, &table, &paths, stats)?;
+        Ok((merged, table, paths))
     }
 
     /// The index pass over a part of the corpus: postings runs by bucket, and its documents.
@@ -697,13 +708,6 @@ fn named_documents(candidates: &[RunFile], docs: usize) -> Result<Vec<u64>, Pipe
     Ok(bits)
 }
 
-/// How much smaller the duplicate-only index is than a full one.
-pub fn index_fraction(stats: &mut IndexStats, table: &DocTable, n: u32) {
-    stats.all_ngrams = table.tokens.iter().map(|&t| u64::from(t.saturating_sub(n - 1))).sum();
-    stats.index_fraction =
-        if stats.all_ngrams == 0 { 0.0 } else { stats.duplicate_occurrences as f64 / stats.all_ngrams as f64 };
-}
-
 /// `|S_X|` of every document: its n-gram positions less its repeats.
 fn distinct_ngrams(table: &DocTable, totals: &IndexTotals, n: u32) -> Vec<u32> {
     (0..table.len()).map(|d| totals.distinct(d, table.tokens[d], n)).collect()
@@ -712,24 +716,6 @@ fn distinct_ngrams(table: &DocTable, totals: &IndexTotals, n: u32) -> Vec<u32> {
 fn blocks_bytes(blocks: &[Range<u32>]) -> u64 {
     // The plan cut blocks to fit; this is only the share of memory they may take.
     blocks.iter().map(|b| u64::from(b.end - b.start) * 32).sum()
-}
-
-/// Groups of documents with identical token sequences (by hash); each
-/// document maps to its group's first document. Documents too short for an
-/// n-gram share nothing and stay alone. Hashes are not proof: a
-/// [`GroupCheck`](crate::GroupCheck) over the n-grams says who differs.
-pub fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
-    let mut rep_of: Vec<u32> = (0..table.len() as u32).collect();
-    let mut order: Vec<u32> = (0..table.len() as u32).filter(|&d| table.tokens[d as usize] >= n).collect();
-    order.sort_unstable_by_key(|&d| (table.hashes[d as usize], table.tokens[d as usize], d));
-    for w in order.chunk_by(|&a, &b| {
-        table.hashes[a as usize] == table.hashes[b as usize] && table.tokens[a as usize] == table.tokens[b as usize]
-    }) {
-        for &d in &w[1..] {
-            rep_of[d as usize] = w[0];
-        }
-    }
-    rep_of
 }
 
 /// Pairs the length filter did not make, by reason; each pair counted once

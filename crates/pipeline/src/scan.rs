@@ -15,6 +15,17 @@ pub(crate) trait ScanSink<const L: usize> {
     /// not counted) of the current document; `fingerprint` is its rolling
     /// fingerprint when the scanner computes them, else 0.
     fn ngram(&mut self, key: [u64; L], fingerprint: u64, start: u64);
+
+    /// From the word streams ([`crate::stream_walk::IdWalk`]), instead of
+    /// [`token`](Self::token): a token's first-seen ID, which names its word
+    /// exactly, repeated or not.
+    #[inline]
+    fn first_seen(&mut self, _id: u32) {}
+
+    /// From the word streams: the current document ended, with `tokens`
+    /// tokens (stop words not counted).
+    #[inline]
+    fn document_end(&mut self, _tokens: u64) {}
 }
 
 /// Tokenises documents piece by piece and rolls n-gram keys over their word IDs.

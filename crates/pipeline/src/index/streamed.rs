@@ -1,0 +1,473 @@
+//! The index pass over the word streams, in parts by first word.
+//!
+//! `ngrams` reads the corpus once: its lexicon pass writes each worker's
+//! tokens as first-seen word IDs, and the count reads those back. The index
+//! of `pairs` and `dedup` did not: its pass read and tokenised the corpus a
+//! second time, through the one sieve the lexicon pass had filled. On a
+//! billion tokens of a growing vocabulary that sieve came out 36 % full after
+//! halving for the words, let through 19× the postings of 100M tokens, and
+//! its runs were 1.3–1.6× the text on disk.
+//!
+//! Here the lexicon pass also lists, per stream, the documents in it (their
+//! numbers and IDs: a document's pieces all go to one worker). The index
+//! pass then walks the streams instead of the text, and when the corpus is
+//! more than one sieve holds it goes in parts by first word, as the count
+//! does (see [`crate::first_words`]): for each part the sieve is cleared and
+//! filled with that part's n-grams, the part's postings are sorted into
+//! runs and merged into its own index files, and its runs are removed
+//! before the next part's are written. An n-gram's ID is its rank in the
+//! whole index, so each part's IDs count on from the part before, as the
+//! buckets of one merge do: the index is the same file for file, ID for ID,
+//! whatever the parts.
+//!
+//! The document table (tokens, hash, ID) comes from the first part's walk;
+//! the hash is of the first-seen IDs, which name words exactly (as the
+//! text-reading pass's mix of IDs and bytes did): only its value differs.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use dupgram_chunker::{KeyLayout, PostingChunk};
+use dupgram_runs::RunHeader;
+use dupgram_sieve::{DelayLine, Sieve};
+use xxhash_rust::xxh3::Xxh3;
+
+use super::{DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
+use crate::error::PipelineError;
+use crate::first_words::{FirstWords, KeyRange, parts_for};
+use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, tokenise_for_index};
+use crate::scan::ScanSink;
+use crate::stream_walk::{IdWalk, StreamJob, fill_sieve, phase_of};
+use crate::words::{WordsFile, each_stream, read_words};
+
+/// The smallest posting chunk a worker sorts: below it the sieve gives way.
+const MIN_POSTINGS: u64 = 4096;
+
+/// Bytes the document table takes per document while it is built beside
+/// the streams' lists: each stream's (tokens, hash) records, then the
+/// table's tokens, hash and ID range (its IDs are the lists' own bytes).
+const TABLE_BYTES_PER_DOC: u64 = 20 + 32;
+
+/// What [`IndexJob::build_streamed`] made.
+pub(crate) struct StreamedIndex {
+    pub merged: MergedIndex,
+    pub table: DocTable,
+    /// The index files, in the order of their IDs (empty when gathered).
+    pub paths: Vec<PathBuf>,
+    pub inputs: Vec<dupgram_corpus::Input>,
+    pub norm: dupgram_lexicon::Normalization,
+    pub stopwords: Vec<String>,
+}
+
+/// What one part of the index pass takes, and how.
+struct PartCut<'a, const L: usize> {
+    range: KeyRange<L>,
+    /// The first word ID of each of the part's merge buckets after its first.
+    buckets: &'a [u32],
+    /// Fill the (cleared) sieve with the part's n-grams first.
+    fill: bool,
+    /// Build the document table on the way.
+    table: bool,
+    /// Count each document's kept occurrences (for gathering lists).
+    count: bool,
+    label: (usize, usize),
+}
+
+impl IndexJob<'_> {
+    /// The lexicon pass into word streams, then the index pass over them,
+    /// in parts when one sieve cannot hold the corpus, each part merged
+    /// into index files of its own. With `groups`, each merge checks the
+    /// groups of identical documents ([`super::GroupCheck`]); with `fits`
+    /// (one part only), the merge gathers each document's occurrences
+    /// in memory when `fits(documents, candidates)` says they fit.
+    pub(crate) fn build_streamed(
+        &self,
+        groups: bool,
+        fits: Option<&dyn Fn(u64, u64) -> bool>,
+        stats: &mut IndexStats,
+    ) -> Result<StreamedIndex, PipelineError> {
+        let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
+        let (corpus, inputs) = tokenise_for_index(self.base, self.control, self.work, &mut first)?;
+        stats.bytes_spilled += first.bytes_spilled;
+        let layout = KeyLayout::new(self.base.n, corpus.lexicon.len().saturating_sub(1) as u32)?;
+        let built = match layout.words() {
+            1 => self.parts_with::<1>(corpus, layout, groups, fits, &mut first, stats),
+            2 => self.parts_with::<2>(corpus, layout, groups, fits, &mut first, stats),
+            3 => self.parts_with::<3>(corpus, layout, groups, fits, &mut first, stats),
+            4 => self.parts_with::<4>(corpus, layout, groups, fits, &mut first, stats),
+            6 => self.parts_with::<6>(corpus, layout, groups, fits, &mut first, stats),
+            8 => self.parts_with::<8>(corpus, layout, groups, fits, &mut first, stats),
+            12 => self.parts_with::<12>(corpus, layout, groups, fits, &mut first, stats),
+            _ => self.parts_with::<16>(corpus, layout, groups, fits, &mut first, stats),
+        };
+        stats.first_pass = Some(first);
+        let (merged, table, paths, norm, stopwords) = built?;
+        Ok(StreamedIndex { merged, table, paths, inputs, norm, stopwords })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn parts_with<const L: usize>(
+        &self,
+        corpus: StreamedCorpus,
+        layout: KeyLayout,
+        groups: bool,
+        fits: Option<&dyn Fn(u64, u64) -> bool>,
+        first: &mut NgramStats,
+        stats: &mut IndexStats,
+    ) -> Result<(MergedIndex, DocTable, Vec<PathBuf>, dupgram_lexicon::Normalization, Vec<String>), PipelineError> {
+        let StreamedCorpus { lexicon, sieve, sieve_filled, streamed, streams, mut documents, .. } = corpus;
+        let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &streamed, layout };
+        let docs: u64 = documents.iter().map(|d| d.len() as u64).sum();
+        if docs != first.documents {
+            return Err(PipelineError::Changed(format!(
+                "the lexicon pass read {} documents and listed {docs}",
+                first.documents
+            )));
+        }
+        if docs >= u64::from(u32::MAX) {
+            return Err(PipelineError::Usage(format!("{docs} documents: dupgram handles at most {}", u32::MAX - 1)));
+        }
+        let beside = streamed.beside(streams.len())
+            + documents.iter().map(StreamDocs::heap_bytes).sum::<u64>()
+            + docs * TABLE_BYTES_PER_DOC;
+        let mut sieve = sieve;
+        let capacity = self.make_room_for_postings::<L>(&mut sieve, &lexicon, beside, layout, first)?;
+        // A sieve the lexicon pass did not fill is made anew for each part
+        // (and gone while the part is merged); a filled one serves the one part.
+        let refill = match &sieve {
+            Some(s) if !sieve_filled => Some(s.bytes()),
+            _ => None,
+        };
+        let parts = match &sieve {
+            Some(s) if refill.is_some() => {
+                let parts = self.base.limits.sieve_parts.unwrap_or_else(|| parts_for(first.tokens, s.slots()));
+                FirstWords::split(&lexicon, parts)
+            }
+            _ => vec![FirstWords::ALL],
+        };
+        let mut filled = if refill.is_some() { None } else { sieve };
+        first.sieve.parts = parts.len() as u32;
+        let per_part = self.base.limits.merge_buckets.unwrap_or(self.base.threads).clamp(1, super::MERGE_BUCKETS);
+        let cuts: Vec<Vec<u32>> = parts
+            .iter()
+            .map(|part| part.split_by(&lexicon, per_part).iter().skip(1).map(|b| b.start).collect())
+            .collect();
+        let paths = self.index_paths(cuts.iter().map(|c| c.len() + 1).sum());
+        let gather_possible = fits.is_some() && parts.len() == 1;
+        let mut table: Option<DocTable> = None;
+        let mut rep_of = None;
+        let mut merged: Option<MergedIndex> = None;
+        let mut next_path = 0;
+        for (i, (&part, cut)) in parts.iter().zip(&cuts).enumerate() {
+            let part_sieve = match refill {
+                // Without the memory map there is simply no sieve: results are the same.
+                Some(bytes) => Sieve::with_bytes(bytes).ok(),
+                None => filled.take(),
+            };
+            let how = PartCut {
+                range: KeyRange::<L>::new(part, layout),
+                buckets: cut,
+                fill: refill.is_some(),
+                table: table.is_none(),
+                count: gather_possible,
+                label: (i + 1, parts.len()),
+            };
+            let it = Instant::now();
+            let (runs, spilled) =
+                self.index_streams::<L>(&job, &mut documents, part_sieve.as_ref(), capacity, how, &mut table, first)?;
+            drop(part_sieve);
+            if i + 1 == parts.len() {
+                // Read for the last time: off the disk before the merge writes the index.
+                for file in &streams {
+                    let _ = std::fs::remove_file(&file.path);
+                }
+            }
+            stats.bytes_spilled += spilled;
+            stats.index_seconds += it.elapsed().as_secs_f64();
+            let table =
+                table.as_ref().ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
+            if groups && rep_of.is_none() {
+                rep_of = Some(exact_groups(table, self.base.n as u32));
+            }
+            let mt = Instant::now();
+            let candidates: u64 = table.candidates.iter().map(|&c| u64::from(c)).sum();
+            let gather = gather_possible
+                && fits.is_some_and(|fits| !table.candidates.is_empty() && fits(table.len() as u64, candidates));
+            let buckets = cut.len() + 1;
+            let part_paths = &paths[next_path..next_path + buckets];
+            next_path += buckets;
+            let held = lexicon.heap_bytes() as u64
+                + streamed.beside(0)
+                + documents.iter().map(StreamDocs::heap_bytes).sum::<u64>()
+                + rep_of.as_ref().map_or(0, |r| r.len() as u64 * 4);
+            self.held.set(held);
+            let done = self.merge_index(
+                by_bucket(runs, buckets),
+                &lexicon,
+                part_paths,
+                table,
+                gather,
+                rep_of.as_deref(),
+                stats,
+            );
+            self.held.set(0);
+            stats.merge_seconds += mt.elapsed().as_secs_f64();
+            merged = Some(match merged {
+                None => done?,
+                Some(before) => before.followed_by(done?)?,
+            });
+        }
+        let merged = merged.ok_or_else(|| PipelineError::Usage("internal error: an index of no parts".into()))?;
+        stats.duplicate_ngrams = merged.totals.ngrams;
+        stats.duplicate_occurrences = merged.totals.total_occurrences;
+        stats.documents = first.documents;
+        stats.tokens = first.tokens;
+        let table = table.ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
+        let paths = if merged.lists.is_some() { Vec::new() } else { paths };
+        Ok((merged, table, paths, lexicon.normalization(), lexicon.stopwords().to_vec()))
+    }
+
+    /// The posting chunk each worker sorts, beside the lexicon, `beside`
+    /// bytes and the sieve: halves the sieve (or drops it, as small as a
+    /// sieve gets) until a chunk of [`MIN_POSTINGS`] fits.
+    fn make_room_for_postings<const L: usize>(
+        &self,
+        sieve: &mut Option<Sieve>,
+        lexicon: &dupgram_lexicon::Lexicon,
+        beside: u64,
+        layout: KeyLayout,
+        first: &mut NgramStats,
+    ) -> Result<usize, PipelineError> {
+        let threads = self.base.threads as u64;
+        let item = PostingChunk::<L>::item_bytes(layout) as u64;
+        let room = |sieve_bytes: u64| {
+            let fixed = lexicon.heap_bytes() as u64 + beside + sieve_bytes + threads * WRITER_BYTES;
+            self.working().saturating_sub(fixed) / 2 / threads / item
+        };
+        while let Some(s) = sieve.as_mut() {
+            if room(s.bytes() as u64) >= MIN_POSTINGS {
+                break;
+            }
+            if s.bytes() >= 2 * MIN_SIEVE_BYTES && s.halve() {
+                first.sieve.halvings += 1;
+                first.sieve.bytes = s.bytes() as u64;
+                continue;
+            }
+            *sieve = None;
+            first.sieve.used = false;
+            first.sieve.dropped = Some("no room for postings beside it".into());
+        }
+        let postings = room(sieve.as_ref().map_or(0, |s| s.bytes() as u64));
+        if let Some(n) = self.base.limits.chunk_ngrams {
+            return Ok(n);
+        }
+        if postings < MIN_POSTINGS {
+            return Err(PipelineError::Memory {
+                budget: crate::memory::human_bytes(self.base.memory),
+                what: format!(
+                    "after the lexicon ({}) and the document list there is no room for postings",
+                    crate::memory::human_bytes(lexicon.heap_bytes() as u64)
+                ),
+            });
+        }
+        Ok(postings.min(u32::MAX as u64) as usize)
+    }
+
+    /// One part of the index pass over the word streams: fills the sieve
+    /// with the part's n-grams first when asked to, then sorts the
+    /// occurrences of the part's n-grams it lets through into postings runs
+    /// (each with its bucket); and, when asked to, the document table.
+    #[allow(clippy::too_many_arguments)]
+    fn index_streams<const L: usize>(
+        &self,
+        job: &StreamJob,
+        documents: &mut [StreamDocs],
+        sieve: Option<&Sieve>,
+        capacity: usize,
+        how: PartCut<L>,
+        table: &mut Option<DocTable>,
+        first: &mut NgramStats,
+    ) -> Result<(Vec<(usize, dupgram_merge::RunFile)>, u64), PipelineError> {
+        let codes = first.tokens + first.documents;
+        if how.fill
+            && let Some(sieve) = sieve
+        {
+            let t = Instant::now();
+            fill_sieve(job, sieve, how.range, how.label, codes, self.control)?;
+            first.seconds.sieve += t.elapsed().as_secs_f64();
+            first.sieve.saturation = first.sieve.saturation.max(sieve.saturation());
+        }
+        self.control.progress.start(&phase_of("indexing", how.label), Some(codes));
+        let header = RunHeader::postings(self.base.n as u8, job.lexicon.identity());
+        let StreamJob { streamed, layout, .. } = *job;
+        let lists: &[StreamDocs] = documents;
+        let outputs = each_stream(job.streams, |worker, file: &WordsFile, abort| {
+            let listed = lists.get(worker).ok_or_else(|| {
+                PipelineError::Usage(format!("internal error: no document list for {}", file.path.display()))
+            })?;
+            let inner = IndexSink {
+                sieve,
+                line: DelayLine::default(),
+                chunk: PostingChunk::new(layout, capacity),
+                dir: self.work,
+                worker,
+                next: 0,
+                header,
+                runs: Vec::new(),
+                spilled: 0,
+                failure: None,
+                doc: listed.numbers().next().unwrap_or(0),
+                first_doc: 0,
+                buckets: how.buckets,
+                hasher: Xxh3::new(),
+                counts: how.count.then(Vec::new),
+            };
+            let mut numbers = listed.numbers();
+            numbers.next();
+            let mut sink = StreamIndexSink {
+                inner,
+                range: how.range,
+                numbers,
+                ended: 0,
+                words: how.table.then(Vec::new),
+                records: Vec::new(),
+            };
+            let mut walk = IdWalk::<L>::new(layout, &streamed.renumbering, sieve.is_some());
+            let read = read_words(file, streamed.vocabulary, self.control, abort, |codes| {
+                walk.codes(codes, &mut sink);
+                sink.inner.flush_line()
+            })?;
+            sink.inner.flush_line()?;
+            sink.inner.write()?;
+            if read != listed.len() as u64 || sink.ended != listed.len() {
+                return Err(PipelineError::Corrupt(format!(
+                    "{}: {read} documents, where the lexicon pass listed {}",
+                    file.path.display(),
+                    listed.len()
+                )));
+            }
+            Ok(PartOfStream {
+                runs: sink.inner.runs,
+                spilled: sink.inner.spilled,
+                counts: sink.inner.counts,
+                records: sink.records,
+            })
+        })?;
+        let mut runs = Vec::new();
+        let mut spilled = 0;
+        let docs = first.documents as usize;
+        let mut built = how.table.then(|| DocTable {
+            tokens: vec![0; docs],
+            hashes: vec![0; docs],
+            ids: String::new(),
+            id_ranges: vec![(0, 0); docs],
+            candidates: if how.count { vec![0; docs] } else { Vec::new() },
+        });
+        for (part, listed) in outputs.into_iter().zip(documents.iter_mut()) {
+            spilled += part.spilled;
+            runs.extend(part.runs);
+            let Some(table) = built.as_mut() else { continue };
+            for &(doc, c) in part.counts.iter().flatten() {
+                table.candidates[doc as usize] += c;
+            }
+            let mut at = table.ids.len() as u64;
+            // The IDs move into the table: no later part needs them.
+            table.ids.push_str(&std::mem::take(&mut listed.ids));
+            for ((doc, &len), &(tokens, hash)) in listed.numbers().zip(&listed.id_lens).zip(&part.records) {
+                let d = doc as usize;
+                table.tokens[d] = tokens;
+                table.hashes[d] = hash;
+                table.id_ranges[d] = (at, len);
+                at += u64::from(len);
+            }
+            // Numbers stay: every part walks every document.
+            listed.id_lens = Vec::new();
+        }
+        if built.is_some() {
+            *table = built;
+        }
+        Ok((runs, spilled))
+    }
+}
+
+/// What the index pass over one stream made of one part.
+struct PartOfStream {
+    /// Postings runs, each with its bucket.
+    runs: Vec<(usize, dupgram_merge::RunFile)>,
+    spilled: u64,
+    /// (document, occurrences kept), when counted.
+    counts: Option<Vec<(u64, u32)>>,
+    /// Each document's tokens and hash, in stream order, when the table is built.
+    records: Vec<(u32, u128)>,
+}
+
+/// The smallest sieve: below it, it goes (as in the count).
+const MIN_SIEVE_BYTES: usize = 256 << 10;
+
+/// First-seen IDs hashed at a time.
+const HASH_BATCH: usize = 1024;
+
+/// The index sink over a stream: keeps the n-grams of one part, numbers the
+/// documents from the stream's list as they end, and hashes their words.
+struct StreamIndexSink<'a, const L: usize, N> {
+    inner: IndexSink<'a, L>,
+    range: KeyRange<L>,
+    /// The numbers of the stream's documents after the current one.
+    numbers: N,
+    /// Documents of the stream ended so far.
+    ended: usize,
+    /// The current document's first-seen IDs not yet hashed, when the
+    /// document table is built.
+    words: Option<Vec<u32>>,
+    /// Each ended document's tokens and hash, in stream order.
+    records: Vec<(u32, u128)>,
+}
+
+impl<const L: usize, N> StreamIndexSink<'_, L, N> {
+    fn hash_words(&mut self) {
+        if let Some(words) = self.words.as_mut() {
+            for id in words.drain(..) {
+                self.inner.hasher.update(&id.to_le_bytes());
+            }
+        }
+    }
+}
+
+impl<const L: usize, N: Iterator<Item = u64>> ScanSink<L> for StreamIndexSink<'_, L, N> {
+    #[inline]
+    fn ngram(&mut self, key: [u64; L], fingerprint: u64, start: u64) {
+        if self.range.contains(&key) {
+            self.inner.ngram(key, fingerprint, start);
+        }
+    }
+
+    #[inline]
+    fn first_seen(&mut self, id: u32) {
+        if let Some(words) = self.words.as_mut() {
+            words.push(id);
+            if words.len() >= HASH_BATCH {
+                self.hash_words();
+            }
+        }
+    }
+
+    fn document_end(&mut self, tokens: u64) {
+        if self.words.is_some() {
+            self.hash_words();
+            let Ok(tokens) = u32::try_from(tokens) else {
+                let doc = self.inner.doc;
+                self.inner
+                    .failure
+                    .get_or_insert(PipelineError::Usage(format!("document {doc} has more than {} tokens", u32::MAX)));
+                return;
+            };
+            self.records.push((tokens, self.inner.hasher.digest128()));
+            self.inner.hasher.reset();
+        }
+        self.ended += 1;
+        // A stream with more documents than its list is caught at its end.
+        if let Some(next) = self.numbers.next() {
+            self.inner.doc = next;
+        }
+    }
+}
