@@ -19,7 +19,10 @@
 #                                         # of a growing (Heaps-law) vocabulary, default budgets
 #   scripts/bench.sh --only scale --sizes 1M,10M --open-vocabulary 0.2   # the same, smaller
 #   scripts/bench.sh --only pairs --before OLD/dupgram   # where a section compares them (pairs:
-#                                         # the first 800 Gutenberg books), an older build beside this one
+#                                         # the first 800 Gutenberg books; scale: every job and
+#                                         # size, outputs compared), an older build beside this one
+#   scripts/bench.sh --only scale --sizes 100M,1B --open-vocabulary 0.1 --jobs pairs,dedup --before OLD/dupgram
+#                                         # the index pass in parts (README) beside the build before it
 #
 # Baselines:
 #   sort   awk n-gram lines | LC_ALL=C sort -S <same memory> | uniq -cd   (exact)
@@ -52,6 +55,7 @@ onion=
 onion_src=
 open_vocabulary=0.08
 before=
+scale_jobs=ngrams,pairs,dedup
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
@@ -66,7 +70,8 @@ while [ $# -gt 0 ]; do
     --onion-src) onion_src=$2; shift 2 ;;
     --open-vocabulary) open_vocabulary=$2; shift 2 ;;
     --before) before=$2; shift 2 ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    --jobs) scale_jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -707,9 +712,10 @@ fi
 if [ "$only" = scale ]; then
   {
     echo
-    echo "| corpus | tokens | job | wall | M tokens/s | peak RSS | peak temp disk | spilled | text bytes | sieve |"
-    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
+    echo "| corpus | tokens | job | build | wall | M tokens/s | peak RSS | peak temp disk | spilled | text bytes | sieve |"
+    echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|"
   } >> "$table"
+  builds=("$bin/dupgram"); [ -n "$before" ] && builds+=("$before")
   scale_list=${plain_sizes:-10M,100M}${scale_sizes:+,$scale_sizes}
   for size in ${scale_list//,/ }; do
     tokens=$(count "${size%[Bb]}$(case $size in *[Bb]) echo G ;; esac)")
@@ -719,24 +725,28 @@ if [ "$only" = scale ]; then
       "$bin/dupgram-gen" --tokens "$tokens" --seed 1 --open-vocabulary "$open_vocabulary" --format jsonl | zstd -q -T2 -f -o "$base.jsonl.zst"
     fi
     text_bytes=$(zstd -dc "$base.jsonl.zst" | wc -c)
-    for job in ngrams pairs dedup; do
-      tmp=$(mktemp -d "$work/scale-tmp.XXXX")
+    for job in ${scale_jobs//,/ }; do
       case $job in
         ngrams) args=(ngrams "$base.jsonl.zst" -n "$n") ;;
         pairs) args=(pairs "$base.jsonl.zst" -n 5) ;;
         dedup) args=(dedup "$base.jsonl.zst" --unit doc -n 7 --threshold 0.5) ;;
+        *) echo "unknown job $job (--jobs takes ngrams, pairs, dedup)" >&2; exit 2 ;;
       esac
-      /usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin/dupgram" "${args[@]}" -q --tmp-dir "$tmp" \
-        -o "$work/scale-$job.out" --stats-json "$work/scale-$job.json" 2> "$work/stderr.log" &
-      pid=$!
-      peak=$(watch_dir "$pid" "$tmp")
-      wait "$pid" || { echo "failed: dupgram ${args[*]}" >&2; cat "$work/stderr.log" >&2; exit 1; }
-      rm -rf "$tmp"
-      read -r wall rss < "$work/time.txt"
-      python3 - "$work/scale-$job.json" "$size" "$job" "$wall" "$rss" "$peak" "$text_bytes" "$tokens" >> "$table" <<'PY'
+      for b in "${!builds[@]}"; do
+        tmp=$(mktemp -d "$work/scale-tmp.XXXX")
+        label=this; [ "$b" = 1 ] && label=before
+        /usr/bin/time -f "%e %M" -o "$work/time.txt" "${builds[$b]}" "${args[@]}" -q --tmp-dir "$tmp" \
+          -o "$work/scale-$job-$b.out" --stats-json "$work/scale-$job.json" 2> "$work/stderr.log" &
+        pid=$!
+        peak=$(watch_dir "$pid" "$tmp")
+        wait "$pid" || { echo "failed: ${builds[$b]} ${args[*]}" >&2; cat "$work/stderr.log" >&2; exit 1; }
+        rm -rf "$tmp"
+        read -r wall rss < <(tail -n 1 "$work/time.txt")
+        python3 - "$work/scale-$job.json" "$size" "$job" "$wall" "$rss" "$peak" "$text_bytes" "$tokens" "$label" >> "$table" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 size, job, wall, rss, peak, text, tokens = sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
+label = sys.argv[9]
 tokens = s.get("tokens", tokens)
 spilled = s.get("bytes_spilled")
 mib = lambda b: f"{b / 2**20:,.0f} MiB"
@@ -748,9 +758,14 @@ elif not sieve.get("used"):
 else:
     parts = sieve.get("parts") or 1
     said = f"{mib(sieve['bytes'])}, {parts} part{'s' if parts > 1 else ''}, {100 * sieve['saturation']:.1f} % full"
-print(f"| open-{size} | {tokens:,} | {job} | {wall:.1f} s | {tokens / wall / 1e6:.2f} | {rss // 1024} MiB | {mib(peak)} "
+print(f"| open-{size} | {tokens:,} | {job} | {label} | {wall:.1f} s | {tokens / wall / 1e6:.2f} | {rss // 1024} MiB | {mib(peak)} "
       f"| {mib(spilled) if spilled is not None else '—'} | {mib(text)} | {said} |")
 PY
+      done
+      if [ -n "$before" ] && ! cmp -s "$work/scale-$job-0.out" "$work/scale-$job-1.out"; then
+        echo "open-$size $job: this build's output differs from --before's" >&2
+        exit 1
+      fi
     done
   done
 fi

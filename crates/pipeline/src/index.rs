@@ -1,12 +1,17 @@
 //! The duplicate-only index: built by `dupgram pairs` and `dupgram dedup` alike.
 //!
-//! 1. **Lexicon pass** (the count's first pass): the lexicon, and a sieve
-//!    through which every repeated n-gram passes. With a saved duplicate list
-//!    the lexicon comes from its file and the sieve is filled from the list.
+//! 1. **Lexicon pass** (the count's first pass): the lexicon, the word
+//!    streams with their documents' lists, and a sieve through which every
+//!    repeated n-gram passes. With a saved duplicate list the lexicon comes
+//!    from its file and the sieve is filled from the list.
 //! 2. **Index pass**: every n-gram the sieve lets through is sorted, with its
 //!    (document, position), into *postings* runs — with two threads or more,
 //!    a run for each of two buckets of n-grams, cut by first word
-//!    ([`FirstWords::split`]: about as many n-grams in each).
+//!    ([`FirstWords::split`]: about as many n-grams in each). It reads the
+//!    word streams, in parts by first word when the corpus is more than one
+//!    sieve holds ([`streamed`]); from a saved duplicate list, and in the
+//!    cluster's tasks (a shard of the corpus each), it reads the text
+//!    ([`IndexJob::index_pass`]).
 //! 3. **Index merge**: n-grams with two occurrences or more form the index,
 //!    postings runs in n-gram order (an n-gram's ID is its rank there); the
 //!    sieve's false positives meet their single occurrence and vanish. Each

@@ -17,8 +17,8 @@
 //! runs and merged into its own index files, and its runs are removed
 //! before the next part's are written. An n-gram's ID is its rank in the
 //! whole index, so each part's IDs count on from the part before, as the
-//! buckets of one merge do: the index is the same file for file, ID for ID,
-//! whatever the parts.
+//! buckets of one merge do: the index is the same, ID for ID, whatever the
+//! parts (only cut into more files).
 //!
 //! The document table (tokens, hash, ID) comes from the first part's walk;
 //! the hash is of the first-seen IDs, which name words exactly (as the
@@ -44,9 +44,10 @@ use crate::words::{WordsFile, each_stream, read_words};
 const MIN_POSTINGS: u64 = 4096;
 
 /// Bytes the document table takes per document while it is built beside
-/// the streams' lists: each stream's (tokens, hash) records, then the
-/// table's tokens, hash and ID range (its IDs are the lists' own bytes).
-const TABLE_BYTES_PER_DOC: u64 = 20 + 32;
+/// the streams' lists: each stream's (tokens, hash) records (32 bytes, as
+/// a `u128` aligns them), then the table's tokens, hash, ID range and
+/// candidate count (40; its IDs are the lists' own bytes, moved).
+const TABLE_BYTES_PER_DOC: u64 = 32 + 40;
 
 /// What [`IndexJob::build_streamed`] made.
 pub(crate) struct StreamedIndex {
