@@ -370,21 +370,10 @@ impl<'a> IndexJob<'a> {
             .map(|worker| IndexWorker {
                 scanner: Scanner::new(lexicon.normalization(), lexicon, layout, sieve.is_some()),
                 sink: IndexSink {
-                    sieve,
-                    line: DelayLine::default(),
-                    chunk: PostingChunk::new(layout, capacity),
-                    dir: self.work,
-                    worker,
-                    next: 0,
-                    header,
-                    runs: Vec::new(),
-                    spilled: 0,
-                    failure: None,
-                    doc: 0,
                     first_doc: shard.first_doc,
                     buckets: shard.buckets,
-                    hasher: Xxh3::new(),
                     counts: count.then(Vec::new),
+                    ..IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header)
                 },
                 docs: Vec::new(),
                 ids: String::new(),
@@ -955,7 +944,29 @@ impl<const L: usize> ScanSink<L> for IndexSink<'_, L> {
     }
 }
 
-impl<const L: usize> IndexSink<'_, L> {
+impl<'a, const L: usize> IndexSink<'a, L> {
+    /// A sink of worker `worker`'s postings runs in `dir`, numbering from
+    /// document 0, in one bucket, counting nothing.
+    fn new(sieve: Option<&'a Sieve>, chunk: PostingChunk<L>, dir: &'a Path, worker: usize, header: RunHeader) -> Self {
+        IndexSink {
+            sieve,
+            line: DelayLine::default(),
+            chunk,
+            dir,
+            worker,
+            next: 0,
+            header,
+            runs: Vec::new(),
+            spilled: 0,
+            failure: None,
+            doc: 0,
+            first_doc: 0,
+            buckets: &[],
+            hasher: Xxh3::new(),
+            counts: None,
+        }
+    }
+
     fn keep(&mut self, key: [u64; L], occurrence: u64) -> Result<(), PipelineError> {
         if let Some(counts) = self.counts.as_mut() {
             // Occurrences come in document order.

@@ -700,19 +700,8 @@ impl Job<'_> {
     ) -> Result<(), PipelineError> {
         let layout = KeyLayout::new(self.config.n, lexicon.len().saturating_sub(1) as u32)?;
         let beside = streamed.beside(streams);
-        while let Some(s) = sieve.as_mut() {
-            if self.chunk_capacity(lexicon, beside, Some(s), layout).is_ok() {
-                break;
-            }
-            if s.bytes() >= 2 * MIN_SIEVE_BYTES && s.halve() {
-                stats.sieve.halvings += 1;
-                stats.sieve.bytes = s.bytes() as u64;
-                continue;
-            }
-            *sieve = None;
-            stats.sieve.used = false;
-            stats.sieve.dropped = Some("no room for chunks beside it".into());
-        }
+        let fits = |s: &Sieve| self.chunk_capacity(lexicon, beside, Some(s), layout).is_ok();
+        shrink_sieve(sieve, &mut stats.sieve, fits, "no room for chunks beside it");
         Ok(())
     }
 
@@ -1096,6 +1085,30 @@ fn record_read(read: &ReadStats, stats: &mut NgramStats) {
     }
     if let Some(why) = &read.first_skipped {
         stats.warnings.push(format!("{} bad records skipped, the first at {why}", read.skipped_records));
+    }
+}
+
+/// Halves `sieve` until `fits` says what must go beside it does (or drops
+/// it when it is as small as a sieve gets, saying `why`): a smaller sieve
+/// lets more unique n-grams through, none lets them all through.
+pub(crate) fn shrink_sieve(
+    sieve: &mut Option<Sieve>,
+    stats: &mut SieveStats,
+    fits: impl Fn(&Sieve) -> bool,
+    why: &str,
+) {
+    while let Some(s) = sieve.as_mut() {
+        if fits(s) {
+            return;
+        }
+        if s.bytes() >= 2 * MIN_SIEVE_BYTES && s.halve() {
+            stats.halvings += 1;
+            stats.bytes = s.bytes() as u64;
+            continue;
+        }
+        *sieve = None;
+        stats.used = false;
+        stats.dropped = Some(why.into());
     }
 }
 

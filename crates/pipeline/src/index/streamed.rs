@@ -29,13 +29,12 @@ use std::time::Instant;
 
 use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_runs::RunHeader;
-use dupgram_sieve::{DelayLine, Sieve};
-use xxhash_rust::xxh3::Xxh3;
+use dupgram_sieve::Sieve;
 
 use super::{DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
 use crate::error::PipelineError;
 use crate::first_words::{FirstWords, KeyRange, parts_for};
-use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, tokenise_for_index};
+use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
 use crate::stream_walk::{IdWalk, StreamJob, fill_sieve, phase_of};
 use crate::words::{WordsFile, each_stream, read_words};
@@ -245,19 +244,8 @@ impl IndexJob<'_> {
             let fixed = lexicon.heap_bytes() as u64 + beside + sieve_bytes + threads * WRITER_BYTES;
             self.working().saturating_sub(fixed) / 2 / threads / item
         };
-        while let Some(s) = sieve.as_mut() {
-            if room(s.bytes() as u64) >= MIN_POSTINGS {
-                break;
-            }
-            if s.bytes() >= 2 * MIN_SIEVE_BYTES && s.halve() {
-                first.sieve.halvings += 1;
-                first.sieve.bytes = s.bytes() as u64;
-                continue;
-            }
-            *sieve = None;
-            first.sieve.used = false;
-            first.sieve.dropped = Some("no room for postings beside it".into());
-        }
+        let fits = |s: &Sieve| room(s.bytes() as u64) >= MIN_POSTINGS;
+        shrink_sieve(sieve, &mut first.sieve, fits, "no room for postings beside it");
         let postings = room(sieve.as_ref().map_or(0, |s| s.bytes() as u64));
         if let Some(n) = self.base.limits.chunk_ngrams {
             return Ok(n);
@@ -306,23 +294,10 @@ impl IndexJob<'_> {
             let listed = lists.get(worker).ok_or_else(|| {
                 PipelineError::Usage(format!("internal error: no document list for {}", file.path.display()))
             })?;
-            let inner = IndexSink {
-                sieve,
-                line: DelayLine::default(),
-                chunk: PostingChunk::new(layout, capacity),
-                dir: self.work,
-                worker,
-                next: 0,
-                header,
-                runs: Vec::new(),
-                spilled: 0,
-                failure: None,
-                doc: listed.numbers().next().unwrap_or(0),
-                first_doc: 0,
-                buckets: how.buckets,
-                hasher: Xxh3::new(),
-                counts: how.count.then(Vec::new),
-            };
+            let mut inner = IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header);
+            inner.doc = listed.numbers().next().unwrap_or(0);
+            inner.buckets = how.buckets;
+            inner.counts = how.count.then(Vec::new);
             let mut numbers = listed.numbers();
             numbers.next();
             let mut sink = StreamIndexSink {
@@ -401,9 +376,6 @@ struct PartOfStream {
     /// Each document's tokens and hash, in stream order, when the table is built.
     records: Vec<(u32, u128)>,
 }
-
-/// The smallest sieve: below it, it goes (as in the count).
-const MIN_SIEVE_BYTES: usize = 256 << 10;
 
 /// First-seen IDs hashed at a time.
 const HASH_BATCH: usize = 1024;
