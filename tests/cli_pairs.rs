@@ -339,3 +339,19 @@ fn a_corpus_too_large_for_one_sieve_is_indexed_in_parts() {
         assert!(stats["peak_rss"].as_u64().unwrap() <= 16 << 20, "{job}: {stats}");
     }
 }
+
+/// Standard input can be read once: `pairs` and `dedup` keep a copy while
+/// the lexicon pass reads it (the index pass reads the word streams, the
+/// decisions the copy) and write what they write from the file.
+#[test]
+fn standard_input_gives_what_the_file_gives() {
+    let text = std::fs::read(sample("news.jsonl")).unwrap();
+    for job in [&["pairs", "-n", "5", "-q"][..], &["dedup", "--unit", "p", "-n", "5", "-q"][..]] {
+        let (code, from_file, stderr) = run(&[&job[..1], &[s(&sample("news.jsonl"))], &job[1..]].concat());
+        assert_eq!(code, 0, "{stderr}");
+        let (code, from_stdin, stderr) =
+            run_with_stdin(&[&job[..1], &["-", "--format", "jsonl"], &job[1..]].concat(), Some(&text));
+        assert_eq!(code, 0, "{stderr}");
+        assert!(!from_file.is_empty() && from_stdin == from_file, "{}", job[0]);
+    }
+}
