@@ -55,7 +55,7 @@ use crate::feed::{BatchWorker, Source, feed};
 use crate::first_words::FirstWords;
 use crate::memory::{MemoryPlan, open_file_allowance};
 use crate::merging::merge_in;
-use crate::ngrams::{NgramConfig, NgramStats, prepare};
+use crate::ngrams::{NgramConfig, NgramStats};
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
 
@@ -115,8 +115,6 @@ pub(crate) struct IndexJob<'a> {
     pub control: &'a Control,
     pub plan: MemoryPlan,
     pub work: &'a Path,
-    /// Tokens the lexicon pass read, when it ran.
-    first_tokens: std::cell::Cell<Option<u64>>,
     /// Bytes the caller holds while the index is merged, beside what the
     /// merge counts itself (the word streams' renumbering and lists).
     held: std::cell::Cell<u64>,
@@ -193,26 +191,11 @@ impl<'a> IndexJob<'a> {
         plan: MemoryPlan,
         work: &'a Path,
     ) -> Self {
-        IndexJob {
-            base,
-            dups,
-            control,
-            plan,
-            work,
-            first_tokens: std::cell::Cell::new(None),
-            held: std::cell::Cell::new(0),
-        }
+        IndexJob { base, dups, control, plan, work, held: std::cell::Cell::new(0) }
     }
 
     pub fn working(&self) -> u64 {
         self.plan.working()
-    }
-
-    /// Whether the index pass reads the lexicon pass's word streams
-    /// ([`IndexJob::build_streamed`]) rather than the corpus: not from a
-    /// saved duplicate list, which has no lexicon pass.
-    pub fn reads_streams(&self) -> bool {
-        self.dups.is_none() && !self.base.limits.index_from_text
     }
 
     /// Lexicon pass, index pass and index merge. When `fits(documents,
@@ -233,14 +216,15 @@ impl<'a> IndexJob<'a> {
         stats: &mut IndexStats,
         fits: Option<&dyn Fn(u64, u64) -> bool>,
     ) -> Result<BuiltIndex, PipelineError> {
-        if self.reads_streams() {
+        let Some(dups) = self.dups else {
             let StreamedIndex { merged, table, inputs, norm, stopwords, .. } =
                 self.build_streamed(false, fits, stats)?;
             index_fraction(stats, &table, self.base.n as u32);
             let MergedIndex { totals, lists, parts, .. } = merged;
             return Ok(BuiltIndex { parts, lists, table, totals, inputs, norm, stopwords });
-        }
-        let (lexicon, sieve, inputs) = self.duplicates(stats)?;
+        };
+        // From a saved duplicate list there is no lexicon pass, and so no word streams.
+        let (lexicon, sieve, inputs) = self.read_dups_list(dups)?;
         let n = self.base.n;
         let t = std::time::Instant::now();
         let cut = self.merge_cut(&lexicon);
@@ -286,17 +270,9 @@ impl<'a> IndexJob<'a> {
             .collect()
     }
 
-    /// The lexicon, a sieve every duplicate n-gram passes (none if it was
-    /// switched off), and the inputs to read from now on.
-    pub fn duplicates(&self, stats: &mut IndexStats) -> Result<(Lexicon, Option<Sieve>, Vec<Input>), PipelineError> {
-        let Some(d) = self.dups else {
-            let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
-            let (prepared, inputs) = prepare(self.base, self.control, self.work, &mut first)?;
-            stats.bytes_spilled += first.bytes_spilled;
-            self.first_tokens.set(Some(prepared.first_tokens));
-            stats.first_pass = Some(first);
-            return Ok((prepared.lexicon, prepared.sieve, inputs));
-        };
+    /// The lexicon of a saved duplicate list, a sieve every duplicate
+    /// n-gram of the list passes, and the inputs to read from now on.
+    pub fn read_dups_list(&self, d: &DupsInput) -> Result<(Lexicon, Option<Sieve>, Vec<Input>), PipelineError> {
         let inputs = self.spool_stdin()?;
         self.control.progress.start("reading duplicates", None);
         let n = self.base.n;
@@ -432,14 +408,6 @@ impl<'a> IndexJob<'a> {
                 table.hashes[d] = r.hash;
                 table.id_ranges[d] = (offset + r.id_start, r.id_len);
             }
-        }
-        if let Some(first) = self.first_tokens.get()
-            && first != stats.tokens
-        {
-            return Err(PipelineError::Changed(format!(
-                "the lexicon pass read {first} tokens, the index pass {}",
-                stats.tokens
-            )));
         }
         Ok((runs, table))
     }

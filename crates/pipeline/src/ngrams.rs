@@ -10,9 +10,7 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
-use dupgram_lexicon::{
-    Lexicon, LexiconBuilder, Lookup, Normalization, Renumbering, Scope, Tokenizer, WordCache, word_hash,
-};
+use dupgram_lexicon::{Lexicon, LexiconBuilder, Normalization, Renumbering, Scope, Tokenizer, WordCache, word_hash};
 use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::RunHeader;
 use dupgram_sieve::{COUNTERS_PER_BYTE, DelayLine, RollingFingerprint, Sieve, Slot};
@@ -78,10 +76,6 @@ pub struct Limits {
     /// once for all the n-grams they hold (see `crate::shared_sets`);
     /// `usize::MAX` pairs every n-gram's documents as they come.
     pub shared_set_documents: Option<usize>,
-    /// `pairs` and `dedup`: index by reading the corpus a second time, as
-    /// the jobs run from a saved duplicate list and the cluster's tasks do,
-    /// instead of from the lexicon pass's word streams.
-    pub index_from_text: bool,
 }
 
 impl NgramConfig {
@@ -192,16 +186,6 @@ pub struct NgramStats {
     pub seconds: PassSeconds,
 }
 
-/// What the lexicon pass leaves for the passes after it.
-pub(crate) struct Prepared {
-    /// The repeated words (the lexicon loaded with `Scope::Repeated`).
-    pub lexicon: Lexicon,
-    /// Every repeated n-gram passes it; `None` when it was switched off.
-    pub sieve: Option<Sieve>,
-    /// Tokens the lexicon pass read, to check later passes against.
-    pub first_tokens: u64,
-}
-
 /// A corpus read once into word streams, for a job that indexes it
 /// (`pairs`, `dedup`): what [`tokenise_for_index`] gives.
 pub(crate) struct StreamedCorpus {
@@ -251,22 +235,6 @@ pub(crate) fn tokenise_for_index(
         documents,
     };
     Ok((corpus, job.inputs))
-}
-
-/// Runs the lexicon pass of `config` in `work`: for jobs that index the
-/// corpus rather than count it. Returns the inputs later passes must read.
-pub(crate) fn prepare(
-    config: &NgramConfig,
-    control: &Control,
-    work: &Path,
-    stats: &mut NgramStats,
-) -> Result<(Prepared, Vec<Input>), PipelineError> {
-    config.check()?;
-    let plan = MemoryPlan::new(config.memory, config.threads, zstd_need(&config.inputs)?)
-        .map_err(|what| memory_error(config, what))?;
-    let mut job = Job { config, control, plan, work, inputs: config.inputs.clone() };
-    let prepared = job.prepare(stats, Instant::now())?;
-    Ok((prepared, job.inputs))
 }
 
 /// The passes of a count, one at a time, for running them as separate
@@ -726,37 +694,6 @@ impl Job<'_> {
         }
     }
 
-    /// The lexicon pass (and, with `--stop-top`, the sieve pass): the
-    /// lexicon, and a sieve through which every repeated n-gram passes.
-    /// Afterwards `self.inputs` reads the corpus again (standard input from its copy).
-    fn prepare(&mut self, stats: &mut NgramStats, started: Instant) -> Result<Prepared, PipelineError> {
-        let config = self.config;
-        let first_inputs = self.spool_stdin();
-        let sieve: SharedSieve = RwLock::new(self.sized_sieve());
-        let fused = config.stop_top == 0;
-        let kind = LexiconPassKind { fused, streams: false, documents: false, may_halve: true };
-        let (builder, first_read, _, _) = self.lexicon_pass(&first_inputs, &sieve, kind, stats)?;
-        let first_tokens = builder.tokens();
-        let (lexicon_file, _) = self.write_lexicon(builder)?;
-        stats.seconds.lexicon = started.elapsed().as_secs_f64();
-        stats.bytes_spilled += spooled_bytes(&first_inputs);
-        record_read(&first_read, stats);
-
-        let lexicon = Lexicon::load(lexicon_file.path(), Scope::Repeated)?;
-        stats.vocabulary = lexicon.total_words();
-        stats.repeated_words = lexicon.repeated_len() as u64;
-        stats.stopwords = lexicon.stopwords().len() as u64;
-
-        if config.sieve && !fused {
-            let t = Instant::now();
-            self.sieve_pass(&lexicon, &sieve)?;
-            stats.seconds.sieve = t.elapsed().as_secs_f64();
-        }
-        settle_sieve(&sieve, stats);
-        let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
-        Ok(Prepared { lexicon, sieve, first_tokens })
-    }
-
     /// The inputs of the first pass, which copies standard input (it can be
     /// read only once) to the work directory; `self.inputs` reads that copy.
     fn spool_stdin(&mut self) -> Vec<Input> {
@@ -880,25 +817,6 @@ impl Job<'_> {
             docs.extend(listed);
         }
         Ok((builder, read, files, docs))
-    }
-
-    /// With `--stop-top`, the stop words are known only now: fill the sieve with the final n-grams.
-    fn sieve_pass(&self, lexicon: &Lexicon, sieve: &SharedSieve) -> Result<(), PipelineError> {
-        let guard = sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))?;
-        let Some(sieve) = guard.as_ref() else { return Ok(()) };
-        self.control.progress.start("sieve", self.total_input_bytes());
-        let workers: Vec<SieveWorker> = (0..self.config.threads)
-            .map(|_| SieveWorker {
-                tokenizer: Tokenizer::new(self.config.norm),
-                lexicon,
-                sieve,
-                roll: RollingFingerprint::new(self.config.n),
-                line: DelayLine::default(),
-            })
-            .collect();
-        let options = self.read_options();
-        feed(workers, &self.source(&self.inputs, &options), self.control)?;
-        Ok(())
     }
 
     /// Counts the n-grams of `inputs` into sorted runs in the work
@@ -1453,47 +1371,6 @@ impl BatchWorker for LexiconWorker<'_> {
         drop(lexicon);
         let file = self.stream.map(WordsOut::finish).transpose()?;
         Ok((self.tokenizer.long_tokens(), file, self.docs))
-    }
-}
-
-struct SieveWorker<'a> {
-    tokenizer: Tokenizer,
-    lexicon: &'a Lexicon,
-    sieve: &'a Sieve,
-    roll: RollingFingerprint,
-    line: DelayLine<Slot>,
-}
-
-impl BatchWorker for SieveWorker<'_> {
-    type Output = ();
-
-    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
-        for piece in &batch.pieces {
-            let (lexicon, sieve, roll, line) = (self.lexicon, self.sieve, &mut self.roll, &mut self.line);
-            let mut emit = |w: &str| {
-                let h = word_hash(w.as_bytes());
-                match lexicon.lookup_hashed(w, h) {
-                    Lookup::Stop => {}
-                    Lookup::Unknown => roll.reset(),
-                    Lookup::Id(_) => {
-                        if let Some(fp) = roll.push(h) {
-                            sieve.insert_delayed(line, fp);
-                        }
-                    }
-                }
-            };
-            self.tokenizer.feed(batch.piece_text(piece), &mut emit);
-            if piece.last {
-                self.tokenizer.finish(&mut emit);
-                self.roll.reset();
-            }
-        }
-        self.line.drain().for_each(|slot| self.sieve.insert_at(slot));
-        Ok(())
-    }
-
-    fn finish(self) -> Result<(), PipelineError> {
-        Ok(())
     }
 }
 

@@ -307,11 +307,12 @@ impl<'a> PairPasses<'a> {
 
     /// The whole job in this process.
     fn run(&self, stats: &mut PairsStats, sink: &mut dyn PairsSink, started: Instant) -> Result<(), PipelineError> {
-        let (merged, table, paths) = if self.index.reads_streams() {
-            let built = self.index.build_streamed(true, None, &mut stats.index)?;
-            (built.merged, built.table, built.paths)
-        } else {
-            self.index_from_text(&mut stats.index)?
+        let (merged, table, paths) = match &self.config.dups {
+            None => {
+                let built = self.index.build_streamed(true, None, &mut stats.index)?;
+                (built.merged, built.table, built.paths)
+            }
+            Some(dups) => self.index_with_dups(dups, &mut stats.index)?,
         };
         index_fraction(&mut stats.index, &table, self.n());
         stats.seconds.index = started.elapsed().as_secs_f64();
@@ -337,10 +338,15 @@ impl<'a> PairPasses<'a> {
         Ok(())
     }
 
-    /// The lexicon pass (or a saved duplicate list), the index pass over the
-    /// corpus and the index merge: the index, its documents, its files.
-    fn index_from_text(&self, stats: &mut IndexStats) -> Result<(MergedIndex, DocTable, Vec<PathBuf>), PipelineError> {
-        let (lexicon, sieve, inputs) = self.index.duplicates(stats)?;
+    /// From a saved duplicate list (no lexicon pass, so no word streams):
+    /// the index pass over the corpus and the index merge: the index, its
+    /// documents, its files.
+    fn index_with_dups(
+        &self,
+        dups: &DupsInput,
+        stats: &mut IndexStats,
+    ) -> Result<(MergedIndex, DocTable, Vec<PathBuf>), PipelineError> {
+        let (lexicon, sieve, inputs) = self.index.read_dups_list(dups)?;
         let cut = self.index.merge_cut(&lexicon);
         let shard = ShardCut { first_doc: 0, buckets: &cut };
         let (runs, table) = self.index_shard(&inputs, &lexicon, sieve.as_ref(), shard, stats)?;

@@ -114,22 +114,15 @@ proptest! {
         prop_assert!(b.index.merge_buckets <= buckets as u32 && u.index.merge_buckets <= 3 - buckets as u32);
         prop_assert!(gathered == blocks, "gathered lists and index blocks differ");
         prop_assert!(gathered == unsieved, "with and without a sieve differ");
-        // Indexed from the text, and from the word streams in parts by first word (no lists then).
-        let (from_text, t) = run(&path, dir.path(), "text.vert", |c| {
-            set(c);
-            c.base.threads = threads;
-            c.base.limits.index_from_text = true;
-        });
+        // Indexed in parts by first word (no lists then).
         let (parted, p) = run(&path, dir.path(), "parts.vert", |c| {
             set(c);
             c.base.threads = threads;
             c.base.limits = Limits { batch_bytes: Some(batch), sieve_parts: Some(parts), ..Limits::default() };
         });
-        prop_assert!(gathered == from_text, "from the text and from the word streams differ");
         prop_assert!(gathered == parted, "in one part and in {} differ", parts);
         let split = p.index.first_pass.as_ref().unwrap().sieve.parts;
         prop_assert!(split > 1 || vocabulary == 30, "{} parts", split);
-        prop_assert_eq!(t.index.first_pass.as_ref().unwrap().sieve.parts, 0, "the text pass has no parts");
         for s in [&b, &u] {
             prop_assert_eq!(
                 (s.units, s.units_removed, s.units_exact, s.units_smoothed, s.tokens_removed),

@@ -134,7 +134,6 @@ fn run_engine(
         block_files: None,
         merge_buckets: None,
         shared_set_documents: None,
-        index_from_text: false,
     };
     let mut got = BTreeMap::new();
     let mut last: Option<Vec<u32>> = None;

@@ -121,7 +121,7 @@ fn corpus(seed: u64, tokens: u64, vocabulary: u32) -> Vec<String> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
-    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>(), block_files in any::<bool>(), buckets in 1usize..=2, shared_sets in prop_oneof![Just(2usize), Just(usize::MAX)], parts in prop_oneof![Just(None), Just(Some(2usize)), Just(Some(5))], from_text in any::<bool>()) {
+    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>(), block_files in any::<bool>(), buckets in 1usize..=2, shared_sets in prop_oneof![Just(2usize), Just(usize::MAX)], parts in prop_oneof![Just(None), Just(Some(2usize)), Just(Some(5))]) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.txt");
         let docs = corpus(seed, tokens, vocabulary);
@@ -142,13 +142,12 @@ proptest! {
             }
             // Every n-gram's documents through the shared sets, or none.
             c.base.limits.shared_set_documents = Some(shared_sets);
-            // Indexed from the word streams in parts by first word (or one), or from the text.
+            // Indexed in parts by first word, or in one.
             c.base.limits.sieve_parts = parts;
-            c.base.limits.index_from_text = from_text;
         });
         assert_same(&got, &expected(&docs, n, |_| {}));
         let sieve = &stats.index.first_pass.as_ref().unwrap().sieve;
-        if !from_text && vocabulary > 30 {
+        if vocabulary > 30 {
             prop_assert_eq!(sieve.parts as usize, parts.unwrap_or(1), "{:?}", sieve);
         }
         // Two buckets, each merged on a thread, unless one word starts nearly every n-gram.
