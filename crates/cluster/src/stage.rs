@@ -204,13 +204,17 @@ impl<'a> Stage<'a> {
         Ok(Passes::new(self.config, self.control, scratch)?)
     }
 
+    /// The job's sieve, as the count and index tasks ask it: frozen, one
+    /// bit a counter, so their chunks get the other half of its memory.
     pub(crate) fn load_sieve(&self) -> Result<Sieve, ClusterError> {
         let path = self.vocab_sieve();
         let mut file =
             std::fs::File::open(&path).map(std::io::BufReader::new).map_err(|e| ClusterError::io(&path, e))?;
-        Sieve::load(&mut file, None)
+        let mut sieve = Sieve::load(&mut file, None)
             .map_err(|e| ClusterError::io(&path, e))?
-            .ok_or_else(|| ClusterError::corrupt(&path, "empty sieve"))
+            .ok_or_else(|| ClusterError::corrupt(&path, "empty sieve"))?;
+        sieve.freeze();
+        Ok(sieve)
     }
 
     /// What an index pass over a shard starts from: the vocab task's record

@@ -198,6 +198,8 @@ pub(crate) struct StreamedCorpus {
     /// Whether the lexicon pass filled the sieve (the corpus fits one), or
     /// left it empty for the index pass to fill part by part.
     pub sieve_filled: bool,
+    /// The counters to plan the index's parts by, at most ([`part_slots`]).
+    pub counted_slots: u64,
     pub streamed: Streamed,
     /// The word streams, one per worker, and each one's documents.
     pub streams: Vec<WordsFile>,
@@ -207,11 +209,13 @@ pub(crate) struct StreamedCorpus {
 /// The lexicon pass of `config` in `work` for a job that indexes the
 /// corpus, with word streams that list their documents: the index pass
 /// reads those instead of the corpus. Returns the inputs later passes must
-/// read (standard input from its copy).
+/// read (standard input from its copy). The index holds `per_document`
+/// bytes a document beside the streams while it fills a sieve.
 pub(crate) fn tokenise_for_index(
     config: &NgramConfig,
     control: &Control,
     work: &Path,
+    per_document: u64,
     stats: &mut NgramStats,
 ) -> Result<(StreamedCorpus, Vec<Input>), PipelineError> {
     config.check()?;
@@ -224,12 +228,20 @@ pub(crate) fn tokenise_for_index(
         job.tokenise(&first_inputs, true, stats, started)?;
     stats.bytes_spilled += spooled_bytes(&first_inputs);
     let sieve_filled = sieve.is_some();
-    let sieve = if config.sieve && sieve.is_none() { job.fresh_sieve(stats) } else { sieve };
+    let sieve = if config.sieve && sieve.is_none() {
+        let beside = renumbering.beside(streams.len())
+            + documents.iter().map(StreamDocs::heap_bytes).sum::<u64>()
+            + stats.documents * per_document;
+        job.fresh_sieve(&lexicon, beside, stats)
+    } else {
+        sieve
+    };
     let corpus = StreamedCorpus {
         lexicon,
         _lexicon_file: lexicon_file,
         sieve,
         sieve_filled,
+        counted_slots: job.counted_slots(stats.tokens),
         streamed: renumbering,
         streams,
         documents,
@@ -453,11 +465,17 @@ impl Job<'_> {
         // No sieve came out of the lexicon pass (none was filled there, or it
         // was too full or had to go): a fresh one, filled from the streams.
         let refill = config.sieve && sieve.is_none();
-        let mut sieve = if refill { self.fresh_sieve(stats) } else { sieve };
+        let beside = renumbering.beside(streams.len());
+        let mut sieve = if refill { self.fresh_sieve(&lexicon, beside, stats) } else { sieve };
         self.make_room_for_chunks(&mut sieve, &lexicon, &renumbering, streams.len(), stats)?;
+        if !refill && let Some(s) = sieve.as_mut() {
+            // Filled by the lexicon pass: from now on asked only "2 or more?".
+            s.freeze();
+        }
         let parts = match &sieve {
             Some(s) if refill => {
-                let parts = config.limits.sieve_parts.unwrap_or_else(|| parts_for(stats.tokens, s.slots()));
+                let slots = part_slots(s, self.counted_slots(stats.tokens));
+                let parts = config.limits.sieve_parts.unwrap_or_else(|| parts_for(stats.tokens, slots));
                 FirstWords::split(&lexicon, parts)
             }
             _ => vec![FirstWords::ALL],
@@ -471,7 +489,7 @@ impl Job<'_> {
                 &streams,
                 &lexicon,
                 &renumbering,
-                StreamPart { sieve: sieve.as_ref(), fill: refill, part, label: (i + 1, parts.len()) },
+                StreamPart { sieve: sieve.as_mut(), fill: refill, part, label: (i + 1, parts.len()) },
                 stats,
             )?;
             if counted.documents != stats.documents {
@@ -480,6 +498,10 @@ impl Job<'_> {
                     stats.documents, counted.documents
                 )));
             }
+            if i + 1 == parts.len() {
+                // Read for the last time: off the disk before the merge writes.
+                remove_streams(&streams);
+            }
             let t = Instant::now();
             let runs = counted.runs.into_iter().map(|(_, run)| run).collect();
             self.merge_pass(runs, counted.entries, &lexicon, config.min_count, stats, emit)?;
@@ -487,9 +509,7 @@ impl Job<'_> {
         }
         drop(sieve);
         drop(renumbering);
-        for file in &streams {
-            let _ = std::fs::remove_file(&file.path);
-        }
+        remove_streams(&streams);
         stats.distinct_ngrams = stats.ngrams - stats.duplicate_occurrences + stats.duplicate_types;
         stats.bytes_spilled += stats.run_bytes + stats.merge_bytes;
         let keep = config.lexicon_dir.is_some().then_some(lexicon_file);
@@ -497,9 +517,15 @@ impl Job<'_> {
     }
 
     /// A sieve for the count over the word streams; what the lexicon pass
-    /// said of its own sieve no longer holds.
-    fn fresh_sieve(&self, stats: &mut NgramStats) -> Option<Sieve> {
-        let sieve = self.sieve_of(self.sieve_size_for(Some(stats.tokens)));
+    /// said of its own sieve no longer holds. It is filled while only the
+    /// lexicon and `beside` bytes are held, and frozen to half its size
+    /// before chunks take the memory ([`Sieve::freeze`]), so it is built at
+    /// twice the size the count can keep: twice the counters, each part
+    /// half as full.
+    fn fresh_sieve(&self, lexicon: &Lexicon, beside: u64, stats: &mut NgramStats) -> Option<Sieve> {
+        let fill_room = self.plan.working().saturating_sub(lexicon.heap_bytes() as u64 + beside);
+        let bytes = self.sieve_size_for(Some(stats.tokens)).map(|b| (2 * b).min(fill_room) >> 12 << 12);
+        let sieve = self.sieve_of(bytes.filter(|&b| b >= 4096));
         stats.sieve = SieveStats {
             used: sieve.is_some(),
             bytes: sieve.as_ref().map_or(0, |s| s.bytes() as u64),
@@ -613,18 +639,21 @@ impl Job<'_> {
         let StreamJob { streams, lexicon, streamed, layout } = *job;
         let range = KeyRange::<L>::new(part.part, layout);
         let beside = streamed.beside(streams.len());
-        let (sieve, capacity) = self.chunk_room(lexicon, beside, part.sieve, layout, stats)?;
+        let label = part.label;
+        let mut sieve = part.sieve;
         if part.fill
-            && let Some(sieve) = sieve
+            && let Some(sieve) = sieve.as_deref_mut()
         {
             let t = Instant::now();
-            fill_sieve(job, sieve, range, part.label, stats.tokens + stats.documents, self.control)?;
+            fill_sieve(job, sieve, range, label, stats.tokens + stats.documents, self.control)?;
             stats.seconds.sieve += t.elapsed().as_secs_f64();
             stats.sieve.saturation = stats.sieve.saturation.max(sieve.saturation());
+            sieve.freeze();
         }
+        let (sieve, capacity) = self.chunk_room(lexicon, beside, sieve.map(|s| &*s), layout, stats)?;
         let t = Instant::now();
         stats.chunk_ngrams = capacity;
-        self.control.progress.start(&part.phase("counting"), Some(stats.tokens + stats.documents));
+        self.control.progress.start(&phase_of("counting", label), Some(stats.tokens + stats.documents));
         let header = RunHeader::counts(config.n as u8, lexicon.identity());
         let outputs = each_stream(streams, |worker, file, abort| {
             let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, &[]);
@@ -668,7 +697,8 @@ impl Job<'_> {
     ) -> Result<(), PipelineError> {
         let layout = KeyLayout::new(self.config.n, lexicon.len().saturating_sub(1) as u32)?;
         let beside = streamed.beside(streams);
-        let fits = |s: &Sieve| self.chunk_capacity(lexicon, beside, Some(s), layout).is_ok();
+        // The count holds the sieve frozen.
+        let fits = |s: &Sieve| self.chunk_capacity(lexicon, beside, s.frozen_bytes() as u64, layout).is_ok();
         shrink_sieve(sieve, &mut stats.sieve, fits, "no room for chunks beside it");
         Ok(())
     }
@@ -683,12 +713,12 @@ impl Job<'_> {
         layout: KeyLayout,
         stats: &mut NgramStats,
     ) -> Result<(Option<&'s Sieve>, usize), PipelineError> {
-        match self.chunk_capacity(lexicon, beside, sieve, layout) {
+        match self.chunk_capacity(lexicon, beside, sieve.map_or(0, |s| s.bytes() as u64), layout) {
             Ok(c) => Ok((sieve, c)),
             Err(_) if sieve.is_some() => {
                 stats.sieve.used = false;
                 stats.sieve.dropped = Some("no room for chunks beside it".into());
-                Ok((None, self.chunk_capacity(lexicon, beside, None, layout)?))
+                Ok((None, self.chunk_capacity(lexicon, beside, 0, layout)?))
             }
             Err(e) => Err(e),
         }
@@ -740,6 +770,13 @@ impl Job<'_> {
         let wanted = ngrams.map_or(cap, |n| n.saturating_mul(SIEVE_BYTES_PER_NGRAM).max(1 << 20));
         // Whole 4 KiB pages: a sieve that must make room halves cleanly ([`Sieve::halve`]) and frees whole pages.
         Some((wanted.min(cap) >> 12 << 12).max(4096))
+    }
+
+    /// The counters of the sieve a count of `tokens` tokens may hold
+    /// (two-bit counters, up to 40 % of the working memory): what its parts
+    /// are planned by ([`part_slots`]); 0 without a sieve.
+    fn counted_slots(&self, tokens: u64) -> u64 {
+        self.sieve_size_for(Some(tokens)).unwrap_or(0) * COUNTERS_PER_BYTE
     }
 
     /// The n-grams the inputs' sizes suggest, before anything is read.
@@ -849,15 +886,14 @@ impl Job<'_> {
         &self,
         lexicon: &Lexicon,
         beside: u64,
-        sieve: Option<&Sieve>,
+        sieve_bytes: u64,
         layout: KeyLayout,
     ) -> Result<usize, PipelineError> {
         if let Some(n) = self.config.limits.chunk_ngrams {
             return Ok(n);
         }
         let threads = self.config.threads as u64;
-        let fixed =
-            lexicon.heap_bytes() as u64 + beside + sieve.map_or(0, |s| s.bytes() as u64) + threads * WRITER_BYTES;
+        let fixed = lexicon.heap_bytes() as u64 + beside + sieve_bytes + threads * WRITER_BYTES;
         let room = self.plan.working().saturating_sub(fixed) / threads;
         let keys = room / layout.key_bytes() as u64;
         if keys < MIN_CHUNK_NGRAMS {
@@ -979,6 +1015,27 @@ impl Job<'_> {
             stats.output_ngrams += written;
             Ok(())
         })
+    }
+}
+
+/// The counters to plan a count's (or an index's) parts by: those of
+/// `sieve`, at most `counted` — the counters of the two-bit sieve the
+/// budget lets a count hold ([`Job::counted_slots`]). The sieve filled
+/// from the word streams is made twice that size (it is frozen to half
+/// before the count): its extra counters halve each part's load rather
+/// than take parts away. One part fewer reads the word streams twice less,
+/// but puts twice the runs on disk at once and merges them in one wider
+/// merge: at 1B tokens under 1G that took as long as the two parts and
+/// 6.2 GiB of temporary disk instead of 3.6 (see Benchmarks). A sieve
+/// smaller than that (halved to make room) has its own counters.
+pub(crate) fn part_slots(sieve: &Sieve, counted: u64) -> u64 {
+    sieve.slots().min(counted.max(1))
+}
+
+/// Removes the word streams; what is already gone needs no removing.
+fn remove_streams(streams: &[WordsFile]) {
+    for file in streams {
+        let _ = std::fs::remove_file(&file.path);
     }
 }
 
@@ -1398,20 +1455,13 @@ struct Tokenised {
 }
 
 /// Which n-grams one count over the word streams takes, through what sieve.
-#[derive(Clone, Copy)]
 struct StreamPart<'a> {
-    sieve: Option<&'a Sieve>,
-    /// Clear-filled for this part first (else filled by the lexicon pass).
+    sieve: Option<&'a mut Sieve>,
+    /// Filled (cleared) for this part first, then frozen (else filled by the lexicon pass, and frozen).
     fill: bool,
     part: FirstWords,
     /// This part's number (from 1), and how many there are.
     label: (usize, usize),
-}
-
-impl StreamPart<'_> {
-    fn phase(&self, what: &str) -> String {
-        phase_of(what, self.label)
-    }
 }
 
 /// Totals of the count pass.

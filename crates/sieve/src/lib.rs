@@ -15,6 +15,14 @@
 //! never a wrong count. With `s` counters and `d` distinct n-grams a unique
 //! n-gram survives with probability about `1 − e^(−d/s)`.
 //!
+//! Once filled, the sieve is only asked "did this counter reach 2?", which
+//! one bit answers. [`Sieve::freeze`] packs the table in place into one bit
+//! a counter and gives the other half of its memory back: the table is
+//! built at twice the size the counting pass can spare beside its chunks
+//! (when nothing else needs the memory while it is filled), so the same
+//! memory holds twice the counters during the count, and a unique n-gram
+//! survives half as often.
+//!
 //! Fingerprints roll: a polynomial over the words' 64-bit hashes modulo 2⁶⁴,
 //! updated in O(1) per token and finished with the MurmurHash3 mixer so the
 //! counter index uses well-spread bits.
@@ -47,8 +55,13 @@ pub struct Sieve {
     /// Keeps the mapping alive; all access goes through `cells`.
     _map: memmap2::MmapMut,
     cells: *const AtomicU64,
+    /// Words of the table as it is now (half of `counting_words`, rounded up, when frozen).
     words: usize,
+    /// Words of the table as a table of two-bit counters.
+    counting_words: usize,
     slots: u64,
+    /// One bit a counter, "2 or more", instead of two ([`Sieve::freeze`]).
+    frozen: bool,
 }
 
 // SAFETY: `cells` points into `_map`, which the Sieve owns and never moves or
@@ -75,7 +88,14 @@ impl Sieve {
         // A raw pointer taken from the exclusive borrow, so writing through it
         // (as atomics) never goes through a shared `&[u8]`.
         let cells = map.as_mut_ptr() as *const AtomicU64;
-        Ok(Sieve { _map: map, cells, words, slots: words as u64 * SLOTS_PER_WORD })
+        Ok(Sieve {
+            _map: map,
+            cells,
+            words,
+            counting_words: words,
+            slots: words as u64 * SLOTS_PER_WORD,
+            frozen: false,
+        })
     }
 
     #[inline]
@@ -86,8 +106,19 @@ impl Sieve {
         unsafe { std::slice::from_raw_parts(self.cells, self.words) }
     }
 
+    /// Bytes the table holds now (half, rounded up to a word, once frozen).
     pub fn bytes(&self) -> usize {
         self.words * 8
+    }
+
+    /// Bytes the table will hold once [`freeze`](Self::freeze)d.
+    pub fn frozen_bytes(&self) -> usize {
+        self.counting_words.div_ceil(2) * 8
+    }
+
+    /// Whether the table holds one bit a counter ([`freeze`](Self::freeze)).
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
     }
 
     pub fn slots(&self) -> u64 {
@@ -98,7 +129,11 @@ impl Sieve {
     #[inline]
     pub fn locate(&self, fingerprint: u64) -> Slot {
         let slot = ((u128::from(fingerprint) * u128::from(self.slots)) >> 64) as u64;
-        Slot { word: (slot / SLOTS_PER_WORD) as usize, shift: ((slot % SLOTS_PER_WORD) * 2) as u32 }
+        if self.frozen {
+            Slot { word: (slot / 64) as usize, shift: (slot % 64) as u32 }
+        } else {
+            Slot { word: (slot / SLOTS_PER_WORD) as usize, shift: ((slot % SLOTS_PER_WORD) * 2) as u32 }
+        }
     }
 
     /// Starts loading a counter's cache line; a hint only.
@@ -116,9 +151,10 @@ impl Sieve {
         let _ = slot;
     }
 
-    /// Records one occurrence at a counter.
+    /// Records one occurrence at a counter (of a sieve not [`freeze`](Self::freeze)d).
     #[inline]
     pub fn insert_at(&self, slot: Slot) {
+        debug_assert!(!self.frozen, "a frozen sieve counts nothing more");
         let cell = &self.cells()[slot.word];
         let seen = 1u64 << slot.shift;
         let twice = 2u64 << slot.shift;
@@ -146,7 +182,8 @@ impl Sieve {
     /// False only if every n-gram hashing to this counter occurs at most once.
     #[inline]
     pub fn may_repeat_at(&self, slot: Slot) -> bool {
-        self.cells()[slot.word].load(Ordering::Relaxed) & (2u64 << slot.shift) != 0
+        let repeated = if self.frozen { 1u64 } else { 2u64 };
+        self.cells()[slot.word].load(Ordering::Relaxed) & (repeated << slot.shift) != 0
     }
 
     /// Records one occurrence of the n-gram with this fingerprint.
@@ -164,6 +201,7 @@ impl Sieve {
     /// Adds another sieve's counts (of the same size) to this one: a counter
     /// ends at "2 or more" when either was, or when both had seen one.
     pub fn absorb_words(&self, first_word: usize, words: &[u64]) {
+        debug_assert!(!self.frozen, "a frozen sieve counts nothing more");
         const SEEN: u64 = 0x5555_5555_5555_5555;
         for (cell, &other) in self.cells()[first_word..].iter().zip(words) {
             let mine = cell.load(Ordering::Relaxed);
@@ -173,8 +211,12 @@ impl Sieve {
     }
 
     /// Writes the sieve: magic, format version, word count, the words
-    /// (little-endian) and a CRC-32 of them.
+    /// (little-endian) and a CRC-32 of them. A frozen sieve cannot be
+    /// saved: the format holds counters, which tasks add up.
     pub fn save<W: Write + ?Sized>(&self, out: &mut W) -> std::io::Result<()> {
+        if self.frozen {
+            return Err(std::io::Error::other("a frozen sieve cannot be saved"));
+        }
         out.write_all(SIEVE_MAGIC)?;
         out.write_all(&SIEVE_VERSION.to_le_bytes())?;
         out.write_all(&[0; 6])?;
@@ -203,7 +245,7 @@ impl Sieve {
             return Err(bad("bad magic or version"));
         }
         let words = u64::from_le_bytes(head[16..24].try_into().expect("8 bytes")) as usize;
-        if into.is_some_and(|s| s.words != words) {
+        if into.is_some_and(|s| s.words != words || s.frozen) {
             return Err(bad("sieves of different sizes cannot be combined"));
         }
         // A damaged size must be an error, not an overflow; a huge one fails
@@ -243,9 +285,9 @@ impl Sieve {
     /// have given, because [`locate`](Self::locate) maps a fingerprint to
     /// `⌊fingerprint × slots / 2⁶⁴⌋` and halving `slots` halves that index.
     /// The freed upper half goes back to the system. False (and nothing
-    /// changes) when the sieve has an odd number of words.
+    /// changes) when the sieve has an odd number of words or is frozen.
     pub fn halve(&mut self) -> bool {
-        if self.words < 2 || !self.words.is_multiple_of(2) {
+        if self.frozen || self.words < 2 || !self.words.is_multiple_of(2) {
             return false;
         }
         let half = self.words / 2;
@@ -257,15 +299,41 @@ impl Sieve {
             cells[j].store(low | high << 32, Ordering::Relaxed);
         }
         self.words = half;
+        self.counting_words = half;
         self.slots = half as u64 * SLOTS_PER_WORD;
         self.release_beyond(half * 8);
         true
     }
 
+    /// Packs the table into one bit a counter, set where the counter
+    /// reached 2, and gives the freed half back to the system. A frozen
+    /// sieve answers [`may_repeat`](Self::may_repeat) exactly as before
+    /// (the counter index of a fingerprint does not change, only where its
+    /// bit is kept) and counts nothing more until [`clear`](Self::clear)ed.
+    pub fn freeze(&mut self) {
+        if self.frozen {
+            return;
+        }
+        let (counting, packed) = (self.counting_words, self.counting_words.div_ceil(2));
+        let cells = self.cells();
+        // Word `j` is written after words `2j` and `2j + 1` (both ≥ j) are read.
+        for j in 0..packed {
+            let low = repeat_bits(cells[2 * j].load(Ordering::Relaxed));
+            let high = if 2 * j + 1 < counting { repeat_bits(cells[2 * j + 1].load(Ordering::Relaxed)) } else { 0 };
+            cells[j].store(low | high << 32, Ordering::Relaxed);
+        }
+        self.words = packed;
+        self.frozen = true;
+        self.release_beyond(packed * 8);
+    }
+
     /// Zeroes every counter, to fill the sieve afresh (for another part of
     /// the n-grams): cheaper than unmapping and mapping it again, and the
-    /// memory it holds stays what the plan counted.
+    /// memory it holds stays what the plan counted. A frozen sieve becomes a
+    /// table of two-bit counters again, at its full size.
     pub fn clear(&mut self) {
+        self.words = self.counting_words;
+        self.frozen = false;
         for cell in self.cells() {
             cell.store(0, Ordering::Relaxed);
         }
@@ -289,7 +357,7 @@ impl Sieve {
 
     /// Share of counters at "2 or more": the chance a unique n-gram slips through.
     pub fn saturation(&self) -> f64 {
-        let high_bits = 0xAAAA_AAAA_AAAA_AAAAu64;
+        let high_bits = if self.frozen { u64::MAX } else { 0xAAAA_AAAA_AAAA_AAAAu64 };
         let set: u64 =
             self.cells().iter().map(|w| u64::from((w.load(Ordering::Relaxed) & high_bits).count_ones())).sum();
         set as f64 / self.slots as f64
@@ -307,6 +375,18 @@ fn fold_counters(word: u64) -> u64 {
     let sum = (any & SEEN) | (any & (SEEN << 1)) | ((a & b & SEEN) << 1);
     // Two bits every four, packed into two bits every two.
     let mut x = sum & PAIR;
+    x = (x | (x >> 2)) & 0x0F0F_0F0F_0F0F_0F0F;
+    x = (x | (x >> 4)) & 0x00FF_00FF_00FF_00FF;
+    x = (x | (x >> 8)) & 0x0000_FFFF_0000_FFFF;
+    (x | (x >> 16)) & 0x0000_0000_FFFF_FFFF
+}
+
+/// The "2 or more" bits of a word's 32 two-bit counters, packed into the
+/// low 32 bits: counter `i`'s high bit becomes bit `i`.
+#[inline]
+fn repeat_bits(word: u64) -> u64 {
+    let mut x = (word >> 1) & 0x5555_5555_5555_5555;
+    x = (x | (x >> 1)) & 0x3333_3333_3333_3333;
     x = (x | (x >> 2)) & 0x0F0F_0F0F_0F0F_0F0F;
     x = (x | (x >> 4)) & 0x00FF_00FF_00FF_00FF;
     x = (x | (x >> 8)) & 0x0000_FFFF_0000_FFFF;
@@ -477,6 +557,41 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_frozen_sieve_answers_as_before(
+            fingerprints in prop::collection::vec(any::<u64>(), 0..3000),
+            repeats in prop::collection::vec(any::<prop::sample::Index>(), 0..200),
+            words in prop_oneof![Just(1usize), Just(3), Just(8), Just(65), Just(2048)],
+        ) {
+            let mut sieve = Sieve::with_bytes(words * 8).unwrap();
+            for &f in &fingerprints {
+                sieve.insert(f);
+            }
+            for r in &repeats {
+                if !fingerprints.is_empty() {
+                    sieve.insert(fingerprints[r.index(fingerprints.len())]);
+                }
+            }
+            let probes: Vec<u64> = fingerprints.iter().copied().chain((0..500u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))).collect();
+            let before: Vec<bool> = probes.iter().map(|&f| sieve.may_repeat(f)).collect();
+            let saturation = sieve.saturation();
+            let frozen_bytes = sieve.frozen_bytes();
+            sieve.freeze();
+            prop_assert!(sieve.is_frozen());
+            prop_assert_eq!(sieve.bytes(), frozen_bytes);
+            prop_assert_eq!(sieve.bytes(), words.div_ceil(2) * 8);
+            let after: Vec<bool> = probes.iter().map(|&f| sieve.may_repeat(f)).collect();
+            prop_assert_eq!(before, after);
+            prop_assert_eq!(sieve.saturation(), saturation);
+            prop_assert!(!sieve.halve());
+            prop_assert!(sieve.save(&mut Vec::new()).is_err());
+            // Cleared, it counts again at its full size.
+            sieve.clear();
+            prop_assert!(!sieve.is_frozen());
+            prop_assert_eq!(sieve.bytes(), words * 8);
+            prop_assert!(probes.iter().all(|&f| !sieve.may_repeat(f)));
+        }
+
         #[test]
         fn sieves_of_parts_combine_like_one(words in prop::collection::vec(0u64..40, 0..200), cut in any::<prop::sample::Index>()) {
             // Counting two halves apart and combining equals counting all at once.

@@ -34,7 +34,7 @@ use dupgram_sieve::Sieve;
 use super::{DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
 use crate::error::PipelineError;
 use crate::first_words::{FirstWords, KeyRange, parts_for};
-use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
+use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, part_slots, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
 use crate::stream_walk::{IdWalk, StreamJob, fill_sieve, phase_of};
 use crate::words::{WordsFile, each_stream, read_words};
@@ -87,7 +87,7 @@ impl IndexJob<'_> {
         stats: &mut IndexStats,
     ) -> Result<StreamedIndex, PipelineError> {
         let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
-        let (corpus, inputs) = tokenise_for_index(self.base, self.control, self.work, &mut first)?;
+        let (corpus, inputs) = tokenise_for_index(self.base, self.control, self.work, TABLE_BYTES_PER_DOC, &mut first)?;
         stats.bytes_spilled += first.bytes_spilled;
         let layout = KeyLayout::new(self.base.n, corpus.lexicon.len().saturating_sub(1) as u32)?;
         let built = match layout.words() {
@@ -115,7 +115,8 @@ impl IndexJob<'_> {
         first: &mut NgramStats,
         stats: &mut IndexStats,
     ) -> Result<(MergedIndex, DocTable, Vec<PathBuf>, dupgram_lexicon::Normalization, Vec<String>), PipelineError> {
-        let StreamedCorpus { lexicon, sieve, sieve_filled, streamed, streams, mut documents, .. } = corpus;
+        let StreamedCorpus { lexicon, sieve, sieve_filled, counted_slots, streamed, streams, mut documents, .. } =
+            corpus;
         let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &streamed, layout };
         let docs: u64 = documents.iter().map(|d| d.len() as u64).sum();
         if docs != first.documents {
@@ -140,12 +141,17 @@ impl IndexJob<'_> {
         };
         let parts = match &sieve {
             Some(s) if refill.is_some() => {
-                let parts = self.base.limits.sieve_parts.unwrap_or_else(|| parts_for(first.tokens, s.slots()));
+                let slots = part_slots(s, counted_slots);
+                let parts = self.base.limits.sieve_parts.unwrap_or_else(|| parts_for(first.tokens, slots));
                 FirstWords::split(&lexicon, parts)
             }
             _ => vec![FirstWords::ALL],
         };
         let mut filled = if refill.is_some() { None } else { sieve };
+        if let Some(s) = filled.as_mut() {
+            // Filled by the lexicon pass: from now on asked only "2 or more?".
+            s.freeze();
+        }
         first.sieve.parts = parts.len() as u32;
         let per_part = self.base.limits.merge_buckets.unwrap_or(self.base.threads).clamp(1, super::MERGE_BUCKETS);
         let cuts: Vec<Vec<u32>> = parts
@@ -159,7 +165,7 @@ impl IndexJob<'_> {
         let mut merged: Option<MergedIndex> = None;
         let mut next_path = 0;
         for (i, (&part, cut)) in parts.iter().zip(&cuts).enumerate() {
-            let part_sieve = match refill {
+            let mut part_sieve = match refill {
                 // Without the memory map there is simply no sieve: results are the same.
                 Some(bytes) => Sieve::with_bytes(bytes).ok(),
                 None => filled.take(),
@@ -174,7 +180,7 @@ impl IndexJob<'_> {
             };
             let it = Instant::now();
             let (runs, spilled) =
-                self.index_streams::<L>(&job, &mut documents, part_sieve.as_ref(), capacity, how, &mut table, first)?;
+                self.index_streams::<L>(&job, &mut documents, part_sieve.as_mut(), capacity, how, &mut table, first)?;
             drop(part_sieve);
             if i + 1 == parts.len() {
                 // Read for the last time: off the disk before the merge writes the index.
@@ -244,9 +250,10 @@ impl IndexJob<'_> {
             let fixed = lexicon.heap_bytes() as u64 + beside + sieve_bytes + threads * WRITER_BYTES;
             self.working().saturating_sub(fixed) / 2 / threads / item
         };
-        let fits = |s: &Sieve| room(s.bytes() as u64) >= MIN_POSTINGS;
+        // The index pass holds the sieve frozen.
+        let fits = |s: &Sieve| room(s.frozen_bytes() as u64) >= MIN_POSTINGS;
         shrink_sieve(sieve, &mut first.sieve, fits, "no room for postings beside it");
-        let postings = room(sieve.as_ref().map_or(0, |s| s.bytes() as u64));
+        let postings = room(sieve.as_ref().map_or(0, |s| s.frozen_bytes() as u64));
         if let Some(n) = self.base.limits.chunk_ngrams {
             return Ok(n);
         }
@@ -271,7 +278,7 @@ impl IndexJob<'_> {
         &self,
         job: &StreamJob,
         documents: &mut [StreamDocs],
-        sieve: Option<&Sieve>,
+        mut sieve: Option<&mut Sieve>,
         capacity: usize,
         how: PartCut<L>,
         table: &mut Option<DocTable>,
@@ -279,13 +286,15 @@ impl IndexJob<'_> {
     ) -> Result<(Vec<(usize, dupgram_merge::RunFile)>, u64), PipelineError> {
         let codes = first.tokens + first.documents;
         if how.fill
-            && let Some(sieve) = sieve
+            && let Some(sieve) = sieve.as_deref_mut()
         {
             let t = Instant::now();
             fill_sieve(job, sieve, how.range, how.label, codes, self.control)?;
             first.seconds.sieve += t.elapsed().as_secs_f64();
             first.sieve.saturation = first.sieve.saturation.max(sieve.saturation());
+            sieve.freeze();
         }
+        let sieve = sieve.map(|s| &*s);
         self.control.progress.start(&phase_of("indexing", how.label), Some(codes));
         let header = RunHeader::postings(self.base.n as u8, job.lexicon.identity());
         let StreamJob { streamed, layout, .. } = *job;
