@@ -1025,8 +1025,8 @@ impl Job<'_> {
 /// before the count): its extra counters halve each part's load rather
 /// than take parts away. One part fewer reads the word streams twice less,
 /// but puts twice the runs on disk at once and merges them in one wider
-/// merge: at 1B tokens under 1G that took as long as the two parts and
-/// 6.2 GiB of temporary disk instead of 3.6 (see Benchmarks). A sieve
+/// merge: at 1B tokens under 1G one part took 9 % longer than two, and
+/// 6.2 GiB of temporary disk instead of 3.6 (see the README). A sieve
 /// smaller than that (halved to make room) has its own counters.
 pub(crate) fn part_slots(sieve: &Sieve, counted: u64) -> u64 {
     sieve.slots().min(counted.max(1))
