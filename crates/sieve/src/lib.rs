@@ -245,7 +245,10 @@ impl Sieve {
             return Err(bad("bad magic or version"));
         }
         let words = u64::from_le_bytes(head[16..24].try_into().expect("8 bytes")) as usize;
-        if into.is_some_and(|s| s.words != words || s.frozen) {
+        if into.is_some_and(|s| s.frozen) {
+            return Err(bad("a frozen sieve counts nothing more"));
+        }
+        if into.is_some_and(|s| s.words != words) {
             return Err(bad("sieves of different sizes cannot be combined"));
         }
         // A damaged size must be an error, not an overflow; a huge one fails
@@ -585,6 +588,9 @@ mod tests {
             prop_assert_eq!(sieve.saturation(), saturation);
             prop_assert!(!sieve.halve());
             prop_assert!(sieve.save(&mut Vec::new()).is_err());
+            let mut saved = Vec::new();
+            Sieve::with_bytes(words * 8).unwrap().save(&mut saved).unwrap();
+            prop_assert!(Sieve::load(&mut saved.as_slice(), Some(&sieve)).is_err());
             // Cleared, it counts again at its full size.
             sieve.clear();
             prop_assert!(!sieve.is_frozen());
