@@ -501,6 +501,8 @@ fn a_corpus_too_large_for_one_sieve_is_counted_in_parts() {
     let parts = stats["sieve"]["parts"].as_u64().unwrap();
     assert!(parts > 1 && stats["sieve"]["used"] == true, "{}", stats["sieve"]);
     assert!(summary.contains(&format!("counted in {parts} parts by first word")), "{summary}");
+    // Filled at twice the size the count keeps, then frozen to half of it.
+    assert!(summary.contains(" once filled)"), "{summary}");
     assert!(parted == whole, "the count in {parts} parts differs from the count in one");
     assert!(stats["peak_rss"].as_u64().unwrap() < stats["memory_budget"].as_u64().unwrap(), "{stats}");
     for key in ["ngrams", "distinct_ngrams", "duplicate_types", "duplicate_occurrences"] {

@@ -228,15 +228,7 @@ pub(crate) fn tokenise_for_index(
         job.tokenise(&first_inputs, true, stats, started)?;
     stats.bytes_spilled += spooled_bytes(&first_inputs);
     let sieve_filled = sieve.is_some();
-    let sieve = if config.sieve && sieve.is_none() {
-        let beside = renumbering.beside(streams.len())
-            + documents.iter().map(StreamDocs::heap_bytes).sum::<u64>()
-            + stats.documents * per_document;
-        job.fresh_sieve(&lexicon, beside, stats)
-    } else {
-        sieve
-    };
-    let corpus = StreamedCorpus {
+    let mut corpus = StreamedCorpus {
         lexicon,
         _lexicon_file: lexicon_file,
         sieve,
@@ -246,7 +238,23 @@ pub(crate) fn tokenise_for_index(
         streams,
         documents,
     };
+    if config.sieve && !sieve_filled {
+        let beside = corpus.held_beside(per_document);
+        corpus.sieve = job.fresh_sieve(&corpus.lexicon, beside, stats);
+    }
     Ok((corpus, job.inputs))
+}
+
+impl StreamedCorpus {
+    /// Bytes an index over the streams holds beside the lexicon and the
+    /// sieve: the renumbering, the stream readers, the document lists and
+    /// `per_document` bytes a document.
+    pub(crate) fn held_beside(&self, per_document: u64) -> u64 {
+        let listed: u64 = self.documents.iter().map(|d| d.len() as u64).sum();
+        self.streamed.beside(self.streams.len())
+            + self.documents.iter().map(StreamDocs::heap_bytes).sum::<u64>()
+            + listed * per_document
+    }
 }
 
 /// The passes of a count, one at a time, for running them as separate
@@ -648,7 +656,6 @@ impl Job<'_> {
             fill_sieve(job, sieve, range, label, stats.tokens + stats.documents, self.control)?;
             stats.seconds.sieve += t.elapsed().as_secs_f64();
             stats.sieve.saturation = stats.sieve.saturation.max(sieve.saturation());
-            sieve.freeze();
         }
         let (sieve, capacity) = self.chunk_room(lexicon, beside, sieve.map(|s| &*s), layout, stats)?;
         let t = Instant::now();

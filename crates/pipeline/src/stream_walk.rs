@@ -46,10 +46,11 @@ pub(crate) fn phase_of(what: &str, (part, parts): (usize, usize)) -> String {
 }
 
 /// Fills `sieve` with the fingerprints of the n-grams in `range`, read from
-/// the word streams (`codes`: the stream codes in all, for the progress bar).
+/// the word streams (`codes`: the stream codes in all, for the progress bar),
+/// then freezes it ([`Sieve::freeze`]): what reads it next only asks "2 or more?".
 pub(crate) fn fill_sieve<const L: usize>(
     job: &StreamJob,
-    sieve: &Sieve,
+    sieve: &mut Sieve,
     range: KeyRange<L>,
     label: (usize, usize),
     codes: u64,
@@ -57,8 +58,9 @@ pub(crate) fn fill_sieve<const L: usize>(
 ) -> Result<(), PipelineError> {
     let StreamJob { streams, streamed, layout, .. } = *job;
     control.progress.start(&phase_of("sieve", label), Some(codes));
+    let filling = &*sieve;
     each_stream(streams, |_, file, abort| {
-        let mut fill = FillSieve::new(sieve, range);
+        let mut fill = FillSieve::new(filling, range);
         let mut walk = IdWalk::<L>::new(layout, &streamed.renumbering, true);
         read_words(file, streamed.vocabulary, control, abort, |codes| {
             walk.codes(codes, &mut fill);
@@ -67,6 +69,7 @@ pub(crate) fn fill_sieve<const L: usize>(
         })?;
         Ok(())
     })?;
+    sieve.freeze();
     Ok(())
 }
 

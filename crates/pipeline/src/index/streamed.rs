@@ -115,6 +115,7 @@ impl IndexJob<'_> {
         first: &mut NgramStats,
         stats: &mut IndexStats,
     ) -> Result<(MergedIndex, DocTable, Vec<PathBuf>, dupgram_lexicon::Normalization, Vec<String>), PipelineError> {
+        let beside = corpus.held_beside(TABLE_BYTES_PER_DOC);
         let StreamedCorpus { lexicon, sieve, sieve_filled, counted_slots, streamed, streams, mut documents, .. } =
             corpus;
         let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &streamed, layout };
@@ -128,9 +129,6 @@ impl IndexJob<'_> {
         if docs >= u64::from(u32::MAX) {
             return Err(PipelineError::Usage(format!("{docs} documents: dupgram handles at most {}", u32::MAX - 1)));
         }
-        let beside = streamed.beside(streams.len())
-            + documents.iter().map(StreamDocs::heap_bytes).sum::<u64>()
-            + docs * TABLE_BYTES_PER_DOC;
         let mut sieve = sieve;
         let capacity = self.make_room_for_postings::<L>(&mut sieve, &lexicon, beside, layout, first)?;
         // A sieve the lexicon pass did not fill is made anew for each part
@@ -292,7 +290,6 @@ impl IndexJob<'_> {
             fill_sieve(job, sieve, how.range, how.label, codes, self.control)?;
             first.seconds.sieve += t.elapsed().as_secs_f64();
             first.sieve.saturation = first.sieve.saturation.max(sieve.saturation());
-            sieve.freeze();
         }
         let sieve = sieve.map(|s| &*s);
         self.control.progress.start(&phase_of("indexing", how.label), Some(codes));
