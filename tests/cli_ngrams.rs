@@ -501,8 +501,11 @@ fn a_corpus_too_large_for_one_sieve_is_counted_in_parts() {
     let parts = stats["sieve"]["parts"].as_u64().unwrap();
     assert!(parts > 1 && stats["sieve"]["used"] == true, "{}", stats["sieve"]);
     assert!(summary.contains(&format!("counted in {parts} parts by first word")), "{summary}");
-    // Filled at twice the size the count keeps, then frozen to half of it.
+    // Filled as a staged sieve, then frozen to its "seen twice" filter, three tenths of it.
     assert!(summary.contains(" once filled)"), "{summary}");
+    let (filling, frozen) =
+        (stats["sieve"]["bytes"].as_u64().unwrap(), stats["sieve"]["frozen_bytes"].as_u64().unwrap());
+    assert!(frozen * 3 <= filling && frozen * 4 >= filling, "{}", stats["sieve"]);
     assert!(parted == whole, "the count in {parts} parts differs from the count in one");
     assert!(stats["peak_rss"].as_u64().unwrap() < stats["memory_budget"].as_u64().unwrap(), "{stats}");
     for key in ["ngrams", "distinct_ngrams", "duplicate_types", "duplicate_occurrences"] {

@@ -305,7 +305,7 @@ fn a_corpus_too_large_for_one_sieve_is_indexed_in_parts() {
     let path = dir.path().join("big.jsonl");
     let spec = dupgram_testkit::CorpusSpec {
         seed: 11,
-        tokens: 3_000_000,
+        tokens: 5_000_000,
         vocabulary: 3000,
         mean_doc_len: 1000,
         ..Default::default()

@@ -301,15 +301,9 @@ pub fn index_sieve(first: &dupgram_pipeline::NgramStats) -> String {
             format!(
                 "{} ({} once filled){halved}, {:.1} % full{parts}",
                 dupgram_pipeline::human_bytes(s.bytes),
-                dupgram_pipeline::human_bytes(frozen_bytes(s.bytes)),
+                dupgram_pipeline::human_bytes(s.frozen_bytes),
                 100.0 * s.saturation
             )
         }
     }
-}
-
-/// A sieve of `bytes` of two-bit counters once frozen to one bit a counter
-/// (`dupgram_sieve::Sieve::freeze`): the count and index passes hold that.
-pub fn frozen_bytes(bytes: u64) -> u64 {
-    bytes.div_ceil(16) * 8
 }

@@ -6,9 +6,7 @@ use clap::Args;
 use dupgram_pipeline::output::{DupTsvWriter, persist};
 use dupgram_pipeline::{Control, NgramConfig, NgramStats, count_ngrams, human_bytes};
 
-use super::common::{
-    InputArgs, ResourceArgs, TokenArgs, count_config, create_output, frozen_bytes, group, with_suffix, write_json,
-};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, create_output, group, with_suffix, write_json};
 use super::progress::ProgressView;
 
 /// List every word n-gram occurring at least twice, with its exact count.
@@ -121,7 +119,7 @@ fn summary(s: &NgramStats) -> String {
         (None, true) => format!(
             "{} ({} once filled){} let {} n-grams through ({:.1} %){}",
             human_bytes(s.sieve.bytes),
-            human_bytes(frozen_bytes(s.sieve.bytes)),
+            human_bytes(s.sieve.frozen_bytes),
             match s.sieve.halvings {
                 0 => String::new(),
                 h => format!(" (halved {h}× to make room)"),

@@ -36,6 +36,7 @@ pub fn absorb(total: &mut NgramStats, part: &NgramStats) {
     total.seconds.total += part.seconds.total;
     if part.sieve.bytes > 0 {
         total.sieve.bytes = part.sieve.bytes;
+        total.sieve.frozen_bytes = part.sieve.frozen_bytes;
         total.sieve.saturation = part.sieve.saturation;
         total.sieve.used = part.sieve.used;
     }

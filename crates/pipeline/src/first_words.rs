@@ -19,17 +19,15 @@
 //! output is the same byte for byte whatever `P` is.
 //!
 //! The price is two more reads of the word streams per part (fill, count).
+//! The sieve filled here is a staged one ([`dupgram_sieve::Filling::Staged`]):
+//! in the same memory it lets far fewer unique n-grams through than
+//! counters, so a billion tokens under 1 GiB take one part instead of two.
 
 use dupgram_chunker::KeyLayout;
 use dupgram_lexicon::Lexicon;
-use dupgram_sieve::{DelayLine, Sieve, Slot};
+use dupgram_sieve::{InsertLine, Sieve};
 
 use crate::scan::ScanSink;
-
-/// N-grams per sieve counter that a part aims at: a unique n-gram then gets
-/// through with probability at most about `1 − e^(−0.4)` ≈ 33 %, and
-/// usually less (tokens over-count distinct n-grams).
-const LOAD: f64 = 0.4;
 
 /// More parts than this would read the streams more often than the sieve saves.
 pub(crate) const MAX_PARTS: usize = 64;
@@ -74,11 +72,12 @@ impl FirstWords {
     }
 }
 
-/// Parts for a sieve of `slots` counters over `tokens` tokens (at most
-/// that many distinct n-grams), so each part stays near [`LOAD`].
-pub(crate) fn parts_for(tokens: u64, slots: u64) -> usize {
-    let parts = (tokens as f64 / (LOAD * slots.max(1) as f64)).ceil();
-    (parts as usize).clamp(1, MAX_PARTS)
+/// Parts for a sieve that takes `capacity` n-grams ([`dupgram_sieve::Sieve::capacity`])
+/// over `tokens` tokens (at most that many distinct n-grams), so each part
+/// fills it at most that far.
+pub(crate) fn parts_for(tokens: u64, capacity: u64) -> usize {
+    let parts = tokens.div_ceil(capacity.max(1));
+    (parts.min(MAX_PARTS as u64) as usize).max(1)
 }
 
 /// A [`FirstWords`] range as bounds on packed n-gram keys, which compare
@@ -113,18 +112,18 @@ impl<const L: usize> KeyRange<L> {
 pub(crate) struct FillSieve<'a, const L: usize> {
     sieve: &'a Sieve,
     range: KeyRange<L>,
-    /// Counters being prefetched.
-    line: DelayLine<Slot>,
+    /// Insertions whose cache lines are being prefetched.
+    line: InsertLine,
 }
 
 impl<'a, const L: usize> FillSieve<'a, L> {
     pub fn new(sieve: &'a Sieve, range: KeyRange<L>) -> Self {
-        FillSieve { sieve, range, line: DelayLine::default() }
+        FillSieve { sieve, range, line: InsertLine::default() }
     }
 
-    /// Fills the counters still being prefetched.
+    /// Finishes the insertions still being prefetched.
     pub fn flush(&mut self) {
-        self.line.drain().for_each(|slot| self.sieve.insert_at(slot));
+        self.sieve.flush(&mut self.line);
     }
 }
 
@@ -224,10 +223,12 @@ mod tests {
     }
 
     #[test]
-    fn parts_grow_with_tokens_per_counter() {
+    fn parts_grow_with_tokens_per_capacity() {
         assert_eq!(parts_for(0, 1 << 20), 1);
-        assert_eq!(parts_for(100_000_000, 1_426_063_360), 1);
-        assert_eq!(parts_for(1_000_000_000, 1_426_063_360), 2);
+        assert_eq!(parts_for(100_000_000, 570_425_344), 1);
+        assert_eq!(parts_for(1_000_000_000, 570_425_344), 2);
+        assert_eq!(parts_for(1_000_000_000, 1_000_000_000), 1);
         assert_eq!(parts_for(u64::MAX, 1), MAX_PARTS);
+        assert_eq!(parts_for(5, 0), 5);
     }
 }

@@ -13,7 +13,7 @@ use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
 use dupgram_lexicon::{Lexicon, LexiconBuilder, Normalization, Renumbering, Scope, Tokenizer, WordCache, word_hash};
 use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::RunHeader;
-use dupgram_sieve::{COUNTERS_PER_BYTE, DelayLine, RollingFingerprint, Sieve, Slot};
+use dupgram_sieve::{DelayLine, Filling, InsertLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 
 use crate::control::Control;
@@ -126,8 +126,13 @@ pub struct PassSeconds {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SieveStats {
     pub used: bool,
+    /// Its size as it is filled.
     pub bytes: u64,
-    /// Share of counters at "2 or more" after filling (the fullest part's).
+    /// Its size once filled, as the count or index pass holds it ([`Sieve::freeze`]).
+    #[serde(default)]
+    pub frozen_bytes: u64,
+    /// The chance a fingerprint never inserted passes, after filling (the
+    /// fullest part's; [`Sieve::saturation`]): for counters, the share at "2 or more".
     pub saturation: f64,
     /// Why it was switched off, if it was.
     pub dropped: Option<String>,
@@ -198,8 +203,6 @@ pub(crate) struct StreamedCorpus {
     /// Whether the lexicon pass filled the sieve (the corpus fits one), or
     /// left it empty for the index pass to fill part by part.
     pub sieve_filled: bool,
-    /// The counters to plan the index's parts by, at most ([`part_slots`]).
-    pub counted_slots: u64,
     pub streamed: Streamed,
     /// The word streams, one per worker, and each one's documents.
     pub streams: Vec<WordsFile>,
@@ -233,7 +236,6 @@ pub(crate) fn tokenise_for_index(
         _lexicon_file: lexicon_file,
         sieve,
         sieve_filled,
-        counted_slots: job.counted_slots(stats.tokens),
         streamed: renumbering,
         streams,
         documents,
@@ -482,8 +484,7 @@ impl Job<'_> {
         }
         let parts = match &sieve {
             Some(s) if refill => {
-                let slots = part_slots(s, self.counted_slots(stats.tokens));
-                let parts = config.limits.sieve_parts.unwrap_or_else(|| parts_for(stats.tokens, slots));
+                let parts = config.limits.sieve_parts.unwrap_or_else(|| parts_for(stats.tokens, s.capacity()));
                 FirstWords::split(&lexicon, parts)
             }
             _ => vec![FirstWords::ALL],
@@ -526,19 +527,17 @@ impl Job<'_> {
 
     /// A sieve for the count over the word streams; what the lexicon pass
     /// said of its own sieve no longer holds. It is filled while only the
-    /// lexicon and `beside` bytes are held, and frozen to half its size
-    /// before chunks take the memory ([`Sieve::freeze`]), so it is built at
-    /// twice the size the count can keep: twice the counters, each part
-    /// half as full.
+    /// lexicon and `beside` bytes are held, and frozen to three tenths of
+    /// its size before chunks take the memory ([`Filling::Staged`]), so it
+    /// is built at twice the size a sieve of counters the count keeps
+    /// would have: a part per [`Sieve::capacity`] of n-grams.
     fn fresh_sieve(&self, lexicon: &Lexicon, beside: u64, stats: &mut NgramStats) -> Option<Sieve> {
         let fill_room = self.plan.working().saturating_sub(lexicon.heap_bytes() as u64 + beside);
         let bytes = self.sieve_size_for(Some(stats.tokens)).map(|b| (2 * b).min(fill_room) >> 12 << 12);
-        let sieve = self.sieve_of(bytes.filter(|&b| b >= 4096));
-        stats.sieve = SieveStats {
-            used: sieve.is_some(),
-            bytes: sieve.as_ref().map_or(0, |s| s.bytes() as u64),
-            ..SieveStats::default()
-        };
+        // Without the memory map there is simply no sieve: results are the same.
+        let sieve = bytes.filter(|&b| b >= 4096).and_then(|b| Sieve::new(Filling::Staged, b as usize).ok());
+        stats.sieve = SieveStats { used: sieve.is_some(), ..SieveStats::default() };
+        record_size(sieve.as_ref(), &mut stats.sieve);
         sieve
     }
 
@@ -552,7 +551,7 @@ impl Job<'_> {
             return true;
         }
         match (self.expected_ngrams(), self.sieve_size()) {
-            (Some(ngrams), Some(bytes)) => parts_for(ngrams, bytes * COUNTERS_PER_BYTE) > 1,
+            (Some(ngrams), Some(bytes)) => parts_for(ngrams, Filling::Counters.capacity(bytes)) > 1,
             _ => false,
         }
     }
@@ -779,13 +778,6 @@ impl Job<'_> {
         Some((wanted.min(cap) >> 12 << 12).max(4096))
     }
 
-    /// The counters of the sieve a count of `tokens` tokens may hold
-    /// (two-bit counters, up to 40 % of the working memory): what its parts
-    /// are planned by ([`part_slots`]); 0 without a sieve.
-    fn counted_slots(&self, tokens: u64) -> u64 {
-        self.sieve_size_for(Some(tokens)).unwrap_or(0) * COUNTERS_PER_BYTE
-    }
-
     /// The n-grams the inputs' sizes suggest, before anything is read.
     fn expected_ngrams(&self) -> Option<u64> {
         // Compressed text is roughly a quarter of its plain size; a token takes about 6 bytes.
@@ -834,7 +826,7 @@ impl Job<'_> {
                 stoplist: &stoplist,
                 lexicon: &shared,
                 roll: (fused && config.sieve).then(|| RollingFingerprint::new(config.n)),
-                line: DelayLine::default(),
+                line: InsertLine::default(),
                 sieve,
                 budget: &budget,
                 stream: if streams { Some(WordsOut::create(self.work, worker)?) } else { None },
@@ -1025,20 +1017,6 @@ impl Job<'_> {
     }
 }
 
-/// The counters to plan a count's (or an index's) parts by: those of
-/// `sieve`, at most `counted` — the counters of the two-bit sieve the
-/// budget lets a count hold ([`Job::counted_slots`]). The sieve filled
-/// from the word streams is made twice that size (it is frozen to half
-/// before the count): its extra counters halve each part's load rather
-/// than take parts away. One part fewer reads the word streams twice less,
-/// but puts twice the runs on disk at once and merges them in one wider
-/// merge: at 1B tokens under 1G one part took 9 % longer than two, and
-/// 6.2 GiB of temporary disk instead of 3.6 (see the README). A sieve
-/// smaller than that (halved to make room) has its own counters.
-pub(crate) fn part_slots(sieve: &Sieve, counted: u64) -> u64 {
-    sieve.slots().min(counted.max(1))
-}
-
 /// Removes the word streams; what is already gone needs no removing.
 fn remove_streams(streams: &[WordsFile]) {
     for file in streams {
@@ -1085,7 +1063,7 @@ pub(crate) fn shrink_sieve(
         }
         if s.bytes() >= 2 * MIN_SIEVE_BYTES && s.halve() {
             stats.halvings += 1;
-            stats.bytes = s.bytes() as u64;
+            record_size(Some(s), stats);
             continue;
         }
         *sieve = None;
@@ -1094,11 +1072,17 @@ pub(crate) fn shrink_sieve(
     }
 }
 
+/// Records the sieve's sizes, filling and filled (0 without one).
+fn record_size(sieve: Option<&Sieve>, stats: &mut SieveStats) {
+    stats.bytes = sieve.map_or(0, |s| s.bytes() as u64);
+    stats.frozen_bytes = sieve.map_or(0, |s| s.frozen_bytes() as u64);
+}
+
 /// Records how full the sieve is, and drops it when it would let most n-grams through anyway.
 fn settle_sieve(sieve: &SharedSieve, stats: &mut NgramStats) {
     let Ok(mut guard) = sieve.write() else { return };
     if let Some(s) = guard.as_ref() {
-        stats.sieve.bytes = s.bytes() as u64;
+        record_size(Some(s), &mut stats.sieve);
         stats.sieve.saturation = s.saturation();
         if stats.sieve.saturation > 0.6 {
             stats.sieve.dropped = Some(format!("{:.0} % of its counters were full", stats.sieve.saturation * 100.0));
@@ -1209,7 +1193,7 @@ struct LexiconWorker<'a> {
     lexicon: &'a Mutex<LexiconBuilder>,
     /// Present when the sieve is filled in this pass.
     roll: Option<RollingFingerprint>,
-    line: DelayLine<Slot>,
+    line: InsertLine,
     sieve: &'a SharedSieve,
     budget: &'a LexiconBudget,
     /// Where the first-seen IDs of the worker's tokens go, if anywhere.
@@ -1276,7 +1260,7 @@ impl LexiconWorker<'_> {
         }
         // The sieve may be halved or dropped once the guard goes: settle every slot of this one first.
         if let Some(s) = sieve {
-            self.line.drain().for_each(|slot| s.insert_at(slot));
+            s.flush(&mut self.line);
         }
         Ok(())
     }

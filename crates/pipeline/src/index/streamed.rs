@@ -34,7 +34,7 @@ use dupgram_sieve::Sieve;
 use super::{DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
 use crate::error::PipelineError;
 use crate::first_words::{FirstWords, KeyRange, parts_for};
-use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, part_slots, shrink_sieve, tokenise_for_index};
+use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
 use crate::stream_walk::{IdWalk, StreamJob, fill_sieve, phase_of};
 use crate::words::{WordsFile, each_stream, read_words};
@@ -116,8 +116,7 @@ impl IndexJob<'_> {
         stats: &mut IndexStats,
     ) -> Result<(MergedIndex, DocTable, Vec<PathBuf>, dupgram_lexicon::Normalization, Vec<String>), PipelineError> {
         let beside = corpus.held_beside(TABLE_BYTES_PER_DOC);
-        let StreamedCorpus { lexicon, sieve, sieve_filled, counted_slots, streamed, streams, mut documents, .. } =
-            corpus;
+        let StreamedCorpus { lexicon, sieve, sieve_filled, streamed, streams, mut documents, .. } = corpus;
         let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &streamed, layout };
         let docs: u64 = documents.iter().map(|d| d.len() as u64).sum();
         if docs != first.documents {
@@ -134,13 +133,12 @@ impl IndexJob<'_> {
         // A sieve the lexicon pass did not fill is made anew for each part
         // (and gone while the part is merged); a filled one serves the one part.
         let refill = match &sieve {
-            Some(s) if !sieve_filled => Some(s.bytes()),
+            Some(s) if !sieve_filled => Some((s.filling(), s.bytes())),
             _ => None,
         };
         let parts = match &sieve {
             Some(s) if refill.is_some() => {
-                let slots = part_slots(s, counted_slots);
-                let parts = self.base.limits.sieve_parts.unwrap_or_else(|| parts_for(first.tokens, slots));
+                let parts = self.base.limits.sieve_parts.unwrap_or_else(|| parts_for(first.tokens, s.capacity()));
                 FirstWords::split(&lexicon, parts)
             }
             _ => vec![FirstWords::ALL],
@@ -165,7 +163,7 @@ impl IndexJob<'_> {
         for (i, (&part, cut)) in parts.iter().zip(&cuts).enumerate() {
             let mut part_sieve = match refill {
                 // Without the memory map there is simply no sieve: results are the same.
-                Some(bytes) => Sieve::with_bytes(bytes).ok(),
+                Some((filling, bytes)) => Sieve::new(filling, bytes).ok(),
                 None => filled.take(),
             };
             let how = PartCut {
