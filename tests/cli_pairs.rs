@@ -305,9 +305,11 @@ fn a_corpus_too_large_for_one_sieve_is_indexed_in_parts() {
     let path = dir.path().join("big.jsonl");
     let spec = dupgram_testkit::CorpusSpec {
         seed: 11,
-        tokens: 5_000_000,
+        // Over the 5.3M n-grams the largest staged sieve of 16M takes, with
+        // room to spare (its size moves with the document lists' allocations).
+        tokens: 7_000_000,
         vocabulary: 3000,
-        mean_doc_len: 1000,
+        mean_doc_len: 2000,
         ..Default::default()
     };
     generated_from(&path, spec);
