@@ -759,7 +759,7 @@ else:
     parts = sieve.get("parts") or 1
     # frozen_bytes: what the count keeps once the sieve is filled (builds before the staged sieve lack it).
     filled = f" ({mib(sieve['frozen_bytes'])} once filled)" if sieve.get("frozen_bytes") else ""
-    said = f"{mib(sieve['bytes'])}{filled}, {parts} part{'s' if parts > 1 else ''}, {100 * sieve['saturation']:.2f} % full"
+    said = f"{mib(sieve['bytes'])}{filled}, {parts} part{'s' if parts > 1 else ''}, {100 * sieve['saturation']:.2f} % of unseen pass"
 print(f"| open-{size} | {tokens:,} | {job} | {label} | {wall:.1f} s | {tokens / wall / 1e6:.2f} | {rss // 1024} MiB | {mib(peak)} "
       f"| {mib(spilled) if spilled is not None else '—'} | {mib(text)} | {said} |")
 PY

@@ -337,6 +337,7 @@ fn a_corpus_too_large_for_one_sieve_is_indexed_in_parts() {
         let parts = parts_of(&stats);
         assert!(parts > 1 && stats["first_pass"]["sieve"]["used"] == true, "{job}: {}", stats["first_pass"]);
         assert!(summary.contains(&format!("indexed in {parts} parts by first word")), "{summary}");
+        assert!(summary.contains(" once filled)") && summary.contains("% of unseen n-grams pass"), "{summary}");
         assert!(parted == whole, "{job}: the index in {parts} parts differs from the index in one");
         assert!(stats["peak_rss"].as_u64().unwrap() <= 16 << 20, "{job}: {stats}");
     }

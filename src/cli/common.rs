@@ -299,7 +299,7 @@ pub fn index_sieve(first: &dupgram_pipeline::NgramStats) -> String {
                 p => format!(", filled and indexed in {p} parts by first word"),
             };
             format!(
-                "{} ({} once filled){halved}, {:.1} % full{parts}",
+                "{} ({} once filled){halved}, {:.1} % of unseen n-grams pass{parts}",
                 dupgram_pipeline::human_bytes(s.bytes),
                 dupgram_pipeline::human_bytes(s.frozen_bytes),
                 100.0 * s.saturation
