@@ -64,8 +64,8 @@ pub struct Limits {
     /// Count in this many parts by first word, each with the sieve refilled
     /// for it (see [`crate::first_words`]), whatever the corpus's size.
     pub sieve_parts: Option<usize>,
-    /// Cut the index into a file per block of documents the first time a
-    /// block cache must read it a second time (`Some(true)`), never
+    /// Cut the index into a file per block of documents as soon as a block
+    /// cache knows it must read it more than once (`Some(true)`), never
     /// (`Some(false)`), or when the files' writers fit (`None`).
     pub block_files: Option<bool>,
     /// Merge the duplicate-only index in this many buckets by first word,

@@ -154,7 +154,8 @@ proptest! {
         let want = if small { buckets } else { threads };
         prop_assert!((1..=want as u32).contains(&stats.index.merge_buckets), "{} merge buckets", stats.index.merge_buckets);
         if small && block_files {
-            // Read whole once, then once more to cut it: never again.
+            // Cut in the first reading when the blocks do not all fit at
+            // once, else in the second: never read whole again.
             prop_assert!(stats.index_reads <= 2, "{} readings of {} blocks", stats.index_reads, stats.index_blocks);
         }
         if small && !block_files && stats.index_blocks > 4 && stats.candidate_pairs > 50 {
