@@ -71,9 +71,11 @@ impl DocBlock {
         DocBlockBuilder { block, slots, n }
     }
 
-    /// Bytes a block with this many occurrences and documents needs.
+    /// Bytes a block with this many occurrences and documents needs while
+    /// it is built: its entries, offsets and stats, and the builder's free slots.
     pub fn bytes_for(occurrences: u64, docs: u64) -> u64 {
-        occurrences * std::mem::size_of::<Occurrence>() as u64 + docs * (8 + std::mem::size_of::<DocStats>() as u64 + 8)
+        let per_doc = 8 + std::mem::size_of::<DocStats>() + std::mem::size_of::<FreeSlots>();
+        occurrences * std::mem::size_of::<Occurrence>() as u64 + docs * per_doc as u64
     }
 
     pub fn first(&self) -> u32 {
