@@ -118,7 +118,7 @@ impl DocBlockBuilder {
     #[inline]
     pub fn prefetch_doc(&self, doc: u32) {
         if let Some(slots) = self.slots.get(doc.wrapping_sub(self.block.first) as usize) {
-            prefetch_line(slots);
+            dupgram_prefetch::prefetch(slots);
         }
     }
 
@@ -129,7 +129,7 @@ impl DocBlockBuilder {
     pub fn prefetch(&self, doc: u32) {
         let Some(slots) = self.slots.get(doc.wrapping_sub(self.block.first) as usize) else { return };
         if let Some(entry) = self.block.entries.get(slots.next as usize) {
-            prefetch_line(entry);
+            dupgram_prefetch::prefetch(entry);
         }
     }
 
@@ -176,20 +176,6 @@ impl DocBlockBuilder {
         }
         Ok(self.block)
     }
-}
-
-/// Starts loading the cache line of `value` into every level of the cache.
-#[inline]
-fn prefetch_line<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a hint
-    // to the cache that cannot fault or change memory; the pointer comes
-    // from a reference, so it is in bounds anyway.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(std::ptr::from_ref(value).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
 }
 
 /// A document whose occurrences in the index are not as many as the

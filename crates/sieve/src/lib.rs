@@ -281,16 +281,7 @@ impl Sieve {
 
     #[inline]
     fn prefetch_word(&self, word: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let p = self.cells()[word].as_ptr() as *const i8;
-            // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a
-            // hint to the cache that cannot fault or change memory; `p` points
-            // into the table anyway.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = word;
+        dupgram_prefetch::prefetch(&self.cells()[word]);
     }
 
     /// Records one occurrence at a slot (of a sieve not [`freeze`](Self::freeze)d).
