@@ -33,11 +33,11 @@ pub fn segment_text(text: &str, kind: UnitKind) -> Vec<Range<usize>> {
 fn lines(text: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut start = 0;
-    for (i, b) in text.bytes().enumerate() {
-        if b == b'\n' {
-            out.push(start..i + 1);
-            start = i + 1;
-        }
+    // memchr looks at a vector of bytes at a time: a byte-by-byte loop took
+    // a twentieth of `dedup --exact-only --unit line`'s CPU.
+    for i in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        out.push(start..i + 1);
+        start = i + 1;
     }
     if start < text.len() || out.is_empty() {
         out.push(start..text.len());
@@ -52,10 +52,7 @@ fn paragraphs(text: &str) -> Vec<Range<usize>> {
     let mut has_words = false;
     let mut in_blank_run = false;
     let mut line_start = 0;
-    for (i, b) in text.bytes().enumerate() {
-        if b != b'\n' {
-            continue;
-        }
+    for i in memchr::memchr_iter(b'\n', text.as_bytes()) {
         let blank = text[line_start..i].trim().is_empty();
         if blank {
             in_blank_run = has_words;

@@ -227,7 +227,8 @@ pub(crate) struct Doc {
     pub(crate) id: Box<serde_json::Value>,
     /// Tokens of each unit (stop words excluded).
     pub(crate) unit_tokens: Vec<u32>,
-    /// Each unit's Benko fingerprint, when asked for.
+    /// Each unit's fingerprint, when asked for: Benko's
+    /// ([`DocStream::hasher`]), or its key's ([`DocStream::digest`]).
     pub(crate) fingerprints: Vec<u128>,
     /// Each unit's normalised text, when asked for (`--exact-only`): its
     /// tokens back to back, each followed by 0xFF, a byte no UTF-8 text holds,
@@ -257,8 +258,28 @@ impl Doc {
 
     /// The normalised text of unit `u` (empty unless keys were asked for).
     pub(crate) fn key(&self, u: usize) -> &[u8] {
-        let start = if u == 0 { 0 } else { self.key_ends[u - 1] as usize };
-        &self.keys[start..self.key_ends[u] as usize]
+        &self.keys[self.key_start(u)..self.key_ends[u] as usize]
+    }
+
+    /// The length of unit `u`'s key, whether the keys were kept or [digested](Self::digest).
+    pub(crate) fn key_len(&self, u: usize) -> usize {
+        self.key_ends[u] as usize - self.key_start(u)
+    }
+
+    fn key_start(&self, u: usize) -> usize {
+        if u == 0 { 0 } else { self.key_ends[u - 1] as usize }
+    }
+
+    /// Keeps of the document only what a pass that compares units by
+    /// fingerprint needs: each unit's token count, key length and key
+    /// fingerprint under `fingerprint` (in [`Self::fingerprints`]). Its text
+    /// and keys go, freed by the thread that made them, where they are
+    /// cheapest to free, and the document is small to hand on.
+    fn digest(&mut self, fingerprint: fn(&[u8]) -> u128) {
+        let fingerprints: Vec<u128> = (0..self.key_ends.len()).map(|u| fingerprint(self.key(u))).collect();
+        self.fingerprints = fingerprints;
+        self.keys = Vec::new();
+        self.body = Body::Text { text: String::new(), units: Vec::new() };
     }
 }
 
@@ -403,6 +424,8 @@ pub(crate) struct DocStream<'a> {
     pub(crate) hasher: Option<ExactHasher>,
     /// Collect each unit's normalised text ([`Doc::keys`]).
     pub(crate) keys: bool,
+    /// With `keys`: hand on each document [digested](Doc::digest) under this fingerprint.
+    pub(crate) digest: Option<fn(&[u8]) -> u128>,
     /// Token counts known from an earlier pass: only the units asked for are tokenised again.
     pub(crate) known: Option<KnownUnits<'a>>,
     /// Each document's ID, when asked for: the names of the inputs as given (for default IDs).
@@ -443,6 +466,7 @@ impl<'a> DocStream<'a> {
             maker: None,
             hasher: None,
             keys: false,
+            digest: None,
             known: None,
             ids: None,
             doc_limit,
@@ -473,6 +497,7 @@ impl<'a> DocStream<'a> {
         if let Some(known) = self.known.as_mut() {
             known.apply(maker, &mut item)?;
         }
+        maker.finish(&mut item);
         Ok(Some(item))
     }
 
@@ -487,6 +512,7 @@ impl<'a> DocStream<'a> {
             stopwords: self.stopwords.clone(),
             hasher: self.hasher.as_ref().map(|_| ExactHasher::default()),
             keys: self.keys,
+            digest: self.digest.filter(|_| self.keys),
             ids: self.ids.is_some(),
             counts_later: self.known.is_some(),
         }
@@ -826,6 +852,8 @@ pub(crate) struct DocMaker {
     hasher: Option<ExactHasher>,
     /// Collect each unit's normalised text ([`Doc::keys`]).
     keys: bool,
+    /// Digest each document made under this fingerprint ([`Doc::digest`]).
+    digest: Option<fn(&[u8]) -> u128>,
     /// Give each document its ID as the record has it (for attributes).
     ids: bool,
     /// Leave the token counts to [`KnownUnits::apply`]: cut into units only.
@@ -837,16 +865,24 @@ impl DocMaker {
     fn make_batch(&mut self, id: Batch, batch: Vec<(Fetched, bool, u64)>) -> MadeBatch {
         let mut items = Vec::with_capacity(batch.len());
         for (fetched, vertical, position) in batch {
-            let item = match fetched {
+            let mut item = match fetched {
                 Fetched::Made(item) => item,
                 Fetched::Raw(raw) => match self.make(raw) {
                     Ok(item) => item,
                     Err(error) => return MadeBatch { id, items, failed: Some(error) },
                 },
             };
+            self.finish(&mut item);
             items.push((item, vertical, position));
         }
         MadeBatch { id, items, failed: None }
+    }
+
+    /// What is done to a document made, on the thread that made it.
+    fn finish(&self, item: &mut Item) {
+        if let (Some(fingerprint), Item::Doc(doc)) = (self.digest, item) {
+            doc.digest(fingerprint);
+        }
     }
 
     pub(crate) fn make(&mut self, raw: RawDoc) -> Result<Item, PipelineError> {
@@ -927,6 +963,12 @@ impl DocMaker {
         doc.unit_tokens = vec![0u32; units.len()];
         let (stop, hasher, want_keys) = (&self.stopwords, &mut self.hasher, self.keys);
         let (keys, key_ends, fingerprints) = (&mut doc.keys, &mut doc.key_ends, &mut doc.fingerprints);
+        if want_keys {
+            // A key is the text's words, each ending in one byte: about the
+            // text's length, so it is mostly allocated once, not grown.
+            keys.reserve(text.len() + units.len());
+            key_ends.reserve(units.len());
+        }
         for (i, range) in units.iter().enumerate() {
             let count = &mut doc.unit_tokens[i];
             let mut emit = |w: &str| {
@@ -1140,6 +1182,49 @@ mod tests {
         assert_eq!(one_by_one[4], r#""d5" [5, 2] word|5|and|word|5|next|one|"#);
         for threads in [1, 2, 5] {
             assert_eq!(read_all(&inputs, threads).unwrap(), one_by_one, "{threads} threads");
+        }
+    }
+
+    /// A document's unit token counts, and each unit's key length and fingerprint.
+    type UnitDigests = (Vec<u32>, Vec<(usize, u128)>);
+
+    /// A fingerprint that is the key itself, as far as 16 bytes hold it.
+    fn key_prefix(key: &[u8]) -> u128 {
+        key.iter().take(16).fold(0, |f, &b| (f << 8) | u128::from(b))
+    }
+
+    #[test]
+    fn a_digested_document_keeps_each_key_as_its_length_and_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = [corpus(dir.path(), 300, &[])];
+        let mut kept: Vec<UnitDigests> = Vec::new();
+        let mut s = stream(&inputs, UnitKind::Sentence);
+        while let Some(item) = s.next().unwrap() {
+            if let Item::Doc(doc) = item {
+                let units = 0..doc.unit_tokens.len();
+                kept.push((
+                    doc.unit_tokens.clone(),
+                    units.map(|u| (doc.key(u).len(), key_prefix(doc.key(u)))).collect(),
+                ));
+            }
+        }
+        for threads in [1, 2] {
+            let mut digested: Vec<UnitDigests> = Vec::new();
+            let mut s = stream(&inputs, UnitKind::Sentence);
+            s.digest = Some(key_prefix);
+            read_batched(s, &Control::default(), (1 << 20, threads), |item, _, _| {
+                if let Item::Doc(doc) = item {
+                    assert!(doc.keys.is_empty() && doc.heap_bytes() < 128, "{}", doc.heap_bytes());
+                    let units = 0..doc.unit_tokens.len();
+                    digested.push((
+                        doc.unit_tokens.clone(),
+                        units.map(|u| (doc.key_len(u), doc.fingerprints[u])).collect(),
+                    ));
+                }
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(digested, kept, "{threads} threads");
         }
     }
 

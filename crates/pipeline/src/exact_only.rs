@@ -174,6 +174,10 @@ impl ExactJob<'_> {
             crossbeam_channel::never(),
         );
         stream.keys = true;
+        if wanted.is_none() {
+            // The fingerprint pass compares fingerprints and lengths only.
+            stream.digest = Some(self.fingerprint);
+        }
         // Markup may run across units, which are then not tokenised alone: tokenise everything.
         if let Some(wanted) = wanted
             && !base.norm.strip_markup
@@ -230,8 +234,7 @@ impl ExactJob<'_> {
                 stats.index.tokens += u64::from(tokens);
                 counts.write_all(&tokens.to_le_bytes()).map_err(|e| PipelineError::io(&counts_path, e))?;
                 if tokens > 0 {
-                    let text = doc.key(u);
-                    sort.push(key_words((self.fingerprint)(text), text.len()), unit)?;
+                    sort.push(key_words(doc.fingerprints[u], doc.key_len(u)), unit)?;
                 }
                 unit += 1;
             }
