@@ -90,6 +90,12 @@ pub enum Filling {
 
 impl Filling {
     /// Distinct n-grams a sieve of this kind and `bytes` is planned to take.
+    ///
+    /// The same for both kinds, on purpose: a staged sieve lets fewer unique
+    /// n-grams through at this load, so it could be planned to take more, but
+    /// its leak is measured at one load only (see `NGRAMS_PER_FIVE_BYTES`); so
+    /// it is planned no fuller than counters, and what it gains shows as
+    /// fewer n-grams sorted, not as fewer parts.
     pub fn capacity(self, bytes: u64) -> u64 {
         bytes.saturating_mul(NGRAMS_PER_FIVE_BYTES) / 5
     }
