@@ -50,16 +50,18 @@ use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The smallest table advised to use huge pages (64 MiB).
+/// The smallest table advised to use huge pages (32 MiB).
 ///
 /// A huge page is 2 MiB made resident at the first touch of any byte of it,
 /// and where it lands depends on where the map is placed, which changes
 /// from run to run. At the 16M minimum (sieves of a few MiB) that moved the
 /// peak RSS of the same `dedup` job by 2 MiB between runs, and over the
 /// budget in 2 runs of 16: 14.1–16.4 MB with the advice, 13.0–14.1 MB
-/// without. From 64 MiB up the budget is at least four times that, its
-/// slack covers a huge page or two, and the TLB misses saved are worth it.
-pub const HUGE_PAGES_FROM: usize = 64 << 20;
+/// without. A sieve of 32 MiB comes with a budget of about 72M or more,
+/// whose slack (over 3 MiB) covers a huge page; and below 64 MiB the pages
+/// still pay: Gutenberg at `--memory 96M` (a 43 MiB sieve) took 31.9 s with
+/// them and 33.9 s without.
+pub const HUGE_PAGES_FROM: usize = 32 << 20;
 
 /// First eight bytes of a saved sieve.
 pub const SIEVE_MAGIC: &[u8; 8] = b"DGSIEVE\0";
@@ -785,7 +787,7 @@ mod tests {
         if thp.exists()
             && let Some(advised) = huge_pages_advised(large.cells as usize)
         {
-            assert!(advised, "a 64 MiB sieve did not ask for huge pages");
+            assert!(advised, "a sieve of HUGE_PAGES_FROM bytes did not ask for huge pages");
         }
     }
 
