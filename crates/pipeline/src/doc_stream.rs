@@ -424,7 +424,9 @@ pub(crate) struct DocStream<'a> {
     pub(crate) hasher: Option<ExactHasher>,
     /// Collect each unit's normalised text ([`Doc::keys`]).
     pub(crate) keys: bool,
-    /// With `keys`: hand on each document [digested](Doc::digest) under this fingerprint.
+    /// With `keys`: hand on each document [digested](Doc::digest) under this
+    /// fingerprint. Not with `known`: that keys only the wanted units, and
+    /// is applied after a worker would digest (see [`read_batched`]).
     pub(crate) digest: Option<fn(&[u8]) -> u128>,
     /// Token counts known from an earlier pass: only the units asked for are tokenised again.
     pub(crate) known: Option<KnownUnits<'a>>,
@@ -503,6 +505,7 @@ impl<'a> DocStream<'a> {
 
     /// What makes documents as this stream was asked to (keys, fingerprints, IDs): one for each thread that does.
     pub(crate) fn maker(&self) -> DocMaker {
+        debug_assert!(self.digest.is_none() || self.known.is_none(), "a digest of keys applied later");
         DocMaker {
             text_field: self.options.text_field.clone(),
             id_field: self.options.id_field.clone(),
