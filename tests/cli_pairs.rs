@@ -264,10 +264,13 @@ fn a_growing_vocabulary_halves_the_sieve_and_changes_nothing() {
     for job in ["pairs", "dedup"] {
         let mut outputs = Vec::new();
         let (mut halvings, mut kept_halved) = (0, 0);
-        // How much of the smallest budgets the vocabulary may take depends on
-        // the process's size at its start, which varies between machines: at
-        // most one budget may be refused as too small, and one must halve the sieve.
-        for memory in ["1G", "26M", "28M", "30M", "34M"] {
+        // How much of the small budgets the vocabulary may take depends on
+        // the process's size at its start: a freshly linked binary has more
+        // of its code mapped (about 1.5 MiB here, charged 3/2 for the code
+        // it pages in later), and refused 30M when copied, 26M otherwise.
+        // So budgets under 34M may be refused as too small, the window where
+        // the sieve halves lies among them, and one of them must halve it.
+        for memory in ["1G", "28M", "30M", "32M", "34M", "38M"] {
             let out = dir.path().join(format!("{job}-{memory}.out"));
             let mut args = vec![job, s(&path), "-n", "5", "--memory", memory, "-q", "-o", s(&out)];
             args.extend(["--stats-json", s(&stats_path)]);
@@ -275,7 +278,8 @@ fn a_growing_vocabulary_halves_the_sieve_and_changes_nothing() {
                 args.extend(["--unit", "doc"]);
             }
             let (code, _, stderr) = run(&args);
-            if code != 0 && memory == "26M" && stderr.contains("is too small: the vocabulary alone outgrew") {
+            let small = ["28M", "30M", "32M"].contains(&memory);
+            if code != 0 && small && stderr.contains("is too small: the vocabulary alone outgrew") {
                 continue;
             }
             assert_eq!(code, 0, "{job} --memory {memory}: {stderr}");
@@ -288,7 +292,7 @@ fn a_growing_vocabulary_halves_the_sieve_and_changes_nothing() {
             outputs.push(std::fs::read(&out).unwrap());
         }
         assert!(halvings > 0 && kept_halved > 0, "{job}: no budget made the sieve halve and kept it");
-        assert!(outputs.len() >= 4, "{job}: only {} budgets ran", outputs.len());
+        assert!(outputs.len() >= 3, "{job}: only {} budgets ran", outputs.len());
         assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{job}: outputs differ between budgets");
     }
 }
