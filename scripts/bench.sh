@@ -712,8 +712,8 @@ fi
 if [ "$only" = scale ]; then
   {
     echo
-    echo "| corpus | tokens | job | build | wall | M tokens/s | peak RSS | peak temp disk | spilled | text bytes | sieve |"
-    echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|"
+    echo "| corpus | tokens | job | build | wall | M tokens/s | peak RSS | peak temp disk | spilled | text bytes | sieve | stages (s) |"
+    echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|"
   } >> "$table"
   builds=("$bin/dupgram"); [ -n "$before" ] && builds+=("$before")
   scale_list=${plain_sizes:-10M,100M}${scale_sizes:+,$scale_sizes}
@@ -760,8 +760,20 @@ else:
     # frozen_bytes: what the count keeps once the sieve is filled (builds before the staged sieve lack it).
     filled = f" ({mib(sieve['frozen_bytes'])} once filled)" if sieve.get("frozen_bytes") else ""
     said = f"{mib(sieve['bytes'])}{filled}, {parts} part{'s' if parts > 1 else ''}, {100 * sieve['saturation']:.2f} % of unseen pass"
+# Where the time went, from the job's own clock: what grows faster than the
+# tokens between two sizes is what to look at first.
+first = s.get("first_pass", {}).get("seconds", {})
+own = s.get("seconds", {})
+if job == "ngrams":
+    stages = [("lexicon", own.get("lexicon")), ("fill", own.get("sieve")), ("count", own.get("count")), ("merge", own.get("merge"))]
+else:
+    stages = [("lexicon", first.get("lexicon")), ("fill", first.get("sieve")), ("index", s.get("index_seconds")),
+              ("index merge", s.get("merge_seconds"))]
+    later = ["candidates", "scoring", "output"] if job == "pairs" else ["decisions"]
+    stages += [(name, own.get(name)) for name in later]
+stages = " · ".join(f"{name} {v:.1f}" if v >= 1 else f"{name} {v:.2f}" for name, v in stages if v)
 print(f"| open-{size} | {tokens:,} | {job} | {label} | {wall:.1f} s | {tokens / wall / 1e6:.2f} | {rss // 1024} MiB | {mib(peak)} "
-      f"| {mib(spilled) if spilled is not None else '—'} | {mib(text)} | {said} |")
+      f"| {mib(spilled) if spilled is not None else '—'} | {mib(text)} | {said} | {stages} |")
 PY
       done
       if [ -n "$before" ] && ! cmp -s "$work/scale-$job-0.out" "$work/scale-$job-1.out"; then
