@@ -767,7 +767,9 @@ own = s.get("seconds", {})
 if job == "ngrams":
     stages = [("lexicon", own.get("lexicon")), ("fill", own.get("sieve")), ("count", own.get("count")), ("merge", own.get("merge"))]
 else:
-    stages = [("lexicon", first.get("lexicon")), ("fill", first.get("sieve")), ("index", s.get("index_seconds")),
+    # The index pass's seconds hold the sieve's fills for its parts: "index" is the walks alone.
+    fill = first.get("sieve") or 0
+    stages = [("lexicon", first.get("lexicon")), ("fill", fill), ("index", (s.get("index_seconds") or 0) - fill),
               ("index merge", s.get("merge_seconds"))]
     later = ["candidates", "scoring", "output"] if job == "pairs" else ["decisions"]
     stages += [(name, own.get(name)) for name in later]

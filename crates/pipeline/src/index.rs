@@ -75,7 +75,9 @@ pub struct DupsInput {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct IndexStats {
-    /// Seconds of the index pass and of the index merge (the lexicon pass is in `first_pass`).
+    /// Seconds of the index pass (with the sieve's fills for its parts, which
+    /// `first_pass.seconds.sieve` gives alone) and of the index merge (the
+    /// lexicon pass is in `first_pass`).
     pub index_seconds: f64,
     pub merge_seconds: f64,
     pub documents: u64,
