@@ -755,6 +755,10 @@ fn mix(mut h: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
     /// Whether the mapping holding `address` is advised to use huge pages
     /// (`hg` in its `VmFlags`), or `None` where the kernel does not say.
     #[cfg(target_os = "linux")]
@@ -777,12 +781,12 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn only_large_tables_ask_for_huge_pages() {
-        let small = super::Sieve::new(super::Filling::Staged, 4 << 20).unwrap();
+        let small = Sieve::new(Filling::Staged, 4 << 20).unwrap();
         if let Some(advised) = huge_pages_advised(small.cells as usize) {
             assert!(!advised, "a 4 MiB sieve asked for huge pages");
         }
         // Mapped, never touched: no memory is used.
-        let large = super::Sieve::new(super::Filling::Staged, super::HUGE_PAGES_FROM).unwrap();
+        let large = Sieve::new(Filling::Staged, HUGE_PAGES_FROM).unwrap();
         let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled");
         if thp.exists()
             && let Some(advised) = huge_pages_advised(large.cells as usize)
@@ -790,10 +794,6 @@ mod tests {
             assert!(advised, "a sieve of HUGE_PAGES_FROM bytes did not ask for huge pages");
         }
     }
-
-    use super::*;
-    use proptest::prelude::*;
-    use std::collections::HashMap;
 
     fn fingerprints(words: &[u64], n: usize) -> Vec<u64> {
         let mut r = RollingFingerprint::new(n);
