@@ -339,8 +339,9 @@ fn memory_budget_is_kept() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("c.jsonl");
     // 12,000 words (about 0.8 MB in the lexicon pass): at 16M the vocabulary's
-    // room is 1.1–1.4 MiB, as much as the process holds at its start leaves,
-    // and 20,000 words sat at its edge (refused once in CI, with a clear message).
+    // room is 1.1–1.4 MiB, as much as the process holds at its start leaves
+    // (a binary just copied holds more: README, Limits), and 20,000 words sat
+    // at its edge (refused once in CI, with a clear message).
     generated(&corpus, 600_000, 21, 12_000);
     for budget in ["16M", "32M"] {
         let stats = dir.path().join("s.json");

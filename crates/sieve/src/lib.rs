@@ -151,9 +151,9 @@ impl Table {
 /// The table is an anonymous memory map, advised to use huge pages when it
 /// is large ([`HUGE_PAGES_FROM`]): every access is a random one into tens or
 /// hundreds of megabytes, and with 4 KiB pages nearly each would also miss
-/// the TLB. Callers that can wait a few
-/// n-grams for an answer [`prefetch`](Self::prefetch) the counter first (see
-/// [`DelayLine`]), so several cache misses are in flight at once.
+/// the TLB. Callers that can wait a few n-grams for an answer
+/// [`prefetch`](Self::prefetch) the counter first (see [`DelayLine`]), so
+/// several cache misses are in flight at once.
 pub struct Sieve {
     /// Keeps the mapping alive; all access goes through `cells`.
     _map: memmap2::MmapMut,
