@@ -9,7 +9,7 @@
 //! and every word at [`WordCache::flush`], brings its occurrences to the
 //! builder, so the builder's counts are exact once every worker has flushed.
 
-use crate::lexicon::LexiconBuilder;
+use crate::lexicon::{LexiconBuilder, Seen};
 
 /// Longest word a slot holds; longer ones always go to the builder.
 const MAX_CACHED_BYTES: usize = 19;
@@ -65,17 +65,23 @@ impl WordCache {
     /// Counts one occurrence of a word the cache does not hold in the
     /// builder (locked by the caller), as
     /// [`LexiconBuilder::add_first_seen`] does, and keeps the word in its
-    /// slot, whose former word's occurrences go to the builder first.
-    pub fn miss(&mut self, builder: &mut LexiconBuilder, bytes: &[u8], hash: u64) -> Option<u32> {
-        let id = builder.add_first_seen(bytes, hash);
+    /// slot, whose former word's occurrences go to the builder first. A
+    /// word the (frozen) builder does not hold is not kept: its occurrences
+    /// are counted elsewhere, one by one.
+    pub fn miss(&mut self, builder: &mut LexiconBuilder, bytes: &[u8], hash: u64) -> Seen {
+        let seen = builder.add_first_seen(bytes, hash);
+        let id = match seen {
+            Seen::Word(id) => id,
+            Seen::Stop => STOP,
+            Seen::Overflow => return seen,
+        };
         if bytes.len() <= MAX_CACHED_BYTES {
             let slot = &mut self.slots[hash as usize & self.mask];
             Self::hand_over(slot, builder);
-            *slot =
-                Slot { hash, pending: 0, id: id.unwrap_or(STOP), len: bytes.len() as u8, bytes: [0; MAX_CACHED_BYTES] };
+            *slot = Slot { hash, pending: 0, id, len: bytes.len() as u8, bytes: [0; MAX_CACHED_BYTES] };
             slot.bytes[..bytes.len()].copy_from_slice(bytes);
         }
-        id
+        seen
     }
 
     /// Hands every occurrence counted here to the builder.
@@ -99,14 +105,15 @@ mod tests {
     use crate::word_hash;
 
     /// Counts `words` through a cache of `slots` slots, as a worker does.
-    fn counted(words: &[&str], slots: usize) -> (LexiconBuilder, Vec<Option<u32>>) {
+    fn counted(words: &[&str], slots: usize) -> (LexiconBuilder, Vec<Seen>) {
         let mut builder = LexiconBuilder::new(["stop".to_string()]);
         let mut cache = WordCache::new(slots);
         let mut ids = Vec::new();
         for w in words {
             let (bytes, hash) = (w.as_bytes(), word_hash(w.as_bytes()));
             ids.push(match cache.hit(bytes, hash) {
-                Some(id) => id,
+                Some(Some(id)) => Seen::Word(id),
+                Some(None) => Seen::Stop,
                 None => cache.miss(&mut builder, bytes, hash),
             });
         }
@@ -120,7 +127,7 @@ mod tests {
         let text = format!("the cat stop the {long} dog the cat stop {long} a b c d e f g h the");
         let words: Vec<&str> = text.split(' ').collect();
         let mut alone = LexiconBuilder::new(["stop".to_string()]);
-        let expected: Vec<Option<u32>> =
+        let expected: Vec<Seen> =
             words.iter().map(|w| alone.add_first_seen(w.as_bytes(), word_hash(w.as_bytes()))).collect();
         let mut expected_file = Vec::new();
         let norm = crate::Normalization::default();

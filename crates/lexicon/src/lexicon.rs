@@ -106,6 +106,21 @@ pub struct LexiconBuilder {
     table: HashTable<Entry>,
     stoplist: std::collections::HashSet<String>,
     tokens: u64,
+    /// No word joins the table any more ([`freeze`](Self::freeze)): a
+    /// word it does not hold is [`Seen::Overflow`], for the caller to count elsewhere.
+    frozen: bool,
+}
+
+/// What [`LexiconBuilder::add_first_seen`] made of one occurrence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// A word of the table, by first-seen ID.
+    Word(u32),
+    /// A stop word: dropped before n-grams are formed.
+    Stop,
+    /// A word the table does not hold, met after it was frozen: counted
+    /// nowhere here; the caller logs it (see `dupgram-vocab`).
+    Overflow,
 }
 
 /// What the lexicon pass learned about one token occurrence.
@@ -139,14 +154,42 @@ impl LexiconBuilder {
     }
 
     /// Counts one occurrence of a word and returns its first-seen ID (the
-    /// number of distinct words the builder had seen before it), or `None`
-    /// for a stop word.
+    /// number of distinct words the builder had seen before it); a stop
+    /// word is [`Seen::Stop`]. Once the builder is [frozen](Self::freeze),
+    /// a word it does not hold is [`Seen::Overflow`] and counted nowhere
+    /// (its token still counts in [`tokens`](Self::tokens)).
     #[inline]
-    pub fn add_first_seen(&mut self, bytes: &[u8], hash: u64) -> Option<u32> {
+    pub fn add_first_seen(&mut self, bytes: &[u8], hash: u64) -> Seen {
         self.tokens += 1;
-        let entry = self.entry(bytes, hash);
+        let entry = if self.frozen {
+            match self.find_mut(bytes, hash) {
+                Some(e) => e,
+                None => return Seen::Overflow,
+            }
+        } else {
+            self.entry(bytes, hash)
+        };
         entry.add(1);
-        if entry.stop() { None } else { Some(entry.first_seen) }
+        if entry.stop() { Seen::Stop } else { Seen::Word(entry.first_seen) }
+    }
+
+    /// Stops taking new words: from now on a word the table does not hold
+    /// is [`Seen::Overflow`]. The table's memory no longer grows.
+    pub fn freeze(&mut self) {
+        self.frozen = true;
+    }
+
+    /// Whether [`freeze`](Self::freeze) was called.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
+    }
+
+    /// The entry of a word the table holds.
+    #[inline]
+    fn find_mut(&mut self, bytes: &[u8], hash: u64) -> Option<&mut Entry> {
+        let key = short_key(bytes);
+        let arena = &self.arena;
+        self.table.find_mut(hash, |e| e.is(hash, key, bytes, arena))
     }
 
     /// Whether `word` is on the stop list given at construction.
@@ -261,24 +304,195 @@ impl LexiconBuilder {
         stop_top: usize,
         out: &mut dyn Write,
     ) -> std::io::Result<(u64, Renumbering)> {
-        let (words, stopwords) = self.numbered(stop_top);
-        let arena = &self.arena;
-        let identity = write_file(out, 1, |body| {
-            write_body(body, norm, &stopwords, words.iter().map(|e| (e.bytes(arena), e.count())), false)
+        let (ranked, listed) = self.ranking();
+        let total = ranked.len() as u64;
+        let mut renumbering = Renumbering::for_table(self.table.len());
+        let words = ranked.into_iter().map(|w| Ok(w.ranked()));
+        let numbering = Numbering { norm, listed: &listed, stop_top, candidates: total };
+        let (_, identity) = numbering.write(out, words, |word, code| -> std::io::Result<()> {
+            renumbering.assign(word.tag as u32, code, word.hash);
+            Ok(())
         })?;
-        // Stop words (listed or promoted) are skipped; words not numbered
-        // below are stop words, so that is the default.
-        let mut ids = vec![Renumbering::STOP; self.table.len()];
-        let mut hashes = Vec::new();
-        for (id, e) in words.iter().enumerate() {
-            ids[e.first_seen as usize] = if e.count() >= 2 {
-                hashes.push(e.hash);
-                id as u32
-            } else {
-                Renumbering::BREAK
-            };
+        Ok((identity, renumbering))
+    }
+
+    /// The table's words in rank order — decreasing count, then bytes —
+    /// stop words on the list left out, and that list (sorted): what
+    /// [`Numbering`] numbers, alone or merged with words counted elsewhere.
+    pub fn ranking(&self) -> (Vec<TableWord<'_>>, Vec<String>) {
+        let arena = &self.arena;
+        let mut order: Vec<TableWord<'_>> = self
+            .table
+            .iter()
+            .filter(|e| !e.stop())
+            .map(|e| TableWord { bytes: e.bytes(arena), count: e.count(), first_seen: e.first_seen, hash: e.hash })
+            .collect();
+        order.sort_unstable_by(|a, b| rank_order(a.count, a.bytes, b.count, b.bytes));
+        let mut listed: Vec<String> = self.stoplist.iter().cloned().collect();
+        listed.sort_unstable();
+        (order, listed)
+    }
+
+    /// First-seen IDs handed out: every one is below this.
+    pub fn first_seen_len(&self) -> usize {
+        self.table.len()
+    }
+}
+
+/// The order words are numbered in: decreasing count, then increasing bytes.
+#[inline]
+pub fn rank_order(count_a: u64, bytes_a: &[u8], count_b: u64, bytes_b: &[u8]) -> std::cmp::Ordering {
+    count_b.cmp(&count_a).then_with(|| bytes_a.cmp(bytes_b))
+}
+
+/// A word of a [`LexiconBuilder`]'s table, as [`LexiconBuilder::ranking`] lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct TableWord<'a> {
+    pub bytes: &'a [u8],
+    pub count: u64,
+    pub first_seen: u32,
+    pub hash: u64,
+}
+
+impl<'a> TableWord<'a> {
+    /// The word as [`Numbering`] takes it, tagged with its first-seen ID.
+    pub fn ranked(self) -> RankedWord<'a> {
+        RankedWord {
+            bytes: std::borrow::Cow::Borrowed(self.bytes),
+            count: self.count,
+            tag: u64::from(self.first_seen),
+            hash: self.hash,
         }
-        Ok((identity, Renumbering { ids, hashes }))
+    }
+}
+
+/// A word handed to [`Numbering`], in rank order, with whatever the
+/// caller needs to know it again by (`tag`) and its [`word_hash`].
+#[derive(Debug, Clone)]
+pub struct RankedWord<'a> {
+    pub bytes: std::borrow::Cow<'a, [u8]>,
+    pub count: u64,
+    pub tag: u64,
+    pub hash: u64,
+}
+
+/// Numbers words given in rank order ([`rank_order`]) and writes the
+/// lexicon file as it goes, so the vocabulary never has to be in memory
+/// at once: the first `stop_top` words join the stop list, the others get
+/// IDs 0, 1, 2, … in the order they come.
+pub struct Numbering<'a> {
+    pub norm: Normalization,
+    /// The listed stop words (sorted), which no word handed over may be.
+    pub listed: &'a [String],
+    pub stop_top: usize,
+    /// How many words will be handed over, stop words to be included.
+    pub candidates: u64,
+}
+
+impl Numbering<'_> {
+    /// Writes the lexicon file to `out` from `words` (in rank order, exactly
+    /// [`candidates`](Self::candidates) of them) and tells `assign` what each
+    /// became: its ID, [`Renumbering::BREAK`] for a word seen once (it keeps
+    /// its ID in the file, but no repeated n-gram holds it) or
+    /// [`Renumbering::STOP`]. Returns `out` and the file's identity.
+    pub fn write<'w, W: Write, E: From<std::io::Error>>(
+        &self,
+        out: W,
+        mut words: impl Iterator<Item = Result<RankedWord<'w>, E>>,
+        mut assign: impl FnMut(&RankedWord<'w>, u32) -> Result<(), E>,
+    ) -> Result<(W, u64), E> {
+        let promoted_len = (self.stop_top as u64).min(self.candidates) as usize;
+        let mut promoted = Vec::with_capacity(promoted_len);
+        for _ in 0..promoted_len {
+            let word = words.next().ok_or_else(|| short_of_words(self.candidates))??;
+            assign(&word, Renumbering::STOP)?;
+            promoted.push(String::from_utf8_lossy(&word.bytes).into_owned());
+        }
+        let mut stopwords: Vec<String> = self.listed.to_vec();
+        stopwords.extend(promoted);
+        stopwords.sort_unstable();
+        stopwords.dedup();
+        let numbered = self.candidates - promoted_len as u64;
+        let mut writer = LexiconWriter::new(out, self.norm, &stopwords, numbered, false)?;
+        for id in 0..numbered {
+            let word = words.next().ok_or_else(|| short_of_words(self.candidates))??;
+            writer.word(&word.bytes, word.count)?;
+            let id = u32::try_from(id)
+                .ok()
+                .filter(|&id| id < Renumbering::BREAK)
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "over 4 billion distinct words"))?;
+            assign(&word, if word.count >= 2 { id } else { Renumbering::BREAK })?;
+        }
+        if words.next().is_some() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "more words than announced").into());
+        }
+        Ok(writer.finish()?)
+    }
+}
+
+fn short_of_words(candidates: u64) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("fewer words than the {candidates} announced"))
+}
+
+/// Writes a lexicon file word by word (see [`Lexicon::save`] for the format):
+/// the header, the normalisation and stop list at once, then each word as
+/// it comes, then the identity.
+pub struct LexiconWriter<W: Write> {
+    z: zstd::Encoder<'static, W>,
+    hasher: Xxh3,
+    left: u64,
+}
+
+impl<W: Write> LexiconWriter<W> {
+    /// A lexicon of exactly `words` words after `stopwords`.
+    pub fn new(
+        mut out: W,
+        norm: Normalization,
+        stopwords: &[String],
+        words: u64,
+        fixed_ids: bool,
+    ) -> std::io::Result<Self> {
+        let mut head = [0u8; 16];
+        head[0..8].copy_from_slice(LEXICON_MAGIC);
+        head[8..10].copy_from_slice(&(if fixed_ids { 2u16 } else { 1 }).to_le_bytes());
+        out.write_all(&head)?;
+        let mut writer = LexiconWriter { z: zstd::Encoder::new(out, 3)?, hasher: Xxh3::new(), left: words };
+        let mut prefix = Vec::new();
+        write_body(&mut prefix, norm, stopwords, std::iter::empty::<(&[u8], u64)>(), fixed_ids)?;
+        // The empty word list's count (one zero byte) gives way to the real one.
+        prefix.pop();
+        write_varint(&mut prefix, words)?;
+        writer.body(&prefix)?;
+        Ok(writer)
+    }
+
+    fn body(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.hasher.update(bytes);
+        self.z.write_all(bytes)
+    }
+
+    /// The next word, with its count.
+    pub fn word(&mut self, bytes: &[u8], count: u64) -> std::io::Result<()> {
+        if self.left == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "more words than announced"));
+        }
+        self.left -= 1;
+        let mut buf = Vec::with_capacity(bytes.len() + 12);
+        write_varint(&mut buf, bytes.len() as u64)?;
+        buf.extend_from_slice(bytes);
+        write_varint(&mut buf, count)?;
+        self.body(&buf)
+    }
+
+    /// Ends the file; returns the output and the lexicon's identity.
+    pub fn finish(self) -> std::io::Result<(W, u64)> {
+        if self.left != 0 {
+            return Err(short_of_words(self.left));
+        }
+        let mut out = self.z.finish()?;
+        let identity = self.hasher.digest();
+        out.write_all(&identity.to_le_bytes())?;
+        Ok((out, identity))
     }
 }
 
@@ -289,7 +503,7 @@ impl LexiconBuilder {
 pub struct Renumbering {
     /// By first-seen ID: the word's ID, [`STOP`](Self::STOP) or [`BREAK`](Self::BREAK).
     pub ids: Vec<u32>,
-    /// By word ID: the word's [`word_hash`] (for sieve fingerprints).
+    /// By first-seen ID: the word's [`word_hash`] (for sieve fingerprints).
     pub hashes: Vec<u64>,
 }
 
@@ -298,6 +512,20 @@ impl Renumbering {
     pub const STOP: u32 = u32::MAX;
     /// A word seen once: no repeated n-gram holds it, so it breaks the n-gram window.
     pub const BREAK: u32 = u32::MAX - 1;
+
+    /// For a table that handed out `first_seen` first-seen IDs, every one a
+    /// stop word until [`assign`](Self::assign)ed (words on the stop list
+    /// are never handed to [`Numbering`]).
+    pub fn for_table(first_seen: usize) -> Self {
+        Renumbering { ids: vec![Self::STOP; first_seen], hashes: vec![0; first_seen] }
+    }
+
+    /// Records what the word with this first-seen ID became.
+    #[inline]
+    pub fn assign(&mut self, first_seen: u32, code: u32, hash: u64) {
+        self.ids[first_seen as usize] = code;
+        self.hashes[first_seen as usize] = hash;
+    }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
@@ -356,7 +584,16 @@ pub struct Lexicon {
     /// IDs fixed by an earlier lexicon and extended ([`Lexicon::updated`]),
     /// so no longer in decreasing order of count.
     fixed_ids: bool,
+    /// The words in scope past those held ([`Lexicon::load_limited`]): for
+    /// each ID where the count changes, that ID and the count (counts only
+    /// fall, so this is as long as the distinct counts, not the words).
+    tail: Vec<(u32, u64)>,
+    /// Words in scope past those held.
+    tail_len: u32,
 }
+
+/// Where a limited load ([`Lexicon::load_limited`]) hands the words it does not hold.
+pub type SpillWord<'a> = dyn FnMut(u32, &[u8]) -> std::io::Result<()> + 'a;
 
 impl Lexicon {
     fn from_parts<'a>(
@@ -386,6 +623,8 @@ impl Lexicon {
             total_words: 0,
             identity: 0,
             fixed_ids: false,
+            tail: Vec::new(),
+            tail_len: 0,
         }
     }
 
@@ -458,13 +697,20 @@ impl Lexicon {
         }
     }
 
-    /// Words held in memory; IDs are `0..len()`.
+    /// Words in scope: IDs are `0..len()`. All of them are held in memory
+    /// unless the lexicon was loaded limited ([`held`](Self::held)).
     pub fn len(&self) -> usize {
-        self.counts.len()
+        self.counts.len() + self.tail_len as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.counts.is_empty()
+        self.len() == 0
+    }
+
+    /// Words held in memory, IDs `0..held()`: only these have
+    /// [`word_bytes`](Self::word_bytes) (and are looked up).
+    pub fn held(&self) -> usize {
+        self.counts.len()
     }
 
     /// Words in the lexicon file, including those not loaded.
@@ -476,8 +722,11 @@ impl Lexicon {
     pub fn repeated_len(&self) -> usize {
         if self.fixed_ids {
             self.counts.iter().filter(|&&c| c >= 2).count()
-        } else {
+        } else if self.tail_len == 0 {
             self.counts.partition_point(|&c| c >= 2)
+        } else {
+            let first_once = self.tail.iter().find(|&&(_, c)| c < 2).map_or(self.len(), |&(id, _)| id as usize);
+            first_once.max(self.counts.partition_point(|&c| c >= 2))
         }
     }
 
@@ -534,7 +783,13 @@ impl Lexicon {
     }
 
     pub fn count(&self, id: u32) -> u64 {
-        self.counts[id as usize]
+        match self.counts.get(id as usize) {
+            Some(&c) => c,
+            None => {
+                let at = self.tail.partition_point(|&(first, _)| first <= id);
+                self.tail[at.checked_sub(1).expect("an ID below len()")].1
+            }
+        }
     }
 
     pub fn normalization(&self) -> Normalization {
@@ -564,9 +819,11 @@ impl Lexicon {
             + (self.offsets.capacity() + self.counts.capacity()) * 8
             + self.table.capacity() * (std::mem::size_of::<Slot>() + 1)
             + self.stopwords.iter().map(|s| s.capacity() + 24).sum::<usize>()
+            + self.tail.capacity() * 16
     }
 
     fn compute_identity(&self) -> u64 {
+        debug_assert_eq!(self.tail_len, 0, "a limited lexicon keeps the identity it was loaded with");
         let mut h = Xxh3::new();
         self.write_body(&mut HashWriter(&mut h)).expect("hashing cannot fail");
         h.digest()
@@ -743,6 +1000,24 @@ impl Lexicon {
     /// Reads a lexicon, keeping the words `scope` asks for in memory. The
     /// whole file is always read, so its checksum is always verified.
     pub fn load(path: &Path, scope: Scope) -> Result<Lexicon, LexiconError> {
+        Self::load_with(path, scope, None)
+    }
+
+    /// [`load`](Self::load), holding only the lowest IDs whose words fit
+    /// in `bytes` (words, offsets and counts), and handing each word past
+    /// them to `spill` with its ID; its counts are kept as runs, which are
+    /// as many as the distinct counts. Such a lexicon looks nothing up.
+    /// Only for lexicons in decreasing order of count (not [updated](Self::updated) ones).
+    pub fn load_limited(
+        path: &Path,
+        scope: Scope,
+        bytes: u64,
+        spill: &mut SpillWord<'_>,
+    ) -> Result<Lexicon, LexiconError> {
+        Self::load_with(path, scope, Some((bytes, spill)))
+    }
+
+    fn load_with(path: &Path, scope: Scope, limit: Option<(u64, &mut SpillWord<'_>)>) -> Result<Lexicon, LexiconError> {
         let corrupt = |what: &str| LexiconError::Corrupt { path: path.to_owned(), what: what.to_owned() };
         let io = |e: std::io::Error| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
@@ -776,7 +1051,8 @@ impl Lexicon {
             std::io::ErrorKind::Other if e.raw_os_error().is_none() => corrupt(&zstd_damage(&e)),
             _ => io(e),
         };
-        let lex = read_body(&mut body, scope, version).map_err(from_body)?;
+        let limited = limit.is_some();
+        let lex = read_body(&mut body, scope, version, limit).map_err(from_body)?;
         let mut rest = [0u8; 1];
         if body.read(&mut rest).map_err(from_body)? != 0 {
             return Err(corrupt("trailing bytes in body"));
@@ -791,6 +1067,12 @@ impl Lexicon {
         }
         let mut lex = lex;
         lex.identity = identity;
+        if limited {
+            if lex.fixed_ids {
+                return Err(corrupt("a lexicon with fixed IDs cannot be loaded in part"));
+            }
+            return Ok(lex);
+        }
         if !lex.build_table() {
             return Err(corrupt("a word appears twice"));
         }
@@ -811,7 +1093,12 @@ fn zstd_damage(e: &std::io::Error) -> String {
     format!("zstd frame: {said}")
 }
 
-fn read_body(r: &mut impl Read, scope: Scope, version: u16) -> std::io::Result<Lexicon> {
+fn read_body(
+    r: &mut impl Read,
+    scope: Scope,
+    version: u16,
+    mut limit: Option<(u64, &mut SpillWord<'_>)>,
+) -> std::io::Result<Lexicon> {
     let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
     let mut flags = [0u8; 3];
     r.read_exact(&mut flags)?;
@@ -853,6 +1140,18 @@ fn read_body(r: &mut impl Read, scope: Scope, version: u16) -> std::io::Result<L
             continue;
         }
         std::str::from_utf8(&buf).map_err(|_| bad("word is not UTF-8"))?;
+        if let Some((bytes, spill)) = limit.as_mut() {
+            let held = lex.arena.len() + buf.len() + 16 * (lex.counts.len() + 1);
+            if lex.tail_len > 0 || held as u64 > *bytes {
+                let id = u32::try_from(lex.len()).map_err(|_| bad("over 4 billion words"))?;
+                if lex.tail.last().is_none_or(|&(_, c)| c != count) {
+                    lex.tail.push((id, count));
+                }
+                lex.tail_len += 1;
+                spill(id, &buf)?;
+                continue;
+            }
+        }
         lex.push_word(&buf, count);
     }
     Ok(lex)
@@ -903,4 +1202,23 @@ fn read_string(r: &mut impl Read, buf: &mut Vec<u8>) -> std::io::Result<()> {
     }
     buf.resize(len as usize, 0);
     r.read_exact(buf)
+}
+
+/// Words by ID, for writing n-grams out: a whole lexicon, or one held in
+/// part beside the words a batch needs, read from disk (see `dupgram-vocab`).
+pub trait WordsById {
+    /// The bytes of the word with this ID.
+    fn word_bytes(&self, id: u32) -> &[u8];
+
+    /// The word with this ID.
+    fn word(&self, id: u32) -> &str {
+        // Words come from `&str` tokens or a checked file, so they are UTF-8.
+        std::str::from_utf8(self.word_bytes(id)).unwrap_or("\u{fffd}")
+    }
+}
+
+impl WordsById for Lexicon {
+    fn word_bytes(&self, id: u32) -> &[u8] {
+        Lexicon::word_bytes(self, id)
+    }
 }

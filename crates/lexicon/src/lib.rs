@@ -24,8 +24,8 @@ pub mod tokenize;
 
 pub use cache::WordCache;
 pub use lexicon::{
-    Counted, LEXICON_MAGIC, LEXICON_VERSION, Lexicon, LexiconBuilder, LexiconError, Lookup, Renumbering, Scope,
-    word_hash,
+    Counted, LEXICON_MAGIC, LEXICON_VERSION, Lexicon, LexiconBuilder, LexiconError, LexiconWriter, Lookup, Numbering,
+    RankedWord, Renumbering, Scope, Seen, SpillWord, TableWord, WordsById, rank_order, word_hash,
 };
 pub use tokenize::{MAX_TOKEN_BYTES, NUMBER_TOKEN, Normalization, TokenMode, Tokenizer, tokenize};
 

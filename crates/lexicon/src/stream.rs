@@ -9,13 +9,22 @@
 //! into the lexicon's. Frequent words are met early, so most tokens take one
 //! or two bytes.
 //!
+//! A word met after the lexicon's table was frozen (its memory full) has no
+//! first-seen ID: it is written as [`OVERFLOW`], and the `n`-th overflow
+//! token of a stream learns its ID from the `n`-th entry of a side file
+//! made after the pass (see `dupgram-vocab`).
+//!
 //! ```text
 //! magic "DGWIDS\r\n" | version u16 LE | 0 u16 | 0 u32
 //! frames, each:
 //!   length u32 LE (1 ..= MAX_FRAME_BYTES) | XXH3-64 of the payload u64 LE
-//!   payload: LEB128 varints; 0 ends a document, k ≥ 1 is the word with first-seen ID k − 1
+//!   payload: LEB128 varints; 0 ends a document, 1 is a word of the overflow,
+//!            k ≥ 2 is the word with first-seen ID k − 2
 //! end: length 0 u32 | documents u64 LE | words u64 LE | XXH3-64 of those 16 bytes u64 LE
 //! ```
+//!
+//! Version 1 had no overflow code (k ≥ 1 was first-seen ID k − 1); streams
+//! are temporary files, so this build reads version 2 only.
 //!
 //! A document may run across frames. Stop words on the stop list are not
 //! written (they only count as tokens). Nothing may follow the end.
@@ -27,11 +36,15 @@ use xxhash_rust::xxh3::xxh3_64;
 /// First eight bytes of a word-ID stream.
 pub const STREAM_MAGIC: &[u8; 8] = b"DGWIDS\r\n";
 /// The stream format this build writes and reads.
-pub const STREAM_VERSION: u16 = 1;
+pub const STREAM_VERSION: u16 = 2;
 /// The largest frame payload a reader accepts (and a writer makes: it cuts frames far below).
 pub const MAX_FRAME_BYTES: usize = 16 << 20;
 /// The code that ends a document.
 pub const END_OF_DOCUMENT: u32 = 0;
+/// The code of a word met after the table was frozen.
+pub const OVERFLOW: u32 = 1;
+/// The code of first-seen ID 0; ID `i` is `FIRST_WORD + i`.
+pub const FIRST_WORD: u32 = 2;
 /// A writer cuts its frame when the payload reaches this: a reader then
 /// holds at most this plus one number, and a code (4 bytes) per byte of it.
 pub const FRAME_TARGET: usize = 64 << 10;
@@ -71,8 +84,19 @@ impl<W: Write> StreamWriter<W> {
     /// A word, by first-seen ID.
     #[inline]
     pub fn word(&mut self, first_seen: u32) -> std::io::Result<()> {
+        self.code(u64::from(first_seen) + u64::from(FIRST_WORD))
+    }
+
+    /// A word of the overflow (no first-seen ID).
+    #[inline]
+    pub fn overflow(&mut self) -> std::io::Result<()> {
+        self.code(u64::from(OVERFLOW))
+    }
+
+    #[inline]
+    fn code(&mut self, code: u64) -> std::io::Result<()> {
         self.words += 1;
-        push_varint(&mut self.frame, u64::from(first_seen) + 1);
+        push_varint(&mut self.frame, code);
         self.cut_if_full()
     }
 
@@ -140,7 +164,7 @@ pub struct StreamReader<R: Read> {
 }
 
 impl<R: Read> StreamReader<R> {
-    /// Checks the header of a stream over a vocabulary of `vocabulary` words.
+    /// Checks the header of a stream whose first-seen IDs are below `vocabulary`.
     pub fn new(mut input: R, vocabulary: u32) -> Result<Self, StreamError> {
         let mut head = [0u8; 16];
         input.read_exact(&mut head).map_err(|e| match e.kind() {
@@ -159,7 +183,7 @@ impl<R: Read> StreamReader<R> {
         }
         Ok(StreamReader {
             input,
-            max_code: u64::from(vocabulary),
+            max_code: u64::from(vocabulary) + u64::from(FIRST_WORD) - 1,
             payload: Vec::new(),
             documents: 0,
             words: 0,
@@ -167,8 +191,9 @@ impl<R: Read> StreamReader<R> {
         })
     }
 
-    /// Replaces `codes` with the next frame's codes ([`END_OF_DOCUMENT`], or
-    /// first-seen ID + 1); false at the end of the stream, once its totals are checked.
+    /// Replaces `codes` with the next frame's codes ([`END_OF_DOCUMENT`],
+    /// [`OVERFLOW`], or [`FIRST_WORD`] + first-seen ID); false at the end of
+    /// the stream, once its totals are checked.
     pub fn next_frame(&mut self, codes: &mut Vec<u32>) -> Result<bool, StreamError> {
         codes.clear();
         if self.done {
@@ -296,10 +321,16 @@ mod tests {
     fn codes_come_back_as_written() {
         let big: Vec<u32> = (0..200_000u32).map(|i| i * 7919 % 300_000).collect();
         let bytes = written(&[&[0, 1, 2], &[], &big, &[299_999]]);
-        let mut want = vec![1, 2, 3, 0, 0];
-        want.extend(big.iter().map(|&i| i + 1));
-        want.extend([0, 300_000, 0]);
+        let mut want = vec![2, 3, 4, 0, 0];
+        want.extend(big.iter().map(|&i| i + 2));
+        want.extend([0, 300_001, 0]);
         assert_eq!(read_all(&bytes, 300_000).unwrap(), want);
+        let mut w = StreamWriter::new(Vec::new()).unwrap();
+        w.overflow().unwrap();
+        w.word(0).unwrap();
+        w.end_document().unwrap();
+        let (out, _) = w.finish().unwrap();
+        assert_eq!(read_all(&out, 1).unwrap(), vec![OVERFLOW, FIRST_WORD, END_OF_DOCUMENT]);
     }
 
     #[test]

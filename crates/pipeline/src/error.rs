@@ -54,6 +54,18 @@ impl PipelineError {
     }
 }
 
+impl From<dupgram_vocab::VocabError> for PipelineError {
+    fn from(e: dupgram_vocab::VocabError) -> Self {
+        use dupgram_vocab::VocabError;
+        match e {
+            VocabError::Io { path, error } => PipelineError::Io { path, error },
+            VocabError::Run(r) => PipelineError::Run(r),
+            VocabError::Interrupted => PipelineError::Interrupted,
+            other => PipelineError::Corrupt(other.to_string()),
+        }
+    }
+}
+
 impl<E: Into<PipelineError>> From<dupgram_merge::MergeError<E>> for PipelineError {
     fn from(e: dupgram_merge::MergeError<E>) -> Self {
         match e {

@@ -1,7 +1,6 @@
 //! `count_ngrams`: every n-gram that occurs at least `min_count` times, exactly, in fixed memory.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
@@ -10,10 +9,17 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
-use dupgram_lexicon::{Lexicon, LexiconBuilder, Normalization, Renumbering, Scope, Tokenizer, WordCache, word_hash};
+use dupgram_lexicon::stream::{END_OF_DOCUMENT, FIRST_WORD, OVERFLOW};
+use dupgram_lexicon::{
+    Lexicon, LexiconBuilder, Normalization, Scope, Seen, Tokenizer, WordCache, WordsById, word_hash,
+};
 use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::RunHeader;
 use dupgram_sieve::{DelayLine, Filling, InsertLine, RollingFingerprint, Sieve, Slot};
+use dupgram_vocab::{
+    BatchWords, DiskWords, DiskWordsWriter, HeldWords, Numbered, OverflowLog, OverflowRuns, RareWords, VocabError,
+    VocabularyPlan, number_vocabulary,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::control::Control;
@@ -24,7 +30,7 @@ use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak
 use crate::merging::merge_in;
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
-use crate::stream_walk::{IdWalk, StreamJob, Streamed, fill_sieve, phase_of};
+use crate::stream_walk::{StreamJob, Streamed, fill_sieve, phase_of};
 use crate::words::{WordsFile, WordsOut, each_stream, read_words};
 
 /// What to count, and with what resources.
@@ -72,6 +78,13 @@ pub struct Limits {
     /// each on a thread of its own (1 or 2; see [`crate::index`]), instead
     /// of two when there are two threads or more.
     pub merge_buckets: Option<usize>,
+    /// Freeze the lexicon pass's table of words once it holds this many, so
+    /// the words met after it go through the overflow logs (see
+    /// `dupgram-vocab`), whatever the memory: the same results either way.
+    pub table_words: Option<usize>,
+    /// Hold at most this many bytes of words while writing n-grams out; the
+    /// others are read from disk for each batch (see [`dupgram_vocab::DiskWords`]).
+    pub output_word_bytes: Option<u64>,
     /// `pairs`: document sets of at least this many documents are paired
     /// once for all the n-grams they hold (see `crate::shared_sets`);
     /// `usize::MAX` pairs every n-gram's documents as they come.
@@ -160,6 +173,13 @@ pub struct NgramStats {
     pub vocabulary: u64,
     /// Words seen at least twice: the only ones a duplicate n-gram can hold.
     pub repeated_words: u64,
+    /// Distinct words met only after the lexicon's table had used its room,
+    /// counted and numbered out of core (0 when the table held them all).
+    #[serde(default)]
+    pub overflow_words: u64,
+    /// Tokens of those words.
+    #[serde(default)]
+    pub overflow_tokens: u64,
     pub stopwords: u64,
     /// N-gram occurrences (positions).
     pub ngrams: u64,
@@ -227,7 +247,7 @@ pub(crate) fn tokenise_for_index(
         .map_err(|what| memory_error(config, what))?;
     let mut job = Job { config, control, plan, work, inputs: config.inputs.clone() };
     let first_inputs = job.spool_stdin();
-    let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, documents } =
+    let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, documents, .. } =
         job.tokenise(&first_inputs, true, stats, started)?;
     stats.bytes_spilled += spooled_bytes(&first_inputs);
     let sieve_filled = sieve.is_some();
@@ -297,9 +317,9 @@ impl<'a> Passes<'a> {
         let shared: SharedSieve = RwLock::new(sieve);
         // Tasks of one job combine their sieves: a task's sieve keeps the job's size.
         let kind = LexiconPassKind { fused, streams: false, documents: false, may_halve: false };
-        let (builder, read, _, _) = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
-        record_read(&read, stats);
-        Ok((builder, shared.into_inner().unwrap_or_else(|p| p.into_inner())))
+        let pass = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
+        record_read(&pass.read, stats);
+        Ok((pass.builder, shared.into_inner().unwrap_or_else(|p| p.into_inner())))
     }
 
     /// Records how full a (combined) sieve is in `stats`; drops it when it
@@ -332,7 +352,7 @@ impl<'a> Passes<'a> {
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        self.job.merge_pass(runs, entries, lexicon, self.job.config.min_count, stats, emit)
+        self.job.merge_pass(runs, entries, lexicon, WordSource::Held(lexicon), self.job.config.min_count, stats, emit)
     }
 
     /// Merges runs of any kind (`header`'s) into `sink`, which gets each
@@ -346,7 +366,7 @@ impl<'a> Passes<'a> {
         lexicon: &Lexicon,
         sink: &mut S,
     ) -> Result<u64, PipelineError> {
-        let fan_in = self.job.merge_fan_in(lexicon);
+        let fan_in = self.job.merge_fan_in(lexicon.heap_bytes() as u64);
         self.job.control.progress.start("merging", None);
         let work = self.job.work;
         let report = merge_in(work, "merge-runs", runs, header, fan_in, sink, self.job.control)?;
@@ -363,7 +383,7 @@ impl<'a> Passes<'a> {
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        self.job.merge_pass(runs, entries, lexicon, 1, stats, emit)
+        self.job.merge_pass(runs, entries, lexicon, WordSource::Held(lexicon), 1, stats, emit)
     }
 }
 
@@ -470,8 +490,9 @@ impl Job<'_> {
         started: Instant,
     ) -> Result<(Lexicon, Option<tempfile::NamedTempFile>), PipelineError> {
         let config = self.config;
-        let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, .. } =
+        let Tokenised { lexicon, words, lexicon_file, sieve, renumbering, streams, .. } =
             self.tokenise(&config.inputs, false, stats, started)?;
+        let words = words.ok_or_else(|| PipelineError::Usage("internal error: a count without its words".into()))?;
         // No sieve came out of the lexicon pass (none was filled there, or it
         // was too full or had to go): a fresh one, filled from the streams.
         let refill = config.sieve && sieve.is_none();
@@ -513,7 +534,7 @@ impl Job<'_> {
             }
             let t = Instant::now();
             let runs = counted.runs.into_iter().map(|(_, run)| run).collect();
-            self.merge_pass(runs, counted.entries, &lexicon, config.min_count, stats, emit)?;
+            self.merge_pass(runs, counted.entries, &lexicon, WordSource::Disk(&words), config.min_count, stats, emit)?;
             stats.seconds.merge += t.elapsed().as_secs_f64();
         }
         drop(sieve);
@@ -572,15 +593,40 @@ impl Job<'_> {
         let fused = config.sieve && !self.sieve_after_lexicon();
         let sieve: SharedSieve = RwLock::new(if fused { self.sized_sieve() } else { None });
         let kind = LexiconPassKind { fused, streams: true, documents, may_halve: true };
-        let (builder, read, streams, docs) = self.lexicon_pass(inputs, &sieve, kind, stats)?;
+        let LexiconPass { builder, read, streams, documents: docs, overflow } =
+            self.lexicon_pass(inputs, &sieve, kind, stats)?;
         record_read(&read, stats);
         stats.bytes_spilled += streams.iter().map(|s| s.bytes).sum::<u64>();
-        let vocabulary = builder.len() as u32;
-        let (lexicon_file, renumbering) = self.write_lexicon(builder)?;
+        let vocabulary = builder.first_seen_len() as u32;
+        // The sieve, when this pass filled it, stays beside the numbering.
+        let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
+        let (lexicon_file, numbered) = self.write_lexicon(builder, overflow, sieve_bytes)?;
+        stats.overflow_words = numbered.overflow_words;
+        stats.overflow_tokens = numbered.overflow_tokens;
+        stats.bytes_spilled += numbered.spilled;
         stats.seconds.lexicon = started.elapsed().as_secs_f64();
 
-        let mut lexicon = Lexicon::load(lexicon_file.path(), Scope::Repeated)?;
-        lexicon.drop_lookup();
+        // The words are kept on disk, for the output only: none is held in memory.
+        let (lexicon, words) = if documents {
+            (Lexicon::load_limited(lexicon_file.path(), Scope::Repeated, 0, &mut |_, _| Ok(()))?, None)
+        } else {
+            let path = self.work.join("words.dgi");
+            let mut out = DiskWordsWriter::create(&path, 0)?;
+            let mut failure = None;
+            let lexicon = Lexicon::load_limited(lexicon_file.path(), Scope::Repeated, 0, &mut |_, word| {
+                out.push(word).map_err(|e| {
+                    let message = e.to_string();
+                    failure = Some(e);
+                    std::io::Error::other(message)
+                })
+            });
+            if let Some(e) = failure {
+                return Err(e.into());
+            }
+            let lexicon = lexicon?;
+            stats.bytes_spilled += out.finish()?.bytes();
+            (lexicon, Some(path))
+        };
         stats.vocabulary = lexicon.total_words();
         stats.repeated_words = lexicon.repeated_len() as u64;
         stats.stopwords = lexicon.stopwords().len() as u64;
@@ -589,24 +635,40 @@ impl Job<'_> {
             settle_sieve(&sieve, stats);
         }
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
-        let renumbering = Streamed { renumbering, vocabulary };
-        Ok(Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, documents: docs })
+        let renumbering = Streamed { renumbering: numbered.renumbering, vocabulary, sides: numbered.sides };
+        Ok(Tokenised { lexicon, words, lexicon_file, sieve, renumbering, streams, documents: docs })
     }
 
-    /// Numbers the words and writes the lexicon file (in `lexicon_dir`, or
-    /// the work directory); returns it and how first-seen IDs become word IDs.
-    fn write_lexicon(&self, builder: LexiconBuilder) -> Result<(tempfile::NamedTempFile, Renumbering), PipelineError> {
+    /// Numbers the words — the table's and, when it was frozen, those of
+    /// the overflow logs — and writes the lexicon file (in `lexicon_dir`,
+    /// or the work directory); returns it and what every first-seen ID and
+    /// overflow token became. `beside` bytes (a sieve) stay held meanwhile.
+    fn write_lexicon(
+        &self,
+        builder: LexiconBuilder,
+        overflow: Vec<OverflowRuns>,
+        beside: u64,
+    ) -> Result<(tempfile::NamedTempFile, Numbered<()>), PipelineError> {
         let config = self.config;
         let dir = config.lexicon_dir.as_deref().unwrap_or(self.work);
-        let mut file = crate::output::temp_beside(dir, "dupgram-lexicon").map_err(|e| PipelineError::io(dir, e))?;
+        let file = crate::output::temp_beside(dir, "dupgram-lexicon").map_err(|e| PipelineError::io(dir, e))?;
         let path = file.path().to_owned();
-        let mut out = std::io::BufWriter::new(file.as_file_mut());
-        let (_, renumbering) = builder
-            .write_renumbered(config.norm, config.stop_top, &mut out)
-            .and_then(|r| out.flush().map(|()| r))
-            .map_err(|e| PipelineError::io(&path, e))?;
-        drop(out);
-        Ok((file, renumbering))
+        let memory = self.plan.working().saturating_sub(builder.heap_bytes() as u64 + beside);
+        let plan = VocabularyPlan { dir: self.work, memory, stop: self.control };
+        let numbered = {
+            let out = std::io::BufWriter::new(file.as_file());
+            let numbered = number_vocabulary(&builder, overflow, (config.norm, config.stop_top), out, &plan).map_err(
+                |e| match e {
+                    VocabError::Lexicon(error) => PipelineError::io(&path, error),
+                    other => other.into(),
+                },
+            )?;
+            let Numbered { out, identity, renumbering, sides, words, overflow_words, overflow_tokens, spilled } =
+                numbered;
+            out.into_inner().map_err(|e| PipelineError::io(&path, e.into_error()))?;
+            Numbered { out: (), identity, renumbering, sides, words, overflow_words, overflow_tokens, spilled }
+        };
+        Ok((file, numbered))
     }
 
     /// The count pass over the word streams: what [`count_pass`](Self::count_pass)
@@ -664,14 +726,16 @@ impl Job<'_> {
         let outputs = each_stream(streams, |worker, file, abort| {
             let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, &[]);
             let mut keep = KeepNgrams::new(sieve, range, spill);
-            let mut walk = IdWalk::<L>::new(layout, &streamed.renumbering, sieve.is_some());
+            let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
             let documents = read_words(file, streamed.vocabulary, self.control, abort, |codes| {
                 walk.codes(codes, &mut keep);
+                walk.check()?;
                 keep.flush_line()
             })?;
+            let ngrams = walk.ngrams;
+            walk.finish()?;
             keep.flush_line()?;
             keep.spill.write()?;
-            let ngrams = walk.ngrams;
             Ok((keep.spill, documents, ngrams))
         })?;
         let mut total = CountPassTotals::default();
@@ -800,7 +864,7 @@ impl Job<'_> {
         sieve: &SharedSieve,
         kind: LexiconPassKind,
         stats: &mut NgramStats,
-    ) -> Result<(LexiconBuilder, ReadStats, Vec<WordsFile>, Vec<StreamDocs>), PipelineError> {
+    ) -> Result<LexiconPass, PipelineError> {
         let LexiconPassKind { fused, streams, documents, may_halve } = kind;
         let config = self.config;
         self.control.progress.start("lexicon", self.total_input_bytes());
@@ -808,9 +872,14 @@ impl Job<'_> {
         let cache_slots =
             (self.plan.working() as usize / 256 / config.threads / WordCache::SLOT_BYTES).clamp(1 << 8, 1 << 16);
         let per_worker = LEXICON_WORKER_BYTES + (cache_slots * WordCache::SLOT_BYTES) as u64;
+        let working = self.plan.working().saturating_sub(config.threads as u64 * per_worker);
+        let overflow = working / OVERFLOW_SHARE;
         let budget = LexiconBudget {
-            working: self.plan.working().saturating_sub(config.threads as u64 * per_worker),
+            working,
             may_halve,
+            may_freeze: streams,
+            overflow,
+            word_limit: config.limits.table_words,
             dropped_sieve: std::sync::OnceLock::new(),
             halvings: std::sync::atomic::AtomicU32::new(0),
             documents: AtomicU64::new(0),
@@ -835,6 +904,8 @@ impl Job<'_> {
                 misses: Vec::new(),
                 docs: documents.then(StreamDocs::default),
                 docs_reported: 0,
+                overflow: streams.then(|| OverflowLog::new(self.work, worker, overflow / config.threads as u64)),
+                overflowed: Vec::new(),
             });
         }
         let options = self.read_options();
@@ -844,15 +915,15 @@ impl Job<'_> {
         }
         stats.sieve.halvings = budget.halvings.into_inner();
         let builder = shared.into_inner().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-        stats.long_tokens = outputs.iter().map(|(long, _, _)| long).sum();
+        stats.long_tokens = outputs.iter().map(|w| w.long_tokens).sum();
         stats.tokens = builder.tokens();
-        let mut files = Vec::new();
-        let mut docs = Vec::new();
-        for (_, file, listed) in outputs {
-            files.extend(file);
-            docs.extend(listed);
+        let mut pass = LexiconPass { builder, read, streams: Vec::new(), documents: Vec::new(), overflow: Vec::new() };
+        for w in outputs {
+            pass.streams.extend(w.stream);
+            pass.documents.extend(w.documents);
+            pass.overflow.extend(w.overflow.filter(|o| !o.is_empty()));
         }
-        Ok((builder, read, files, docs))
+        Ok(pass)
     }
 
     /// Counts the n-grams of `inputs` into sorted runs in the work
@@ -942,26 +1013,32 @@ impl Job<'_> {
         Ok(total)
     }
 
-    /// Merges all runs; the n-grams found go to `emit` on a thread of
-    /// their own, so formatting and writing the output overlap decoding.
-    /// Runs a merge may read at once: a block buffer each, in what the
-    /// lexicon and the output leave of the working memory.
-    fn merge_fan_in(&self, lexicon: &Lexicon) -> usize {
+    /// Runs a merge may read at once: a block buffer each, in what
+    /// `held` bytes (words for the output) and the output leave of the working memory.
+    fn merge_fan_in(&self, held: u64) -> usize {
         let per_run = 72 * 1024 + 4 * self.config.n as u64;
-        let room = self.plan.working().saturating_sub(lexicon.heap_bytes() as u64 + OUTPUT_BYTES + WRITER_BYTES);
+        let room = self.plan.working().saturating_sub(held + OUTPUT_BYTES + WRITER_BYTES);
         self.config.limits.fan_in.unwrap_or_else(|| ((room / per_run) as usize).clamp(2, open_file_allowance()))
     }
 
+    /// Merges all runs; the n-grams found go to `emit` on a thread of
+    /// their own, so formatting and writing the output overlap decoding.
+    /// `lexicon` names the runs' lexicon; `words` is where the output finds
+    /// the n-grams' words.
+    #[allow(clippy::too_many_arguments)]
     fn merge_pass(
         &self,
         runs: Vec<RunFile>,
         entries: u64,
         lexicon: &Lexicon,
+        words: WordSource<'_>,
         min_count: u64,
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        let fan_in = self.merge_fan_in(lexicon);
+        let held = self.config.limits.output_word_bytes.unwrap_or(self.plan.working() / 2);
+        let mut output = OutputWords::open(words, held)?;
+        let fan_in = self.merge_fan_in(output.heap_bytes());
         stats.fan_in = fan_in;
         self.control.progress.start("merging", Some(entries));
         let header = RunHeader::counts(self.config.n as u8, lexicon.identity());
@@ -975,8 +1052,9 @@ impl Job<'_> {
         std::thread::scope(|scope| {
             let writer = scope.spawn(move || -> Result<(), PipelineError> {
                 for mut batch in full_rx {
+                    let words = output.batch(&batch.ids)?;
                     for (ids, &count) in batch.ids.chunks_exact(n).zip(&batch.counts) {
-                        emit(lexicon, ids, count)?;
+                        emit(&words, ids, count)?;
                     }
                     batch.ids.clear();
                     batch.counts.clear();
@@ -1014,6 +1092,78 @@ impl Job<'_> {
             stats.output_ngrams += written;
             Ok(())
         })
+    }
+}
+
+/// Where a merge's output finds the words of the n-grams it writes.
+#[derive(Clone, Copy)]
+pub(crate) enum WordSource<'a> {
+    /// A lexicon that holds every word in scope.
+    Held(&'a Lexicon),
+    /// The words by ID on disk ([`dupgram_vocab::DiskWords`]): those of the
+    /// lowest IDs are read into memory first, the rest looked up per batch.
+    Disk(&'a Path),
+}
+
+/// The output's words: those held in memory, and the file the others are
+/// looked up in, a batch of n-grams at a time.
+enum OutputWords<'a> {
+    Held(&'a Lexicon),
+    Disk { held: HeldWords, disk: Box<DiskWords>, wanted: Vec<u32>, rare: RareWords },
+}
+
+impl<'a> OutputWords<'a> {
+    /// Holds the words of the lowest IDs within `bytes`.
+    fn open(source: WordSource<'a>, bytes: u64) -> Result<Self, PipelineError> {
+        Ok(match source {
+            WordSource::Held(lexicon) => OutputWords::Held(lexicon),
+            WordSource::Disk(path) => {
+                let mut disk = DiskWords::open(path)?;
+                let held = disk.read_held(bytes)?;
+                OutputWords::Disk { held, disk: Box::new(disk), wanted: Vec::new(), rare: RareWords::default() }
+            }
+        })
+    }
+
+    /// Bytes held (the lexicon's is counted where it is loaded).
+    fn heap_bytes(&self) -> u64 {
+        match self {
+            OutputWords::Held(_) => 0,
+            OutputWords::Disk { held, .. } => held.heap_bytes(),
+        }
+    }
+
+    /// The words of a batch of n-grams (`ids`, all their IDs): those not
+    /// held are read from disk first, in increasing order.
+    fn batch(&mut self, ids: &[u32]) -> Result<BatchWordsOf<'_>, PipelineError> {
+        match self {
+            OutputWords::Held(lexicon) => Ok(BatchWordsOf::Held(lexicon)),
+            OutputWords::Disk { held, disk, wanted, rare } => {
+                let held_len = held.len();
+                wanted.clear();
+                wanted.extend(ids.iter().copied().filter(|&id| id >= held_len));
+                wanted.sort_unstable();
+                wanted.dedup();
+                rare.clear();
+                disk.resolve(wanted, rare)?;
+                Ok(BatchWordsOf::Disk(BatchWords { held: &*held, held_len, rare: &*rare }))
+            }
+        }
+    }
+}
+
+/// One batch's words, as [`OutputWords::batch`] gives them.
+enum BatchWordsOf<'a> {
+    Held(&'a Lexicon),
+    Disk(BatchWords<'a>),
+}
+
+impl WordsById for BatchWordsOf<'_> {
+    fn word_bytes(&self, id: u32) -> &[u8] {
+        match self {
+            BatchWordsOf::Held(lexicon) => lexicon.word_bytes(id),
+            BatchWordsOf::Disk(words) => words.word_bytes(id),
+        }
     }
 }
 
@@ -1098,6 +1248,26 @@ const WRITER_BYTES: u64 = 256 * 1024;
 const OUTPUT_BYTES: u64 = 2 << 20;
 const MIN_CHUNK_NGRAMS: u64 = 4096;
 
+/// What a lexicon pass leaves.
+struct LexiconPass {
+    builder: LexiconBuilder,
+    read: ReadStats,
+    /// The word streams, one per worker, when written.
+    streams: Vec<WordsFile>,
+    /// Each stream's documents, when listed.
+    documents: Vec<StreamDocs>,
+    /// The overflow logs of the streams that had overflow tokens.
+    overflow: Vec<OverflowRuns>,
+}
+
+/// What one lexicon-pass worker leaves.
+struct LexiconWorkerOutput {
+    long_tokens: u64,
+    stream: Option<WordsFile>,
+    documents: Option<StreamDocs>,
+    overflow: Option<OverflowRuns>,
+}
+
 /// What a lexicon pass does besides counting words.
 #[derive(Debug, Clone, Copy)]
 struct LexiconPassKind {
@@ -1119,6 +1289,14 @@ struct LexiconBudget {
     /// Whether the sieve may shrink (by halves) to make room, rather than go
     /// at once: not when tasks of one job must all have sieves of one size.
     may_halve: bool,
+    /// Whether the table may stop taking words when it has no more room
+    /// ([`LexiconBuilder::freeze`]): only when the workers write word
+    /// streams, whose overflow tokens their logs resolve afterwards.
+    may_freeze: bool,
+    /// Bytes set aside for the workers' overflow logs.
+    overflow: u64,
+    /// Freeze at this many words whatever the memory ([`Limits::table_words`]).
+    word_limit: Option<usize>,
     dropped_sieve: std::sync::OnceLock<String>,
     halvings: std::sync::atomic::AtomicU32,
     /// Bytes of the workers' document lists, which share the vocabulary's room.
@@ -1132,17 +1310,38 @@ const SIEVE_BYTES_PER_NGRAM: u64 = 4;
 /// The sieve shrinks no further than this; below it, it goes.
 const MIN_SIEVE_BYTES: usize = 256 << 10;
 
+/// What the vocabulary's growth asks of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TableRoom {
+    /// Room to grow.
+    Grow,
+    /// No room: take no new words (they go to the overflow logs).
+    Freeze,
+}
+
 impl LexiconBudget {
-    /// Halves the sieve (or drops it) while the vocabulary needs its room,
-    /// and fails when even no sieve is not enough.
-    fn check(&self, bytes: u64, words: usize, sieve: &SharedSieve) -> Result<(), PipelineError> {
+    /// Whether the table may still grow. When the vocabulary needs the
+    /// room the sieve holds, the table is frozen if it may be (words it
+    /// does not hold go to the overflow logs, and the sieve keeps its
+    /// size); else the sieve is halved (or dropped), and the job fails when
+    /// even no sieve is not enough.
+    fn check(&self, bytes: u64, words: usize, sieve: &SharedSieve) -> Result<TableRoom, PipelineError> {
         // Numbering the words needs about as much again as counting them;
         // the workers' document lists (see `StreamDocs`) take their bytes once.
         let documents = self.documents.load(Ordering::Relaxed);
-        let room = |sieve_bytes: u64| self.working.saturating_sub(sieve_bytes + documents) / 2;
+        let reserve = if self.may_freeze { self.overflow } else { 0 };
+        let room = |sieve_bytes: u64| self.working.saturating_sub(sieve_bytes + documents + reserve) / 2;
         let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
+        if self.may_freeze && self.word_limit.is_some_and(|limit| words >= limit) {
+            return Ok(TableRoom::Freeze);
+        }
+        if bytes <= room(sieve_bytes) {
+            return Ok(TableRoom::Grow);
+        }
+        if self.may_freeze && bytes <= room(0).max(room(sieve_bytes) + TABLE_SLACK) {
+            return Ok(TableRoom::Freeze);
+        }
         if sieve_bytes > 0
-            && bytes > room(sieve_bytes)
             && let Ok(mut guard) = sieve.write()
         {
             while let Some(s) = guard.as_mut() {
@@ -1163,15 +1362,20 @@ impl LexiconBudget {
         if bytes > without_sieve {
             return Err(PipelineError::Memory {
                 budget: self.budget.clone(),
-                what: format!(
-                    "the vocabulary alone outgrew {} after {words} distinct words",
-                    human_bytes(without_sieve)
-                ),
+                what: if self.may_freeze {
+                    format!("the document lists left the words no room ({} of them)", human_bytes(documents))
+                } else {
+                    format!("the vocabulary alone outgrew {} after {words} distinct words", human_bytes(without_sieve))
+                },
             });
         }
-        Ok(())
+        Ok(if self.may_freeze { TableRoom::Freeze } else { TableRoom::Grow })
     }
 }
+
+/// How far past its room a table may be when it is frozen: the words a
+/// worker hands over at once, which all join before the next check.
+const TABLE_SLACK: u64 = 4 << 20;
 
 /// The words of one batch, gathered so the shared lexicon is locked once per batch.
 #[derive(Default)]
@@ -1209,6 +1413,10 @@ struct LexiconWorker<'a> {
     docs: Option<StreamDocs>,
     /// The bytes of `docs` already added to the budget's count.
     docs_reported: u64,
+    /// Where the stream's overflow tokens go (words met after the table was frozen).
+    overflow: Option<OverflowLog>,
+    /// The buffered misses (by index) the frozen table did not hold, in token order.
+    overflowed: Vec<usize>,
 }
 
 /// Text tokenised between two looks at how full a worker's [`TokenBuffer`] is.
@@ -1284,23 +1492,28 @@ impl LexiconWorker<'_> {
         let grown = docs.saturating_sub(self.docs_reported);
         self.docs_reported = docs;
         self.budget.documents.fetch_add(grown, Ordering::Relaxed);
-        self.budget.check(bytes, words, self.sieve)
+        if self.budget.check(bytes, words, self.sieve)? == TableRoom::Freeze {
+            let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
+            lexicon.freeze();
+        }
+        Ok(())
     }
 
     /// Counts the buffered words: those in the worker's cache there, the
-    /// others in the shared lexicon, under its lock; their stream codes go
-    /// to `codes` in token order. Returns the bytes the vocabulary holds
-    /// (the lexicon's and this worker's cache) and the distinct words.
+    /// others in the shared lexicon, under its lock, and those the frozen
+    /// lexicon does not hold in the worker's overflow log; their stream
+    /// codes go to `codes` in token order. Returns the bytes the vocabulary
+    /// holds (the lexicon's and this worker's cache) and the distinct words.
     fn count_words(&mut self) -> Result<(u64, usize), PipelineError> {
         let streaming = self.stream.is_some();
         let mut start = 0u32;
         for &(end, hash) in &self.words.words {
             if (end, hash) == DOCUMENT_END {
-                self.codes.push(0);
+                self.codes.push(END_OF_DOCUMENT);
                 continue;
             }
             match self.cache.hit(&self.words.bytes[start as usize..end as usize], hash) {
-                Some(Some(id)) if streaming => self.codes.push(id + 1),
+                Some(Some(id)) if streaming => self.codes.push(id + FIRST_WORD),
                 Some(_) => {}
                 None => {
                     self.misses.push((start, end, hash, self.codes.len()));
@@ -1313,16 +1526,33 @@ impl LexiconWorker<'_> {
         }
         let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
         let mut stops = false;
-        for &(start, end, hash, at) in &self.misses {
-            let id = self.cache.miss(&mut lexicon, &self.words.bytes[start as usize..end as usize], hash);
+        for (i, &(start, end, hash, at)) in self.misses.iter().enumerate() {
+            let seen = self.cache.miss(&mut lexicon, &self.words.bytes[start as usize..end as usize], hash);
             if streaming {
-                self.codes[at] = id.map_or(STOP_CODE, |id| id + 1);
-                stops |= id.is_none();
+                self.codes[at] = match seen {
+                    Seen::Word(id) => id + FIRST_WORD,
+                    Seen::Stop => {
+                        stops = true;
+                        STOP_CODE
+                    }
+                    Seen::Overflow => {
+                        self.overflowed.push(i);
+                        OVERFLOW
+                    }
+                };
             }
         }
         lexicon.add_stop_tokens(self.words.stop_tokens);
         let seen = (lexicon.heap_bytes() as u64 + self.cache.heap_bytes() as u64, lexicon.len());
         drop(lexicon);
+        // Logged outside the lock: a log that fills sorts and writes a run.
+        if let Some(log) = self.overflow.as_mut() {
+            for &i in &self.overflowed {
+                let (start, end, hash, _) = self.misses[i];
+                log.push(&self.words.bytes[start as usize..end as usize], hash)?;
+            }
+        }
+        self.overflowed.clear();
         self.misses.clear();
         if stops {
             // A word the lexicon counts as a stop word has no code.
@@ -1377,6 +1607,10 @@ impl StreamDocs {
 /// A stream code no word has: marks a stop word's place until it is dropped.
 const STOP_CODE: u32 = u32::MAX;
 
+/// The overflow logs of all workers take this share of the lexicon pass's
+/// working memory (one over it), set aside from the table's room.
+const OVERFLOW_SHARE: u64 = 16;
+
 /// The length of the next part of `text` to tokenise: at most [`FEED_BYTES`], cut between characters.
 fn feed_cut(text: &str) -> usize {
     if text.len() <= FEED_BYTES {
@@ -1390,7 +1624,7 @@ fn feed_cut(text: &str) -> usize {
 }
 
 impl BatchWorker for LexiconWorker<'_> {
-    type Output = (u64, Option<WordsFile>, Option<StreamDocs>);
+    type Output = LexiconWorkerOutput;
 
     fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
         for piece in &batch.pieces {
@@ -1417,8 +1651,9 @@ impl BatchWorker for LexiconWorker<'_> {
         let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
         self.cache.flush(&mut lexicon);
         drop(lexicon);
-        let file = self.stream.map(WordsOut::finish).transpose()?;
-        Ok((self.tokenizer.long_tokens(), file, self.docs))
+        let stream = self.stream.map(WordsOut::finish).transpose()?;
+        let overflow = self.overflow.map(OverflowLog::finish).transpose()?;
+        Ok(LexiconWorkerOutput { long_tokens: self.tokenizer.long_tokens(), stream, documents: self.docs, overflow })
     }
 }
 
@@ -1434,8 +1669,10 @@ struct CountJob<'a> {
 
 /// What the lexicon pass of a count leaves for the passes after it.
 struct Tokenised {
-    /// The repeated words, without a lookup table.
+    /// The repeated words' counts, none of the words held ([`Lexicon::held`] is 0).
     lexicon: Lexicon,
+    /// The repeated words by ID, for the output (not made for an index).
+    words: Option<PathBuf>,
     lexicon_file: tempfile::NamedTempFile,
     sieve: Option<Sieve>,
     renumbering: Streamed,
@@ -1604,7 +1841,7 @@ impl<'a, const L: usize> BatchWorker for CountWorker<'a, L> {
 }
 
 /// Where the n-grams of a job go: called for each, in order, on the output thread.
-pub type Emit<'a> = dyn FnMut(&Lexicon, &[u32], u64) -> Result<(), PipelineError> + Send + 'a;
+pub type Emit<'a> = dyn FnMut(&dyn WordsById, &[u32], u64) -> Result<(), PipelineError> + Send + 'a;
 
 /// N-grams handed from the merge to the output thread in one go.
 #[derive(Default)]

@@ -243,7 +243,12 @@ impl DupTsvWriter {
     }
 
     #[inline]
-    pub fn write(&mut self, lexicon: &dupgram_lexicon::Lexicon, ids: &[u32], count: u64) -> Result<(), PipelineError> {
+    pub fn write(
+        &mut self,
+        lexicon: &dyn dupgram_lexicon::WordsById,
+        ids: &[u32],
+        count: u64,
+    ) -> Result<(), PipelineError> {
         self.line.clear();
         for (i, &id) in ids.iter().enumerate() {
             if i > 0 {

@@ -17,10 +17,10 @@ pub(crate) trait ScanSink<const L: usize> {
     fn ngram(&mut self, key: [u64; L], fingerprint: u64, start: u64);
 
     /// From the word streams ([`crate::stream_walk::IdWalk`]), instead of
-    /// [`token`](Self::token): a token's first-seen ID, which names its word
-    /// exactly, repeated or not.
+    /// [`token`](Self::token): a number that names the token's word exactly,
+    /// repeated or not (equal for equal words, different for different ones).
     #[inline]
-    fn first_seen(&mut self, _id: u32) {}
+    fn word(&mut self, _identity: u64) {}
 
     /// From the word streams: the current document ended, with `tokens`
     /// tokens (stop words not counted).

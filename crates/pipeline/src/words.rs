@@ -7,7 +7,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use dupgram_lexicon::stream::{FRAME_TARGET, StreamReader, StreamWriter};
+use dupgram_lexicon::stream::{END_OF_DOCUMENT, FIRST_WORD, FRAME_TARGET, OVERFLOW, StreamReader, StreamWriter};
 
 use crate::control::Control;
 use crate::error::PipelineError;
@@ -38,13 +38,15 @@ impl WordsOut {
         Ok(WordsOut { path, writer })
     }
 
-    /// Writes codes: 0 ends a document, `k ≥ 1` is first-seen ID `k − 1`.
+    /// Writes codes as the stream holds them ([`END_OF_DOCUMENT`], [`OVERFLOW`],
+    /// or [`FIRST_WORD`] + a first-seen ID).
     pub fn codes(&mut self, codes: &[u32]) -> Result<(), PipelineError> {
         let mut write = || -> std::io::Result<()> {
             for &code in codes {
-                match code.checked_sub(1) {
-                    None => self.writer.end_document()?,
-                    Some(id) => self.writer.word(id)?,
+                match code {
+                    END_OF_DOCUMENT => self.writer.end_document()?,
+                    OVERFLOW => self.writer.overflow()?,
+                    word => self.writer.word(word - FIRST_WORD)?,
                 }
             }
             Ok(())

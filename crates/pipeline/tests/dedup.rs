@@ -75,6 +75,7 @@ proptest! {
         block_files in any::<bool>(),
         buckets in 1usize..=2,
         parts in prop_oneof![Just(2usize), Just(5)],
+        table_words in 0usize..60,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = write_vertical(dir.path(), seed, tokens, vocabulary);
@@ -95,6 +96,8 @@ proptest! {
                 batch_bytes: Some(batch),
                 block_files: Some(block_files),
                 merge_buckets: Some(buckets),
+                // The lexicon's table frozen early: the other words through its overflow.
+                table_words: Some(table_words),
                 ..Limits::default()
             };
         });

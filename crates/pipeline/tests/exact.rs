@@ -23,6 +23,8 @@ struct Case {
     sieve: bool,
     /// Count in this many parts by first word, the sieve refilled for each.
     sieve_parts: Option<usize>,
+    /// Freeze the lexicon's table at this many words: the rest go through the overflow.
+    table_words: Option<usize>,
     stop_top: usize,
     stopwords: Vec<String>,
     min_count: u64,
@@ -43,12 +45,13 @@ fn case() -> impl Strategy<Value = Case> {
         prop_oneof![Just(16usize), 64usize..2048],
         any::<bool>(),
         prop_oneof![Just(None), (1usize..6).prop_map(Some)],
+        prop_oneof![Just(None), (0usize..40).prop_map(Some)],
     );
     let counting = (1usize..=12, prop_oneof![Just(0usize), 1usize..4], any::<bool>(), 2u64..4);
     (corpus, engine, counting).prop_map(
         |(
             (seed, tokens, vocabulary, format),
-            (threads, chunk, fan_in, batch, sieve, sieve_parts),
+            (threads, chunk, fan_in, batch, sieve, sieve_parts, table_words),
             (n, stop_top, stop, min_count),
         )| Case {
             seed,
@@ -61,6 +64,7 @@ fn case() -> impl Strategy<Value = Case> {
             batch,
             sieve,
             sieve_parts,
+            table_words,
             stop_top,
             stopwords: if stop { vec!["ka".into(), "lo".into()] } else { vec![] },
             min_count,
@@ -131,21 +135,82 @@ fn run_engine(
         fan_in: Some(case.fan_in),
         batch_bytes: Some(case.batch),
         sieve_parts: case.sieve_parts,
+        table_words: case.table_words,
+        output_word_bytes: case.table_words.map(|w| w as u64 * 16),
         block_files: None,
         merge_buckets: None,
         shared_set_documents: None,
     };
-    let mut got = BTreeMap::new();
+    let (listed, stats) = run_listed(&config);
+    (listed.into_iter().collect(), stats)
+}
+
+/// The n-grams as the engine writes them: in its order, each with its count.
+fn run_listed(config: &NgramConfig) -> (Vec<(String, u64)>, dupgram_pipeline::NgramStats) {
+    let mut got = Vec::new();
     let mut last: Option<Vec<u32>> = None;
-    let outcome = count_ngrams(&config, &Control::default(), &mut |lex, ids, count| {
+    let outcome = count_ngrams(config, &Control::default(), &mut |lex, ids, count| {
         assert!(last.as_deref().is_none_or(|l| l < ids), "output is not in increasing ID order");
         last = Some(ids.to_vec());
         let words: Vec<&str> = ids.iter().map(|&i| lex.word(i)).collect();
-        got.insert(words.join(" "), count);
+        got.push((words.join(" "), count));
         Ok(())
     })
     .unwrap();
     (got, outcome.stats)
+}
+
+/// A table frozen at any number of words — the words met after it counted,
+/// numbered and resolved through the overflow logs on disk — gives the same
+/// n-grams in the same order as a table that held every word, with stop
+/// words promoted from either side, in one part or several.
+#[test]
+fn a_frozen_table_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.txt");
+    let case = Case {
+        seed: 17,
+        tokens: 40_000,
+        vocabulary: 5000,
+        n: 4,
+        threads: 2,
+        chunk: 3000,
+        fan_in: 4,
+        batch: 700,
+        sieve: true,
+        sieve_parts: None,
+        table_words: None,
+        stop_top: 0,
+        stopwords: vec![],
+        min_count: 2,
+        format: Format::Text,
+    };
+    write_corpus(&case, &path);
+    for stop_top in [0, 3] {
+        let mut config = NgramConfig::new(vec![Input::Path(path.clone())], 4);
+        config.memory = 64 << 20;
+        config.threads = 2;
+        config.tmp_dir = dir.path().to_owned();
+        config.stop_top = stop_top;
+        config.limits.batch_bytes = Some(700);
+        let (plain, p) = run_listed(&config);
+        assert_eq!(p.overflow_words, 0);
+        assert!(plain.len() > 100, "{} n-grams", plain.len());
+        for (words, parts, held) in [(0, None, 0), (1, None, 1000), (50, Some(3), 0), (1000, None, 5000)] {
+            config.limits.table_words = Some(words);
+            config.limits.sieve_parts = parts;
+            // Few of the output's words held, the others read from disk batch by batch.
+            config.limits.output_word_bytes = Some(held);
+            let (got, stats) = run_listed(&config);
+            assert!(stats.overflow_words > 0 && stats.overflow_tokens >= stats.overflow_words, "{stats:?}");
+            assert_eq!(got, plain, "table frozen at {words} words, stop_top {stop_top}");
+            assert_eq!(
+                (stats.vocabulary, stats.repeated_words, stats.stopwords, stats.distinct_ngrams, stats.duplicate_types),
+                (p.vocabulary, p.repeated_words, p.stopwords, p.distinct_ngrams, p.duplicate_types)
+            );
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left");
+        }
+    }
 }
 
 proptest! {
@@ -188,6 +253,7 @@ fn output_is_the_same_for_any_threads_and_memory() {
         batch: 300,
         sieve: true,
         sieve_parts: None,
+        table_words: None,
         stop_top: 0,
         stopwords: vec![],
         min_count: 2,
@@ -223,6 +289,7 @@ fn a_count_in_parts_equals_one_count() {
         batch: 500,
         sieve: true,
         sieve_parts: None,
+        table_words: None,
         stop_top: 0,
         stopwords: vec![],
         min_count: 2,

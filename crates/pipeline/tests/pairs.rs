@@ -121,7 +121,7 @@ fn corpus(seed: u64, tokens: u64, vocabulary: u32) -> Vec<String> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
-    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>(), block_files in any::<bool>(), buckets in 1usize..=2, shared_sets in prop_oneof![Just(2usize), Just(usize::MAX)], parts in prop_oneof![Just(None), Just(Some(2usize)), Just(Some(5))]) {
+    fn pairs_equal_brute_force(seed in any::<u64>(), tokens in 200u64..1500, vocabulary in prop_oneof![Just(30u32), Just(400)], n in 1usize..7, threads in 1usize..3, small in any::<bool>(), block_files in any::<bool>(), buckets in 1usize..=2, shared_sets in prop_oneof![Just(2usize), Just(usize::MAX)], parts in prop_oneof![Just(None), Just(Some(2usize)), Just(Some(5))], table_words in prop_oneof![Just(None), (0usize..60).prop_map(Some)]) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.txt");
         let docs = corpus(seed, tokens, vocabulary);
@@ -144,6 +144,8 @@ proptest! {
             c.base.limits.shared_set_documents = Some(shared_sets);
             // Indexed in parts by first word, or in one.
             c.base.limits.sieve_parts = parts;
+            // The lexicon's table frozen early: the other words through its overflow.
+            c.base.limits.table_words = table_words;
         });
         assert_same(&got, &expected(&docs, n, |_| {}));
         let sieve = &stats.index.first_pass.as_ref().unwrap().sieve;

@@ -36,7 +36,7 @@ use crate::error::PipelineError;
 use crate::first_words::{FirstWords, KeyRange, parts_for};
 use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
-use crate::stream_walk::{IdWalk, StreamJob, fill_sieve, phase_of};
+use crate::stream_walk::{StreamJob, fill_sieve, phase_of};
 use crate::words::{WordsFile, each_stream, read_words};
 
 /// The smallest posting chunk a worker sorts: below it the sieve gives way.
@@ -312,11 +312,13 @@ impl IndexJob<'_> {
                 words: how.table.then(Vec::new),
                 records: Vec::new(),
             };
-            let mut walk = IdWalk::<L>::new(layout, &streamed.renumbering, sieve.is_some());
+            let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
             let read = read_words(file, streamed.vocabulary, self.control, abort, |codes| {
                 walk.codes(codes, &mut sink);
+                walk.check()?;
                 sink.inner.flush_line()
             })?;
+            walk.finish()?;
             sink.inner.flush_line()?;
             sink.inner.write()?;
             if read != listed.len() as u64 || sink.ended != listed.len() {
@@ -381,7 +383,7 @@ struct PartOfStream {
     records: Vec<(u32, u128)>,
 }
 
-/// First-seen IDs hashed at a time.
+/// Word identities hashed at a time.
 const HASH_BATCH: usize = 1024;
 
 /// The index sink over a stream: keeps the n-grams of one part, numbers the
@@ -393,9 +395,9 @@ struct StreamIndexSink<'a, const L: usize, N> {
     numbers: N,
     /// Documents of the stream ended so far.
     ended: usize,
-    /// The current document's first-seen IDs not yet hashed, when the
+    /// The current document's word identities not yet hashed, when the
     /// document table is built.
-    words: Option<Vec<u32>>,
+    words: Option<Vec<u64>>,
     /// Each ended document's tokens and hash, in stream order.
     records: Vec<(u32, u128)>,
 }
@@ -419,9 +421,9 @@ impl<const L: usize, N: Iterator<Item = u64>> ScanSink<L> for StreamIndexSink<'_
     }
 
     #[inline]
-    fn first_seen(&mut self, id: u32) {
+    fn word(&mut self, identity: u64) {
         if let Some(words) = self.words.as_mut() {
-            words.push(id);
+            words.push(identity);
             if words.len() >= HASH_BATCH {
                 self.hash_words();
             }

@@ -1,0 +1,109 @@
+//! The vocabulary out of core: words past the lexicon's memory, counted,
+//! numbered and resolved through sorted runs on disk, so that no number of
+//! distinct words is too many for a memory budget.
+//!
+//! # Why
+//!
+//! dupgram works on word IDs numbered by decreasing frequency (frequent words
+//! get short codes in run files, and the count's parts are ranges of IDs).
+//! The lexicon pass counts words in a hash table ([`LexiconBuilder`]) that
+//! lives in memory. A web crawl's vocabulary grows with the crawl — names,
+//! numbers, typos, URLs: tens of millions of word forms per ten billion
+//! tokens — so a table of every word would make the corpus a budget can
+//! take depend on its vocabulary.
+//!
+//! # How
+//!
+//! The table takes words until its share of the memory is used, then it is
+//! frozen ([`LexiconBuilder::freeze`]): the words it holds are still counted
+//! there, and a word it does not hold is an *overflow* token. Its word
+//! stream gets a code of its own ([`OVERFLOW`]), and the worker's
+//! [`OverflowLog`] takes it twice, both in fixed memory, spilled as sorted
+//! runs:
+//!
+//! * its **occurrence**: the word's 128-bit [`fingerprint`] and the token's
+//!   [`place`] (its stream, and how many overflow tokens came before it
+//!   there), as the key of a run entry ([`dupgram_runs`]);
+//! * its **word**: the bytes under the fingerprint, counted, in a
+//!   [`records::WordSort`] that adds up equal words.
+//!
+//! After the pass, [`number_vocabulary`] gives every word the ID a table
+//! holding all of them would have given it, and every overflow token its
+//! word's ID:
+//!
+//! 1. the overflow's words are merged by fingerprint (counts added up across
+//!    workers), each numbered by its place in that order, and sorted again
+//!    by rank (decreasing count, then bytes);
+//! 2. the table's words (sorted in memory) and the overflow's (from disk) are
+//!    merged in rank order and numbered as [`Numbering`] numbers them — the
+//!    lexicon file is written as they come, byte for byte the one a single
+//!    table would have written; each overflow word's code (its ID, a stop
+//!    word's mark, or "seen once") is filed under its number;
+//! 3. the occurrences are merged by fingerprint — the same order as the
+//!    words' numbers — and each token gets its word's code, filed under its
+//!    place; tokens of words seen once are left out;
+//! 4. the codes, in place order, are the streams' [side files](SideFile):
+//!    the passes over the word streams read a stream's side file beside it
+//!    ([`SideReader`]), one entry per overflow token that has an ID.
+//!
+//! Every record is read and written a fixed number of times, whatever the
+//! vocabulary; the memory each step holds is a sort buffer and a reader per
+//! run merged at once.
+//!
+//! For the output, words are kept by ID in a file of checked blocks
+//! ([`DiskWords`]): the words of the lowest (most frequent) IDs are read
+//! into memory ([`HeldWords`]) as far as the budget allows, and the others
+//! are looked up, a batch of n-grams at a time, in increasing order.
+//!
+//! # Exactness
+//!
+//! A fingerprint never decides which word a token is without the words
+//! having been compared:
+//!
+//! * the table compares bytes, as it always did;
+//! * the words' merge meets every distinct overflow word with its bytes. Two
+//!   different words under one fingerprint come out next to each other,
+//!   and the job stops with [`VocabError::Collision`] instead of taking them
+//!   for one word. Without such a stop, fingerprints and overflow words are
+//!   one to one, so the occurrences grouped by fingerprint are grouped by
+//!   word exactly: no token is given another word's ID, no count is merged
+//!   or split, no n-gram, pair, mark or count can change. The stop is not
+//!   expected to be seen: the fingerprint is the word's 64-bit XXH3 hash
+//!   beside a second, independently seeded one, and 10⁹ distinct words
+//!   share one with a probability of about 10⁻²¹;
+//! * the join of step 3 checks that the occurrences name exactly the words
+//!   of step 1, in the same order, so damage or a mismatch of files stops
+//!   the job instead of shifting codes.
+//!
+//! # Formats
+//!
+//! Each file has a magic, a version and checksums ([`frames`] describes
+//! the framing the record runs and side files share):
+//!
+//! | file | magic | what |
+//! |---|---|---|
+//! | occurrence run | `DGRUN` (a run of [`dupgram_runs`], n = 6) | fingerprint (4 × 32 bits) and place (2 × 32 bits) per token |
+//! | record run | `DGWREC` | `(major u128, bytes, payload)` in increasing order ([`records`]) |
+//! | side file | `DGWSIDE` | per overflow token with an ID: gap, code, word hash ([`side`](SideReader)) |
+//! | words by ID | `DGWBYID` | words in blocks of [`BLOCK_WORDS`], an index of offsets and block checksums ([`DiskWords`]) |
+//!
+//! All of them are temporary files of one job.
+//!
+//! [`LexiconBuilder`]: dupgram_lexicon::LexiconBuilder
+//! [`LexiconBuilder::freeze`]: dupgram_lexicon::LexiconBuilder::freeze
+//! [`Numbering`]: dupgram_lexicon::Numbering
+//! [`OVERFLOW`]: dupgram_lexicon::stream::OVERFLOW
+
+mod by_id;
+mod error;
+pub mod frames;
+mod overflow;
+pub mod records;
+mod resolve;
+mod side;
+
+pub use by_id::{BLOCK_WORDS, BatchWords, DiskWords, DiskWordsWriter, HeldWords, RareWords};
+pub use error::VocabError;
+pub use overflow::{OverflowLog, OverflowRuns, PLACE_BITS, fingerprint, place};
+pub use resolve::{Numbered, VocabularyPlan, number_vocabulary};
+pub use side::{OverflowWord, SIDE_READER_BYTES, SideFile, SideReader};

@@ -1,0 +1,589 @@
+//! Word records sorted out of core: `(major, bytes, payload)` in order of
+//! `major`, then `bytes`, each `(major, bytes)` at most once.
+//!
+//! The records this crate sorts are of a few kinds, all of this shape: a
+//! word under its fingerprint with a count, a word under its rank with
+//! where it came from, a number with what it became. They are gathered in
+//! a buffer of fixed size, sorted and spilled as a run when it is full, and
+//! the runs are merged (through intermediate merges when there are more
+//! than the memory allows open at once) into one ordered stream.
+//!
+//! A run file ([`Kind`] "DGWREC") holds records in strictly increasing
+//! order, each as `major u128 LE | varint length | bytes | varint payload`,
+//! in the frames of [`crate::frames`]; a reader checks the order as it goes.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+
+use dupgram_merge::{Interrupt, LoserTree};
+use hashbrown::HashTable;
+
+use crate::error::VocabError;
+use crate::frames::{FrameReader, FrameWriter, Kind, READER_BYTES, push_varint, read_varint};
+
+pub(crate) const RECORD_RUN: Kind = Kind { magic: b"DGWREC\r\n", version: 1, name: "word record run" };
+
+/// Records an intermediate merge of runs writes at most, per run it reads: none.
+const MIN_FAN_IN: usize = 2;
+
+/// One record of a sorted stream; `bytes` lives until the next one is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WordRecord<'a> {
+    pub major: u128,
+    pub bytes: &'a [u8],
+    pub payload: u64,
+}
+
+impl WordRecord<'_> {
+    #[inline]
+    fn order(&self, other: &WordRecord<'_>) -> Ordering {
+        self.major.cmp(&other.major).then_with(|| self.bytes.cmp(other.bytes))
+    }
+}
+
+/// A record in the buffer: its bytes are `arena[start..start + len]`.
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    major: u128,
+    start: u32,
+    len: u32,
+    payload: u64,
+}
+
+/// Bytes an [`Item`] takes in the buffer, its slot in the combining table included.
+const ITEM_BYTES: usize = std::mem::size_of::<Item>() + 9;
+
+/// Gathers records, spilling sorted runs to a directory as its buffer fills.
+pub struct WordSort {
+    dir: PathBuf,
+    name: String,
+    items: Vec<Item>,
+    arena: Vec<u8>,
+    /// Bytes the buffer may take.
+    limit: usize,
+    /// When set, a record equal in `(major, bytes)` to one in the buffer
+    /// adds its payload to it instead of taking a place of its own.
+    combining: Option<HashTable<u32>>,
+    runs: Vec<RecordRunFile>,
+    spilled: u64,
+}
+
+/// A run of records on disk.
+#[derive(Debug, Clone)]
+pub struct RecordRunFile {
+    pub path: PathBuf,
+    pub records: u64,
+    pub bytes: u64,
+}
+
+impl WordSort {
+    /// A sort whose runs are `{name}-NNNNNN.dgr` in `dir`, its buffer at most `limit` bytes.
+    pub fn new(dir: &Path, name: &str, limit: usize) -> Self {
+        WordSort {
+            dir: dir.to_owned(),
+            name: name.to_owned(),
+            items: Vec::new(),
+            arena: Vec::new(),
+            limit: limit.max(1 << 10),
+            combining: None,
+            runs: Vec::new(),
+            spilled: 0,
+        }
+    }
+
+    /// [`new`](Self::new), adding up the payloads of equal records (counts).
+    pub fn combining(dir: &Path, name: &str, limit: usize) -> Self {
+        WordSort { combining: Some(HashTable::new()), ..WordSort::new(dir, name, limit) }
+    }
+
+    /// Bytes held: the buffer as allocated.
+    pub fn heap_bytes(&self) -> u64 {
+        let table = self.combining.as_ref().map_or(0, |t| t.capacity() * 5);
+        (self.items.capacity() * std::mem::size_of::<Item>() + self.arena.capacity() + table) as u64
+    }
+
+    /// Bytes written to runs so far.
+    pub fn spilled(&self) -> u64 {
+        self.spilled
+    }
+
+    /// Adds a record.
+    pub fn push(&mut self, major: u128, bytes: &[u8], payload: u64) -> Result<(), VocabError> {
+        if let Some(table) = self.combining.as_mut() {
+            let (items, arena) = (&mut self.items, &self.arena);
+            let same = |&i: &u32| {
+                let it = &items[i as usize];
+                it.major == major && &arena[it.start as usize..(it.start + it.len) as usize] == bytes
+            };
+            let hash = fold(major);
+            if let Some(&i) = table.find(hash, same) {
+                let it = &mut self.items[i as usize];
+                it.payload = it.payload.saturating_add(payload);
+                return Ok(());
+            }
+            let index = self.items.len() as u32;
+            let items = &self.items;
+            table.insert_unique(hash, index, |&i| fold(items[i as usize].major));
+        }
+        let start = self.arena.len() as u32;
+        self.arena.extend_from_slice(bytes);
+        self.items.push(Item { major, start, len: bytes.len() as u32, payload });
+        if self.arena.len() + self.items.len() * ITEM_BYTES >= self.limit || self.arena.len() >= u32::MAX as usize / 2 {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn sort(&mut self) {
+        let arena = &self.arena;
+        let bytes = |it: &Item| &arena[it.start as usize..(it.start + it.len) as usize];
+        self.items.sort_unstable_by(|a, b| a.major.cmp(&b.major).then_with(|| bytes(a).cmp(bytes(b))));
+    }
+
+    fn spill(&mut self) -> Result<(), VocabError> {
+        if self.items.is_empty() {
+            return Ok(());
+        }
+        self.sort();
+        let path = self.dir.join(format!("{}-{:06}.dgr", self.name, self.runs.len()));
+        let mut out = RecordRunWriter::create(&path)?;
+        for it in &self.items {
+            let bytes = &self.arena[it.start as usize..(it.start + it.len) as usize];
+            out.push(&WordRecord { major: it.major, bytes, payload: it.payload })?;
+        }
+        let run = out.finish()?;
+        self.spilled += run.bytes;
+        self.runs.push(run);
+        self.items.clear();
+        self.arena.clear();
+        if let Some(t) = self.combining.as_mut() {
+            t.clear();
+        }
+        Ok(())
+    }
+
+    /// Ends the gathering: what is left in the buffer stays in memory when
+    /// nothing was spilled, else it is spilled too.
+    pub fn finish(mut self) -> Result<SortedWords, VocabError> {
+        if self.runs.is_empty() {
+            self.sort();
+            return Ok(SortedWords {
+                dir: self.dir,
+                name: self.name,
+                memory: Some((self.items, self.arena)),
+                runs: Vec::new(),
+            });
+        }
+        self.spill()?;
+        Ok(SortedWords { dir: self.dir, name: self.name, memory: None, runs: self.runs })
+    }
+}
+
+#[inline]
+fn fold(major: u128) -> u64 {
+    let h = (major as u64) ^ ((major >> 64) as u64).rotate_left(29);
+    h.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Records in order, in memory or as runs, to be read once.
+pub struct SortedWords {
+    dir: PathBuf,
+    name: String,
+    memory: Option<(Vec<Item>, Vec<u8>)>,
+    runs: Vec<RecordRunFile>,
+}
+
+impl SortedWords {
+    /// Several sorts' records as one: their runs, and what stayed in memory
+    /// spilled as runs too (named `{name}-NNNNNN.dgr` in `dir`) unless it is alone.
+    pub fn concat(parts: Vec<SortedWords>, dir: &Path, name: &str) -> Result<SortedWords, VocabError> {
+        if parts.len() == 1 {
+            return Ok(parts.into_iter().next().expect("one part"));
+        }
+        let mut runs = Vec::new();
+        for part in parts {
+            runs.extend(part.runs);
+            if let Some((items, arena)) = part.memory {
+                let path = dir.join(format!("{name}-{:06}.dgr", runs.len()));
+                let mut out = RecordRunWriter::create(&path)?;
+                for it in &items {
+                    let bytes = &arena[it.start as usize..(it.start + it.len) as usize];
+                    out.push(&WordRecord { major: it.major, bytes, payload: it.payload })?;
+                }
+                runs.push(out.finish()?);
+            }
+        }
+        Ok(SortedWords { dir: dir.to_owned(), name: name.to_owned(), memory: None, runs })
+    }
+
+    /// Runs on disk (0 when everything stayed in memory).
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Opens the stream, merging runs first while there are more than
+    /// `memory` bytes of readers allow at once.
+    pub fn open(self, memory: u64, stop: &dyn Interrupt) -> Result<MergedWords, VocabError> {
+        if let Some((items, arena)) = self.memory {
+            return Ok(MergedWords {
+                source: Source::Memory { items, arena, next: 0 },
+                peeked: None,
+                current: Vec::new(),
+                files: Vec::new(),
+            });
+        }
+        let fan_in = ((memory / READER_BYTES) as usize).max(MIN_FAN_IN);
+        let mut runs = self.runs;
+        let mut made = 0usize;
+        while runs.len() > fan_in {
+            if stop.interrupted() {
+                remove(&runs);
+                return Err(VocabError::Interrupted);
+            }
+            runs.sort_by(|a, b| (a.bytes, &a.path).cmp(&(b.bytes, &b.path)));
+            let take = (runs.len() - fan_in + 1).min(fan_in);
+            let group: Vec<RecordRunFile> = runs.drain(..take).collect();
+            let path = self.dir.join(format!("{}-merged-{made:06}.dgr", self.name));
+            made += 1;
+            let merged = merge_to(&group, &path, stop);
+            remove(&group);
+            match merged {
+                Ok(run) => runs.push(run),
+                Err(e) => {
+                    remove(&runs);
+                    return Err(e);
+                }
+            }
+        }
+        let files = runs.iter().map(|r| r.path.clone()).collect();
+        let merging = Merging::open(&runs)?;
+        Ok(MergedWords { source: Source::Runs(merging), peeked: None, current: Vec::new(), files })
+    }
+}
+
+fn remove(runs: &[RecordRunFile]) {
+    for r in runs {
+        let _ = std::fs::remove_file(&r.path);
+    }
+}
+
+fn merge_to(group: &[RecordRunFile], path: &Path, stop: &dyn Interrupt) -> Result<RecordRunFile, VocabError> {
+    let merging = Merging::open(group)?;
+    let mut merged =
+        MergedWords { source: Source::Runs(merging), peeked: None, current: Vec::new(), files: Vec::new() };
+    let mut out = RecordRunWriter::create(path)?;
+    let mut n = 0u64;
+    // Equal records of different runs become one (only a combining sort has them).
+    while let Some(r) = merged.next_combined()? {
+        out.push(&r)?;
+        n += 1;
+        if n.is_multiple_of(65536) && stop.interrupted() {
+            drop(out);
+            let _ = std::fs::remove_file(path);
+            return Err(VocabError::Interrupted);
+        }
+    }
+    out.finish()
+}
+
+/// The merged stream of a [`SortedWords`]; its run files go when it does.
+pub struct MergedWords {
+    source: Source,
+    /// One record read ahead by [`next_combined`](Self::next_combined).
+    peeked: Option<(u128, Vec<u8>, u64)>,
+    /// The bytes of the record [`next_combined`](Self::next_combined) handed out last.
+    current: Vec<u8>,
+    files: Vec<PathBuf>,
+}
+
+enum Source {
+    Memory { items: Vec<Item>, arena: Vec<u8>, next: usize },
+    Runs(Merging),
+}
+
+impl MergedWords {
+    /// The next record, in order; `None` at the end. Records equal in
+    /// `(major, bytes)` from different runs come one after the other.
+    pub fn next_record(&mut self) -> Result<Option<WordRecord<'_>>, VocabError> {
+        if let Some((major, bytes, payload)) = self.peeked.take() {
+            self.current = bytes;
+            return Ok(Some(WordRecord { major, bytes: &self.current, payload }));
+        }
+        self.next_raw()
+    }
+
+    fn next_raw(&mut self) -> Result<Option<WordRecord<'_>>, VocabError> {
+        match &mut self.source {
+            Source::Memory { items, arena, next } => {
+                let Some(it) = items.get(*next) else { return Ok(None) };
+                *next += 1;
+                Ok(Some(WordRecord {
+                    major: it.major,
+                    bytes: &arena[it.start as usize..(it.start + it.len) as usize],
+                    payload: it.payload,
+                }))
+            }
+            Source::Runs(m) => m.next(),
+        }
+    }
+
+    fn pull(&mut self) -> Result<Option<(u128, Vec<u8>, u64)>, VocabError> {
+        if let Some(p) = self.peeked.take() {
+            return Ok(Some(p));
+        }
+        Ok(self.next_raw()?.map(|r| (r.major, r.bytes.to_vec(), r.payload)))
+    }
+
+    /// [`next_record`](Self::next_record), with equal records of different runs taken
+    /// together as one, their payloads added up.
+    pub fn next_combined(&mut self) -> Result<Option<WordRecord<'_>>, VocabError> {
+        let Some((major, bytes, mut payload)) = self.pull()? else { return Ok(None) };
+        while let Some(next) = self.pull()? {
+            if next.0 == major && next.1 == bytes {
+                payload = payload.saturating_add(next.2);
+                continue;
+            }
+            self.peeked = Some(next);
+            break;
+        }
+        self.current = bytes;
+        Ok(Some(WordRecord { major, bytes: &self.current, payload }))
+    }
+}
+
+impl Drop for MergedWords {
+    fn drop(&mut self) {
+        for f in &self.files {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+/// A loser tree over run readers.
+struct Merging {
+    readers: Vec<RecordRunReader>,
+    live: Vec<bool>,
+    tree: LoserTree,
+    started: bool,
+}
+
+impl Merging {
+    fn open(runs: &[RecordRunFile]) -> Result<Self, VocabError> {
+        let mut readers = Vec::with_capacity(runs.len());
+        let mut live = Vec::with_capacity(runs.len());
+        for r in runs {
+            let mut reader = RecordRunReader::open(&r.path)?;
+            live.push(reader.advance()?);
+            readers.push(reader);
+        }
+        let tree = LoserTree::new(readers.len(), |a, b| precedes(&readers, &live, a, b));
+        Ok(Merging { readers, live, tree, started: false })
+    }
+
+    fn next(&mut self) -> Result<Option<WordRecord<'_>>, VocabError> {
+        if self.started {
+            // The record handed out last is used up now: its reader moves on.
+            let w = self.tree.winner();
+            self.live[w] = self.readers[w].advance()?;
+            let (readers, live) = (&self.readers, &self.live);
+            self.tree.replay(w, |a, b| precedes(readers, live, a, b));
+        }
+        self.started = true;
+        let w = self.tree.winner();
+        if w >= self.readers.len() || !self.live[w] {
+            return Ok(None);
+        }
+        Ok(Some(self.readers[w].record()))
+    }
+}
+
+fn precedes(readers: &[RecordRunReader], live: &[bool], a: usize, b: usize) -> bool {
+    match (live[a], live[b]) {
+        (true, true) => match readers[a].record().order(&readers[b].record()) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => a < b,
+        },
+        (true, false) => true,
+        (false, true) => false,
+        (false, false) => a < b,
+    }
+}
+
+/// Writes a run file of records given in strictly increasing order.
+pub(crate) struct RecordRunWriter {
+    out: FrameWriter,
+    last: Option<(u128, Vec<u8>)>,
+}
+
+impl RecordRunWriter {
+    pub fn create(path: &Path) -> Result<Self, VocabError> {
+        Ok(RecordRunWriter { out: FrameWriter::create(path, RECORD_RUN)?, last: None })
+    }
+
+    pub fn push(&mut self, r: &WordRecord<'_>) -> Result<(), VocabError> {
+        if let Some((major, bytes)) = &self.last {
+            let before = WordRecord { major: *major, bytes, payload: 0 };
+            debug_assert_eq!(before.order(r), Ordering::Less, "records come in strictly increasing order");
+        }
+        let buf = self.out.record();
+        buf.extend_from_slice(&r.major.to_le_bytes());
+        push_varint(buf, r.bytes.len() as u64);
+        buf.extend_from_slice(r.bytes);
+        push_varint(buf, r.payload);
+        self.out.end_record()?;
+        match &mut self.last {
+            Some((major, bytes)) if cfg!(debug_assertions) => {
+                *major = r.major;
+                bytes.clear();
+                bytes.extend_from_slice(r.bytes);
+            }
+            Some(_) => {}
+            None => self.last = Some((r.major, r.bytes.to_vec())),
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<RecordRunFile, VocabError> {
+        let (path, records, bytes) = self.out.finish()?;
+        Ok(RecordRunFile { path, records, bytes })
+    }
+}
+
+/// The longest word a record may hold: far beyond any token (see
+/// [`dupgram_lexicon::MAX_TOKEN_BYTES`]), so longer is damage.
+const MAX_RECORD_WORD: u64 = 1 << 20;
+
+/// Reads a run file, checking its order.
+pub(crate) struct RecordRunReader {
+    input: FrameReader,
+    major: u128,
+    bytes: Vec<u8>,
+    payload: u64,
+    started: bool,
+}
+
+impl RecordRunReader {
+    pub fn open(path: &Path) -> Result<Self, VocabError> {
+        Ok(RecordRunReader {
+            input: FrameReader::open(path, RECORD_RUN)?,
+            major: 0,
+            bytes: Vec::new(),
+            payload: 0,
+            started: false,
+        })
+    }
+
+    #[inline]
+    fn record(&self) -> WordRecord<'_> {
+        WordRecord { major: self.major, bytes: &self.bytes, payload: self.payload }
+    }
+
+    /// Reads the next record; false at the end.
+    pub fn advance(&mut self) -> Result<bool, VocabError> {
+        let Some(rest) = self.input.rest()? else { return Ok(false) };
+        let Some((major, len, used)) = decode_head(rest) else {
+            return Err(self.input.corrupt("record cut short or malformed"));
+        };
+        let Some(word) = rest.get(used..used + len) else {
+            return Err(self.input.corrupt("record cut short"));
+        };
+        let Some((payload, tail)) = read_varint(&rest[used + len..]) else {
+            return Err(self.input.corrupt("record cut short or malformed"));
+        };
+        let order = major.cmp(&self.major).then_with(|| word.cmp(&self.bytes[..]));
+        if self.started && order != Ordering::Greater {
+            return Err(self.input.corrupt("records out of order"));
+        }
+        self.major = major;
+        self.bytes.clear();
+        self.bytes.extend_from_slice(word);
+        self.payload = payload;
+        self.started = true;
+        self.input.consumed(used + len + tail);
+        Ok(true)
+    }
+}
+
+/// A record's major and word length, and the bytes they took.
+fn decode_head(rest: &[u8]) -> Option<(u128, usize, usize)> {
+    let major = u128::from_le_bytes(rest.get(..16)?.try_into().ok()?);
+    let (len, n) = read_varint(&rest[16..])?;
+    (len <= MAX_RECORD_WORD).then_some((major, len as usize, 16 + n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sorted(
+        records: &[(u128, Vec<u8>, u64)],
+        limit: usize,
+        combining: bool,
+        memory: u64,
+    ) -> Vec<(u128, Vec<u8>, u64)> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sort =
+            if combining { WordSort::combining(dir.path(), "t", limit) } else { WordSort::new(dir.path(), "t", limit) };
+        for (m, b, p) in records {
+            sort.push(*m, b, *p).unwrap();
+        }
+        let mut merged = sort.finish().unwrap().open(memory, &()).unwrap();
+        let mut out = Vec::new();
+        loop {
+            let r = if combining { merged.next_combined().unwrap() } else { merged.next_record().unwrap() };
+            let Some(r) = r else { break };
+            out.push((r.major, r.bytes.to_vec(), r.payload));
+        }
+        drop(merged);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "run files are removed");
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn combined_records_are_sorted_and_summed(
+            words in proptest::collection::vec((0u128..6, proptest::collection::vec(97u8..100, 0..4), 1u64..5), 0..400),
+            limit in 0usize..4000,
+            memory in 0u64..2_000_000,
+        ) {
+            let mut want: std::collections::BTreeMap<(u128, Vec<u8>), u64> = Default::default();
+            for (m, b, p) in &words {
+                *want.entry((*m, b.clone())).or_default() += p;
+            }
+            let want: Vec<_> = want.into_iter().map(|((m, b), p)| (m, b, p)).collect();
+            prop_assert_eq!(sorted(&words, limit, true, memory), want);
+        }
+
+        #[test]
+        fn distinct_records_come_back_in_order(
+            set in proptest::collection::btree_set((any::<u128>(), proptest::collection::vec(any::<u8>(), 0..6)), 0..300),
+            limit in 0usize..3000,
+        ) {
+            let mut words: Vec<(u128, Vec<u8>, u64)> = set.iter().enumerate().map(|(i, (m, b))| (*m, b.clone(), i as u64)).collect();
+            let want = words.clone();
+            words.reverse();
+            prop_assert_eq!(sorted(&words, limit, false, 0), want);
+        }
+    }
+
+    #[test]
+    fn a_run_out_of_order_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.dgr");
+        let mut out = FrameWriter::create(&path, RECORD_RUN).unwrap();
+        for major in [5u128, 3] {
+            let buf = out.record();
+            buf.extend_from_slice(&major.to_le_bytes());
+            push_varint(buf, 0);
+            push_varint(buf, 1);
+            out.end_record().unwrap();
+        }
+        out.finish().unwrap();
+        let mut r = RecordRunReader::open(&path).unwrap();
+        assert!(r.advance().unwrap());
+        let err = r.advance().unwrap_err();
+        assert!(err.to_string().contains("out of order") && err.to_string().contains("r.dgr"), "{err}");
+    }
+}

@@ -1,0 +1,443 @@
+//! Numbering a vocabulary part of which lives in overflow logs, and telling
+//! each stream what its overflow tokens became.
+
+use std::borrow::Cow;
+use std::io::Write;
+use std::path::Path;
+
+use dupgram_lexicon::{LexiconBuilder, Normalization, Numbering, RankedWord, Renumbering, TableWord, rank_order};
+use dupgram_merge::{Interrupt, MergeSink, merge_all};
+
+use crate::error::VocabError;
+use crate::overflow::{OverflowRuns, PLACE_BITS, occurrence_header};
+use crate::records::{MergedWords, SortedWords, WordSort};
+use crate::side::{SideFile, SideWriter};
+
+/// Where and in how much memory the vocabulary is numbered.
+pub struct VocabularyPlan<'a> {
+    /// Where the sorts spill (the job's work directory).
+    pub dir: &'a Path,
+    /// Bytes the sorts may hold, beside the table and its ranking.
+    pub memory: u64,
+    pub stop: &'a dyn Interrupt,
+}
+
+/// What numbering produced.
+pub struct Numbered<W> {
+    pub out: W,
+    /// The lexicon file's identity.
+    pub identity: u64,
+    /// What each first-seen ID of the table became.
+    pub renumbering: Renumbering,
+    /// Each stream's side file (by stream number), `None` for a stream without overflow tokens.
+    pub sides: Vec<Option<SideFile>>,
+    /// Words in the lexicon file (stop words aside).
+    pub words: u64,
+    /// Distinct words met only after the table was frozen.
+    pub overflow_words: u64,
+    pub overflow_tokens: u64,
+    /// Bytes the overflow's runs and side files took on disk.
+    pub spilled: u64,
+}
+
+/// The tag bit of an overflow word handed to [`Numbering`] (below it: its index in fingerprint order).
+const OVERFLOW_TAG: u64 = 1 << 63;
+
+/// Numbers the words of `table` and of the `overflow` logs (one per stream)
+/// together, as one builder holding them all would, and writes the lexicon
+/// file to `out`. See the crate documentation for the steps.
+pub fn number_vocabulary<W: Write>(
+    table: &LexiconBuilder,
+    overflow: Vec<OverflowRuns>,
+    (norm, stop_top): (Normalization, usize),
+    out: W,
+    plan: &VocabularyPlan<'_>,
+) -> Result<Numbered<W>, VocabError> {
+    let streams = overflow.iter().map(|o| o.stream + 1).max().unwrap_or(0);
+    let overflow_tokens: u64 = overflow.iter().map(|o| o.tokens).sum();
+    let mut spilled: u64 = overflow.iter().map(|o| o.spilled).sum();
+    let (ranked, listed) = table.ranking();
+    let ranking_bytes = (ranked.capacity() * std::mem::size_of::<TableWord<'_>>()) as u64;
+    let room = plan.memory.saturating_sub(ranking_bytes + table.first_seen_len() as u64 * 12);
+    let mut renumbering = Renumbering::for_table(table.first_seen_len());
+    let numbering = |candidates: u64| Numbering { norm, listed: &listed, stop_top, candidates };
+
+    let mut words_runs = Vec::new();
+    let mut occurrence_runs = Vec::new();
+    for o in overflow {
+        occurrence_runs.extend(o.occurrences);
+        words_runs.extend(o.words);
+    }
+    if words_runs.is_empty() {
+        let total = ranked.len() as u64;
+        let words = ranked.into_iter().map(|w| Ok::<_, VocabError>(w.ranked()));
+        let (out, identity) = numbering(total).write(out, words, |w, code| {
+            renumbering.assign(w.tag as u32, code, w.hash);
+            Ok::<_, VocabError>(())
+        })?;
+        let words = numbered_words(total, stop_top);
+        return Ok(Numbered {
+            out,
+            identity,
+            renumbering,
+            sides: vec![None; streams],
+            words,
+            overflow_words: 0,
+            overflow_tokens,
+            spilled,
+        });
+    }
+
+    // 1. The overflow's words, fingerprint by fingerprint, into rank order.
+    let mut by_rank = WordSort::new(plan.dir, "overflow-rank", room as usize);
+    let overflow_words = {
+        let mut merged = SortedWords::concat(words_runs, plan.dir, "overflow-words")?.open(room, plan.stop)?;
+        let mut last: Option<(u128, Vec<u8>)> = None;
+        let mut index = 0u64;
+        while let Some(w) = merged.next_combined()? {
+            if let Some((fp, bytes)) = &last
+                && *fp == w.major
+            {
+                return Err(VocabError::Collision {
+                    a: String::from_utf8_lossy(bytes).into_owned(),
+                    b: String::from_utf8_lossy(w.bytes).into_owned(),
+                });
+            }
+            by_rank.push(rank_major(w.payload), w.bytes, index)?;
+            index += 1;
+            last = Some((w.major, w.bytes.to_vec()));
+            if index.is_multiple_of(65536) && plan.stop.interrupted() {
+                return Err(VocabError::Interrupted);
+            }
+        }
+        index
+    };
+    spilled += by_rank.spilled();
+
+    // 2. The table's words and the overflow's, merged in rank order, numbered.
+    let mut codes = WordSort::new(plan.dir, "overflow-codes", room as usize);
+    let candidates = ranked.len() as u64 + overflow_words;
+    let (out, identity) = {
+        let mut by_rank = by_rank.finish()?.open(room, plan.stop)?;
+        let words =
+            RankMerge { table: ranked.into_iter().peekable(), overflow: &mut by_rank, next: None, started: false };
+        numbering(candidates).write(out, words, |w, code| {
+            if w.tag & OVERFLOW_TAG == 0 {
+                renumbering.assign(w.tag as u32, code, w.hash);
+                Ok(())
+            } else {
+                codes.push(u128::from(w.tag & !OVERFLOW_TAG), &[], u64::from(code))
+            }
+        })?
+    };
+    spilled += codes.spilled();
+
+    // 3. Each overflow token, by its word's fingerprint, gets its word's code.
+    let mut by_place = WordSort::new(plan.dir, "overflow-places", room as usize);
+    {
+        let mut codes = codes.finish()?.open(room, plan.stop)?;
+        let mut join = Join { codes: &mut codes, by_place: &mut by_place, word: None, index: 0, code: 0 };
+        let fan_in = ((room / OCCURRENCE_READER_BYTES) as usize).max(2);
+        let mut made = 0u64;
+        let report = merge_all(
+            occurrence_runs,
+            occurrence_header(),
+            fan_in,
+            || {
+                made += 1;
+                plan.dir.join(format!("overflow-tokens-merged-{made:06}.dgr"))
+            },
+            &mut join,
+            plan.stop,
+        )?;
+        spilled += report.bytes_written;
+        if join.index != overflow_words || join.codes.next_record()?.is_some() {
+            return Err(VocabError::Inconsistent(format!(
+                "the overflow's tokens name {} words, its word lists {overflow_words}",
+                join.index
+            )));
+        }
+    }
+    spilled += by_place.spilled();
+
+    // 4. The codes in each stream's order: its side file.
+    let mut sides: Vec<Option<SideFile>> = vec![None; streams];
+    {
+        let mut by_place = by_place.finish()?.open(room, plan.stop)?;
+        let mut writer: Option<(usize, SideWriter)> = None;
+        while let Some(r) = by_place.next_record()? {
+            let stream = (r.major >> PLACE_BITS) as usize;
+            let k = (r.major as u64) & ((1 << PLACE_BITS) - 1);
+            if writer.as_ref().is_none_or(|(s, _)| *s != stream) {
+                if let Some((s, w)) = writer.take() {
+                    sides[s] = Some(w.finish()?);
+                }
+                let path = plan.dir.join(format!("overflow-side-s{stream}.dgs"));
+                writer = Some((stream, SideWriter::create(&path)?));
+            }
+            let hash = u64::from_le_bytes(
+                r.bytes.try_into().map_err(|_| VocabError::Inconsistent("a token's hash is not 8 bytes".into()))?,
+            );
+            let code =
+                u32::try_from(r.payload).map_err(|_| VocabError::Inconsistent("a code beyond 32 bits".into()))?;
+            writer.as_mut().expect("opened above").1.push(k, code, hash)?;
+        }
+        if let Some((s, w)) = writer.take() {
+            sides[s] = Some(w.finish()?);
+        }
+    }
+    spilled += sides.iter().flatten().map(|s| s.bytes).sum::<u64>();
+    Ok(Numbered {
+        out,
+        identity,
+        renumbering,
+        sides,
+        words: numbered_words(candidates, stop_top),
+        overflow_words,
+        overflow_tokens,
+        spilled,
+    })
+}
+
+/// Bytes a reader of an occurrence run holds (a block and its decoding).
+const OCCURRENCE_READER_BYTES: u64 = 160 << 10;
+
+fn numbered_words(candidates: u64, stop_top: usize) -> u64 {
+    candidates - candidates.min(stop_top as u64)
+}
+
+/// The major of a word's rank record: decreasing count first (then bytes).
+fn rank_major(count: u64) -> u128 {
+    u128::from(u64::MAX - count)
+}
+
+/// The table's words and the overflow's, in rank order: the two are
+/// disjoint (a word is in the table from its first occurrence or never).
+struct RankMerge<'a, 't> {
+    table: std::iter::Peekable<std::vec::IntoIter<TableWord<'t>>>,
+    overflow: &'a mut MergedWords,
+    /// The overflow's next word: its bytes, count and index.
+    next: Option<(Vec<u8>, u64, u64)>,
+    started: bool,
+}
+
+impl<'t> Iterator for RankMerge<'_, 't> {
+    type Item = Result<RankedWord<'t>, VocabError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.started {
+            self.started = true;
+            if let Err(e) = self.pull() {
+                return Some(Err(e));
+            }
+        }
+        let take_table = match (self.table.peek(), &self.next) {
+            (None, None) => return None,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(t), Some((bytes, count, _))) => rank_order(t.count, t.bytes, *count, bytes).is_lt(),
+        };
+        if take_table {
+            return self.table.next().map(|t| Ok(t.ranked()));
+        }
+        let (bytes, count, index) = self.next.take().expect("checked above");
+        if let Err(e) = self.pull() {
+            return Some(Err(e));
+        }
+        Some(Ok(RankedWord { bytes: Cow::Owned(bytes), count, tag: OVERFLOW_TAG | index, hash: 0 }))
+    }
+}
+
+impl RankMerge<'_, '_> {
+    fn pull(&mut self) -> Result<(), VocabError> {
+        self.next = self.overflow.next_record()?.map(|r| (r.bytes.to_vec(), u64::MAX - r.major as u64, r.payload));
+        Ok(())
+    }
+}
+
+/// Walks the merged occurrences (by fingerprint, then place) beside the
+/// words' codes (by index, which is fingerprint order), and files each
+/// token under its place with its word's code. Words seen once are left
+/// out: a token not filed breaks the window.
+struct Join<'a> {
+    codes: &'a mut MergedWords,
+    by_place: &'a mut WordSort,
+    /// The fingerprint of the word being walked.
+    word: Option<u128>,
+    /// Words walked so far.
+    index: u64,
+    code: u32,
+}
+
+impl MergeSink for Join<'_> {
+    type Error = VocabError;
+
+    fn accept(&mut self, key: &[u32], count: u64, _: &[u64]) -> Result<(), VocabError> {
+        let word = key[..4].iter().fold(0u128, |acc, &w| (acc << 32) | u128::from(w));
+        let place = (u64::from(key[4]) << 32) | u64::from(key[5]);
+        if count != 1 {
+            return Err(VocabError::Inconsistent(format!("overflow token at place {place:#x} logged {count} times")));
+        }
+        if self.word != Some(word) {
+            if self.word.is_some_and(|w| w > word) {
+                return Err(VocabError::Inconsistent("overflow tokens out of order".into()));
+            }
+            let next = self.codes.next_record()?;
+            let Some(r) = next.filter(|r| r.major == u128::from(self.index)) else {
+                return Err(VocabError::Inconsistent(format!("overflow token of word {} has no code", self.index)));
+            };
+            self.code =
+                u32::try_from(r.payload).map_err(|_| VocabError::Inconsistent("a code beyond 32 bits".into()))?;
+            self.word = Some(word);
+            self.index += 1;
+        }
+        if self.code != Renumbering::BREAK {
+            let hash = (word >> 64) as u64;
+            self.by_place.push(u128::from(place), &hash.to_le_bytes(), u64::from(self.code))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::overflow::OverflowLog;
+    use crate::side::{OverflowWord, SideReader};
+    use dupgram_lexicon::{Lexicon, Lookup, Scope, Seen, word_hash};
+    use proptest::prelude::*;
+
+    /// What one token of a stream became: a first-seen ID, a stop word, or the overflow.
+    #[derive(Debug, Clone, Copy)]
+    enum Token {
+        Table(u32),
+        Stop,
+        Overflow,
+    }
+
+    /// Counts `streams` (token lists) through one builder frozen after
+    /// `freeze_after` tokens, logging the overflow per stream; returns the
+    /// lexicon file, what numbering said and each token's outcome.
+    fn numbered_with(
+        streams: &[Vec<String>],
+        freeze_after: usize,
+        stop_top: usize,
+        memory: u64,
+        dir: &Path,
+    ) -> (Vec<u8>, Numbered<Vec<u8>>, Vec<Vec<Token>>) {
+        let mut builder = LexiconBuilder::new(["s".to_string()]);
+        let mut logs: Vec<OverflowLog> = (0..streams.len()).map(|i| OverflowLog::new(dir, i, memory)).collect();
+        let mut outcomes = vec![Vec::new(); streams.len()];
+        // Round-robin over the streams, as workers interleave.
+        let longest = streams.iter().map(Vec::len).max().unwrap_or(0);
+        let mut seen = 0;
+        for at in 0..longest {
+            for (s, words) in streams.iter().enumerate() {
+                let Some(w) = words.get(at) else { continue };
+                if seen == freeze_after {
+                    builder.freeze();
+                }
+                seen += 1;
+                if builder.is_stopword(w) {
+                    builder.add_stop_tokens(1);
+                    continue;
+                }
+                let outcome = match builder.add_first_seen(w.as_bytes(), word_hash(w.as_bytes())) {
+                    Seen::Word(id) => Token::Table(id),
+                    Seen::Stop => Token::Stop,
+                    Seen::Overflow => {
+                        logs[s].push(w.as_bytes(), word_hash(w.as_bytes())).unwrap();
+                        Token::Overflow
+                    }
+                };
+                outcomes[s].push(outcome);
+            }
+        }
+        let runs = logs.into_iter().map(|l| l.finish().unwrap()).collect();
+        let plan = VocabularyPlan { dir, memory, stop: &() };
+        let numbered =
+            number_vocabulary(&builder, runs, (Normalization::default(), stop_top), Vec::new(), &plan).unwrap();
+        (numbered.out.clone(), numbered, outcomes)
+    }
+
+    fn check(streams: &[Vec<String>], freeze_after: usize, stop_top: usize, memory: u64) -> Result<(), TestCaseError> {
+        let dir = tempfile::tempdir().unwrap();
+        // The plain path: one builder that never freezes.
+        let (plain, _, _) = numbered_with(streams, usize::MAX, stop_top, memory, dir.path());
+        let (file, numbered, outcomes) = numbered_with(streams, freeze_after, stop_top, memory, dir.path());
+        prop_assert!(file == plain, "the lexicon file is the one a builder holding every word writes");
+        let path = dir.path().join("words.lex");
+        std::fs::write(&path, &file).unwrap();
+        let lexicon = Lexicon::load(&path, Scope::Repeated).unwrap();
+        prop_assert_eq!(lexicon.identity(), numbered.identity);
+        for (s, words) in streams.iter().enumerate() {
+            let mut side = SideReader::open(numbered.sides.get(s).and_then(Option::as_ref)).unwrap();
+            let mut outcome = outcomes[s].iter();
+            for w in words.iter().filter(|w| w.as_str() != "s") {
+                let want = lexicon.lookup(w);
+                let got = match outcome.next().unwrap() {
+                    Token::Stop => Lookup::Stop,
+                    Token::Table(first) => match numbered.renumbering.ids[*first as usize] {
+                        Renumbering::STOP => Lookup::Stop,
+                        Renumbering::BREAK => Lookup::Unknown,
+                        id => {
+                            prop_assert_eq!(numbered.renumbering.hashes[*first as usize], word_hash(w.as_bytes()));
+                            Lookup::Id(id)
+                        }
+                    },
+                    Token::Overflow => match side.next_token().unwrap() {
+                        OverflowWord::Id(id, hash) => {
+                            prop_assert_eq!(hash, word_hash(w.as_bytes()));
+                            Lookup::Id(id)
+                        }
+                        OverflowWord::Stop => Lookup::Stop,
+                        OverflowWord::Break => Lookup::Unknown,
+                    },
+                };
+                prop_assert_eq!(got, want, "{}", w);
+            }
+            side.finish().unwrap();
+        }
+        // Nothing is left behind but the lexicon written here and the side files.
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "words.lex" && !n.starts_with("overflow-side"))
+            .collect();
+        prop_assert!(left.is_empty(), "{:?}", left);
+        Ok(())
+    }
+
+    fn corpus() -> impl Strategy<Value = Vec<Vec<String>>> {
+        // A Zipf-ish vocabulary: a few frequent words, many rare ones.
+        let word = prop_oneof![
+            4 => (0u32..8).prop_map(|i| format!("w{i}")),
+            3 => (0u32..200).prop_map(|i| format!("r{i}")),
+            1 => Just("s".to_string()),
+        ];
+        proptest::collection::vec(proptest::collection::vec(word, 0..120), 1..4)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn freezing_the_table_changes_no_id(
+            streams in corpus(),
+            freeze_after in 0usize..200,
+            stop_top in 0usize..3,
+            memory in prop_oneof![Just(0u64), Just(1u64 << 20)],
+        ) {
+            check(&streams, freeze_after, stop_top, memory)?;
+        }
+    }
+
+    #[test]
+    fn an_empty_overflow_numbers_the_table_alone() {
+        let streams = vec![vec!["a".to_string(), "b".into(), "a".into()]];
+        let dir = tempfile::tempdir().unwrap();
+        let (_, numbered, _) = numbered_with(&streams, usize::MAX, 0, 1 << 20, dir.path());
+        assert_eq!(numbered.overflow_words, 0);
+        assert!(numbered.sides.iter().all(Option::is_none));
+        check(&streams, 0, 0, 1 << 20).unwrap();
+    }
+}
