@@ -210,7 +210,7 @@ fn update_on_a_full_disk() {
 }
 
 /// The first worker's word-ID stream, in an `ngrams` job's scratch directory.
-const WORD_STREAM: &str = "words-w0.dgw";
+const WORD_STREAM: &str = "words-w0-00000.dgw";
 
 /// A process ID no process can have: above the largest `pid_max` Linux allows (2²²).
 const DEAD_PID: u32 = (1 << 22) + 1;

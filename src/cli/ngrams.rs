@@ -101,6 +101,16 @@ fn summary(s: &NgramStats) -> String {
         "tokens",
         format!("{} ({} distinct words, {} repeated)", group(s.tokens), group(s.vocabulary), group(s.repeated_words)),
     );
+    if s.overflow_words > 0 {
+        line(
+            "vocabulary",
+            format!(
+                "{} words past the lexicon's room ({} tokens), counted and numbered on disk",
+                group(s.overflow_words),
+                group(s.overflow_tokens)
+            ),
+        );
+    }
     line(&format!("{}-grams", s.n), format!("{} ({} distinct)", group(s.ngrams), group(s.distinct_ngrams)));
     line(
         "duplicate n-grams",
@@ -156,10 +166,11 @@ fn summary(s: &NgramStats) -> String {
     line(
         "time",
         format!(
-            "{:.2} s ({:.2} M tokens/s; lexicon {:.2}, sieve {:.2}, count {:.2}, merge {:.2})",
+            "{:.2} s ({:.2} M tokens/s; lexicon {:.2}, {}sieve {:.2}, count {:.2}, merge {:.2})",
             t.total,
             s.tokens as f64 / t.total.max(1e-9) / 1e6,
             t.lexicon,
+            if t.renumber > 0.0 { format!("renumber {:.2}, ", t.renumber) } else { String::new() },
             t.sieve,
             t.count,
             t.merge

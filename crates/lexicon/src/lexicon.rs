@@ -265,6 +265,20 @@ impl LexiconBuilder {
         self.arena.capacity() + self.table.capacity() * (std::mem::size_of::<Entry>() + 1)
     }
 
+    /// [`heap_bytes`](Self::heap_bytes) once `words` more distinct words of
+    /// `bytes` bytes in all joined: the table and the arena grow by doubling,
+    /// so a few words may take as much again as all before them.
+    pub fn heap_bytes_after(&self, words: usize, bytes: usize) -> usize {
+        let mut after = self.heap_bytes();
+        if self.table.capacity() - self.table.len() < words {
+            after += self.table.capacity().max(words) * (std::mem::size_of::<Entry>() + 1);
+        }
+        if self.arena.capacity() - self.arena.len() < bytes {
+            after += self.arena.capacity().max(bytes);
+        }
+        after
+    }
+
     /// The words in ID order and the final stop list: the `stop_top` most
     /// frequent words join the stop list, the rest are numbered by
     /// decreasing frequency (ties by bytes), so the most frequent words get
@@ -780,6 +794,33 @@ impl Lexicon {
     pub fn word(&self, id: u32) -> &str {
         // Words come from `&str` tokens or a checked file, so they are UTF-8.
         std::str::from_utf8(self.word_bytes(id)).unwrap_or("\u{fffd}")
+    }
+
+    /// The IDs of `ids` (within `0..len()`) as runs of equal counts:
+    /// `(first ID, words, count)`, held words one by one, the others by the
+    /// runs they are kept as.
+    pub fn count_runs(&self, ids: std::ops::Range<u32>) -> Vec<(u32, u32, u64)> {
+        let end = ids.end.min(self.len() as u32);
+        let mut runs = Vec::new();
+        let held = self.counts.len() as u32;
+        for id in ids.start..end.min(held) {
+            runs.push((id, 1, self.counts[id as usize]));
+        }
+        let start = ids.start.max(held);
+        if start < end {
+            let first = self.tail.partition_point(|&(f, _)| f <= start).saturating_sub(1);
+            for (i, &(f, count)) in self.tail.iter().enumerate().skip(first) {
+                let next = self.tail.get(i + 1).map_or(self.len() as u32, |&(n, _)| n);
+                let (a, b) = (f.max(start), next.min(end));
+                if a >= end {
+                    break;
+                }
+                if a < b {
+                    runs.push((a, b - a, count));
+                }
+            }
+        }
+        runs
     }
 
     pub fn count(&self, id: u32) -> u64 {

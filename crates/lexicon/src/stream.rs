@@ -113,6 +113,11 @@ impl<W: Write> StreamWriter<W> {
         if self.frame.len() >= FRAME_TARGET { self.cut() } else { Ok(()) }
     }
 
+    /// Bytes of the stream so far, the frame being filled counted.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes + self.frame.len() as u64
+    }
+
     /// Writes what the frame buffer holds as a frame.
     pub fn cut(&mut self) -> std::io::Result<()> {
         if self.frame.is_empty() {

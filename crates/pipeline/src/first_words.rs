@@ -55,20 +55,111 @@ impl FirstWords {
     /// `parts` consecutive ranges that together are this one.
     pub fn split_by(self, lexicon: &Lexicon, parts: usize) -> Vec<FirstWords> {
         let end = self.end.unwrap_or(lexicon.len() as u32).min(lexicon.len() as u32);
-        let ids = self.start.min(end)..end;
-        let total: u128 = ids.clone().map(|id| u128::from(lexicon.count(id))).sum();
+        let runs = lexicon.count_runs(self.start.min(end)..end);
+        let total: u128 = runs.iter().map(|&(_, words, count)| u128::from(words) * u128::from(count)).sum();
         let parts = parts.max(1) as u128;
         let mut starts = vec![self.start];
         let mut before = 0u128;
-        for id in ids {
-            // `id` opens the next part once the IDs below it hold that part's share.
-            if id > self.start && (starts.len() as u128) < parts && before * parts >= total * starts.len() as u128 {
+        for (first, words, count) in runs {
+            // `id` opens the next part once the IDs below it hold that part's
+            // share: the first such ID of this run, each ID opening one part at most.
+            let mut id = first.max(self.start + 1);
+            while (starts.len() as u128) < parts && id < first + words {
+                let share = total * starts.len() as u128;
+                let below = before + u128::from(id - first) * u128::from(count);
+                if below * parts < share {
+                    let missing = share - below * parts;
+                    let step = missing.div_ceil(parts * u128::from(count).max(1));
+                    if step >= u128::from(first + words - id) {
+                        break;
+                    }
+                    id += step as u32;
+                    continue;
+                }
                 starts.push(id);
+                id += 1;
             }
-            before += u128::from(lexicon.count(id));
+            before += u128::from(words) * u128::from(count);
         }
         let ends = starts.iter().skip(1).map(|&s| Some(s)).chain([self.end]);
         starts.iter().zip(ends).map(|(&start, end)| FirstWords { start, end }).collect()
+    }
+
+    /// The tokens of the words of this range: about the n-grams it starts.
+    pub fn tokens(self, lexicon: &Lexicon) -> u64 {
+        let end = self.end.unwrap_or(lexicon.len() as u32).min(lexicon.len() as u32);
+        lexicon.count_runs(self.start.min(end)..end).iter().map(|&(_, words, count)| u64::from(words) * count).sum()
+    }
+}
+
+/// Plans a count in parts by first word one part at a time: each part the
+/// largest range of first words whose n-grams the sieve takes and whose
+/// runs fit the room on disk, at the most bytes a token took in the parts
+/// counted so far (a guess for the first).
+#[derive(Debug)]
+pub(crate) struct PartPlan {
+    /// What is left to count.
+    rest: Option<FirstWords>,
+    /// Parts already planned and counted.
+    done: usize,
+    /// Parts fixed in advance ([`crate::Limits::sieve_parts`]), if any.
+    fixed: Option<Vec<FirstWords>>,
+    /// N-grams one sieve takes.
+    sieve_tokens: u64,
+    /// Bytes one part's runs may take on disk.
+    disk_room: u64,
+    /// Run bytes per token: the most measured so far, or the guess.
+    rate: f64,
+    /// The part being counted: its tokens.
+    counting: u64,
+}
+
+/// Run bytes per token guessed before any part is counted: runs take about
+/// 9 bytes a sorted n-gram, and a web crawl sorts up to two fifths of its n-grams.
+const FIRST_RATE: f64 = 4.0;
+
+impl PartPlan {
+    /// A plan for parts that `sieve_tokens` n-grams fill and whose runs fit in
+    /// `disk_room` bytes; `fixed` parts instead, when forced.
+    pub fn new(sieve_tokens: u64, disk_room: u64, fixed: Option<usize>, lexicon: &Lexicon) -> Self {
+        PartPlan {
+            rest: Some(FirstWords::ALL),
+            done: 0,
+            fixed: fixed.map(|p| FirstWords::split(lexicon, p)),
+            sieve_tokens: sieve_tokens.max(1),
+            disk_room: disk_room.max(1),
+            rate: FIRST_RATE,
+            counting: 0,
+        }
+    }
+
+    /// The next part, and how many the plan now expects in all; `None` when every part is counted.
+    pub fn next(&mut self, lexicon: &Lexicon) -> Option<(FirstWords, usize)> {
+        if let Some(fixed) = &self.fixed {
+            let part = *fixed.get(self.done)?;
+            self.done += 1;
+            self.counting = part.tokens(lexicon);
+            return Some((part, fixed.len()));
+        }
+        let rest = self.rest?;
+        let tokens = rest.tokens(lexicon);
+        let by_disk = (self.disk_room as f64 / self.rate).max(1.0) as u64;
+        let per_part = self.sieve_tokens.min(by_disk).max(1);
+        let parts = tokens.div_ceil(per_part).clamp(1, MAX_PARTS.saturating_sub(self.done).max(1) as u64) as usize;
+        let pieces = rest.split_by(lexicon, parts);
+        let part = pieces[0];
+        self.rest = pieces.get(1).map(|next| FirstWords { start: next.start, end: rest.end });
+        self.done += 1;
+        self.counting = part.tokens(lexicon);
+        Some((part, self.done + pieces.len() - 1))
+    }
+
+    /// The part just planned wrote `run_bytes` of runs.
+    pub fn counted(&mut self, run_bytes: u64) {
+        if self.counting > 0 {
+            let rate = run_bytes as f64 / self.counting as f64 * 1.1;
+            self.rate = if self.done == 1 { rate } else { self.rate.max(rate) };
+        }
     }
 }
 
@@ -193,6 +284,64 @@ mod tests {
             assert!((pieces[1].start - part.start).abs_diff(end - pieces[1].start) <= 1, "{pieces:?}");
         }
         assert_eq!(FirstWords::ALL.split_by(&lex, 4), FirstWords::split(&lex, 4));
+    }
+
+    #[test]
+    fn a_lexicon_held_in_part_splits_as_one_held_whole() {
+        let words: Vec<(String, u64)> = (0..3000).map(|i| (format!("w{i}"), 2 + (i * i % 97) as u64)).collect();
+        let words: Vec<(&str, u64)> = words.iter().map(|(w, c)| (w.as_str(), *c)).collect();
+        let held = lexicon(&words);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.lex");
+        held.save(&path).unwrap();
+        for bytes in [0, 500, 40_000] {
+            let limited =
+                Lexicon::load_limited(&path, dupgram_lexicon::Scope::Repeated, bytes, &mut |_, _| Ok(())).unwrap();
+            assert_eq!(limited.len(), held.len());
+            for parts in 1..20 {
+                assert_eq!(
+                    FirstWords::split(&limited, parts),
+                    FirstWords::split(&held, parts),
+                    "{bytes} bytes, {parts} parts"
+                );
+                let inner = FirstWords { start: 17, end: Some(2500) };
+                assert_eq!(inner.split_by(&limited, parts), inner.split_by(&held, parts));
+                assert_eq!(inner.tokens(&limited), (17..2500).map(|id| held.count(id)).sum::<u64>());
+            }
+        }
+    }
+
+    #[test]
+    fn a_plan_makes_parts_that_fit_the_sieve_and_then_the_disk_measured() {
+        let words: Vec<(String, u64)> = (0..1000).map(|i| (format!("w{i}"), 10)).collect();
+        let words: Vec<(&str, u64)> = words.iter().map(|(w, c)| (w.as_str(), *c)).collect();
+        let lex = lexicon(&words);
+        // The sieve takes 2,500 n-grams: four parts, whatever the disk.
+        let mut plan = PartPlan::new(2500, u64::MAX / 8, None, &lex);
+        let mut seen = Vec::new();
+        while let Some((part, all)) = plan.next(&lex) {
+            assert_eq!(all, 4);
+            seen.push(part);
+            plan.counted(0);
+        }
+        assert_eq!(seen, FirstWords::split(&lex, 4));
+        // A disk room of 4,000 bytes, guessed at 4 bytes a token: parts of
+        // 1,000 tokens, until the first measures 1 byte a token.
+        let mut plan = PartPlan::new(u64::MAX, 4000, None, &lex);
+        let (first, all) = plan.next(&lex).unwrap();
+        assert_eq!((first.tokens(&lex), all), (1000, 10));
+        plan.counted(1000);
+        let (second, all) = plan.next(&lex).unwrap();
+        assert_eq!((second.start, all), (first.end.unwrap(), 4));
+        let mut covered = first.tokens(&lex) + second.tokens(&lex);
+        let mut last = second;
+        while let Some((part, _)) = plan.next(&lex) {
+            assert_eq!(part.start, last.end.unwrap());
+            covered += part.tokens(&lex);
+            last = part;
+            plan.counted(part.tokens(&lex));
+        }
+        assert_eq!((covered, last.end), (10_000, None));
     }
 
     #[test]

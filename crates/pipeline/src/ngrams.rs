@@ -25,12 +25,12 @@ use serde::{Deserialize, Serialize};
 use crate::control::Control;
 use crate::error::PipelineError;
 use crate::feed::{BatchWorker, Source, feed};
-use crate::first_words::{FirstWords, KeyRange, parts_for};
+use crate::first_words::{FirstWords, KeyRange, PartPlan, parts_for};
 use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
 use crate::merging::merge_in;
 use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
-use crate::stream_walk::{StreamJob, Streamed, fill_sieve, phase_of};
+use crate::stream_walk::{StreamJob, Streamed, fill_sieve, phase_of, renumber_streams};
 use crate::words::{WordsFile, WordsOut, each_stream, read_words};
 
 /// What to count, and with what resources.
@@ -129,6 +129,9 @@ impl NgramConfig {
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct PassSeconds {
     pub lexicon: f64,
+    /// Rewriting the word streams with final IDs (a count or index in parts).
+    #[serde(default)]
+    pub renumber: f64,
     pub sieve: f64,
     pub count: f64,
     pub merge: f64,
@@ -171,8 +174,15 @@ pub struct NgramStats {
     pub tokens: u64,
     /// Distinct words (stop words excluded).
     pub vocabulary: u64,
+    /// Bytes of text read (after decompression).
+    #[serde(default)]
+    pub text_bytes: u64,
     /// Words seen at least twice: the only ones a duplicate n-gram can hold.
     pub repeated_words: u64,
+    /// Bytes the vocabulary keeps on disk while n-grams are counted: the
+    /// lexicon, the words by ID, the overflow's side files.
+    #[serde(default)]
+    pub vocabulary_bytes: u64,
     /// Distinct words met only after the lexicon's table had used its room,
     /// counted and numbered out of core (0 when the table held them all).
     #[serde(default)]
@@ -250,7 +260,18 @@ pub(crate) fn tokenise_for_index(
     let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, documents, .. } =
         job.tokenise(&first_inputs, true, stats, started)?;
     stats.bytes_spilled += spooled_bytes(&first_inputs);
+    // Filled while reading a corpus of unknown size, and overloaded: the index goes in parts instead.
+    let sieve = sieve.filter(|s| parts_for(stats.tokens, s.capacity()) <= 1);
     let sieve_filled = sieve.is_some();
+    // Read at least twice from now on (fill, index): worth final IDs first.
+    let (streams, renumbering) = if config.sieve && !sieve_filled {
+        let t = Instant::now();
+        let renumbered = renumber_streams(&streams, &renumbering, lexicon.len() as u32, work, control)?;
+        stats.seconds.renumber += t.elapsed().as_secs_f64();
+        renumbered
+    } else {
+        (streams, renumbering)
+    };
     let mut corpus = StreamedCorpus {
         lexicon,
         _lexicon_file: lexicon_file,
@@ -493,9 +514,22 @@ impl Job<'_> {
         let Tokenised { lexicon, words, lexicon_file, sieve, renumbering, streams, .. } =
             self.tokenise(&config.inputs, false, stats, started)?;
         let words = words.ok_or_else(|| PipelineError::Usage("internal error: a count without its words".into()))?;
+        // A sieve filled while reading a corpus of unknown size (standard
+        // input) that turned out to hold more n-grams than it takes: a count
+        // in parts lets far fewer unique n-grams through, so it goes.
+        let sieve = sieve.filter(|s| parts_for(stats.tokens, s.capacity()) <= 1);
         // No sieve came out of the lexicon pass (none was filled there, or it
         // was too full or had to go): a fresh one, filled from the streams.
         let refill = config.sieve && sieve.is_none();
+        // Read at least twice from now on (fill, count): worth final IDs first.
+        let (streams, renumbering) = if refill {
+            let t = Instant::now();
+            let renumbered = renumber_streams(&streams, &renumbering, lexicon.len() as u32, self.work, self.control)?;
+            stats.seconds.renumber += t.elapsed().as_secs_f64();
+            renumbered
+        } else {
+            (streams, renumbering)
+        };
         let beside = renumbering.beside(streams.len());
         let mut sieve = if refill { self.fresh_sieve(&lexicon, beside, stats) } else { sieve };
         self.make_room_for_chunks(&mut sieve, &lexicon, &renumbering, streams.len(), stats)?;
@@ -503,32 +537,38 @@ impl Job<'_> {
             // Filled by the lexicon pass: from now on asked only "2 or more?".
             s.freeze();
         }
-        let parts = match &sieve {
-            Some(s) if refill => {
-                let parts = config.limits.sieve_parts.unwrap_or_else(|| parts_for(stats.tokens, s.capacity()));
-                FirstWords::split(&lexicon, parts)
-            }
-            _ => vec![FirstWords::ALL],
+        // Parts planned one at a time, each within the sieve and the room on
+        // disk the streams leave of half the text (see `PartPlan`).
+        let on_disk: u64 = streams.iter().map(|f| f.bytes).sum::<u64>() + stats.vocabulary_bytes;
+        let room = (stats.text_bytes / 2).saturating_sub(on_disk).max(MIN_DISK_ROOM);
+        let mut plan = match &sieve {
+            Some(s) if refill => PartPlan::new(s.capacity(), room, config.limits.sieve_parts, &lexicon),
+            _ => PartPlan::new(u64::MAX, u64::MAX / 8, Some(1), &lexicon),
         };
-        stats.sieve.parts = parts.len() as u32;
-        for (i, &part) in parts.iter().enumerate() {
+        let mut i = 0;
+        while let Some((part, parts)) = plan.next(&lexicon) {
+            i += 1;
+            let last = i == parts;
             if refill && let Some(s) = sieve.as_mut() {
                 s.clear();
             }
+            let written = stats.run_bytes;
             let counted = self.count_streams(
                 &streams,
                 &lexicon,
                 &renumbering,
-                StreamPart { sieve: sieve.as_mut(), fill: refill, part, label: (i + 1, parts.len()) },
+                StreamPart { sieve: sieve.as_mut(), fill: refill, part, label: (i, parts), last },
                 stats,
             )?;
+            plan.counted(stats.run_bytes - written);
+            stats.sieve.parts = i as u32;
             if counted.documents != stats.documents {
                 return Err(PipelineError::Changed(format!(
                     "the lexicon pass read {} documents, its word streams hold {}",
                     stats.documents, counted.documents
                 )));
             }
-            if i + 1 == parts.len() {
+            if last {
                 // Read for the last time: off the disk before the merge writes.
                 remove_streams(&streams);
             }
@@ -603,6 +643,8 @@ impl Job<'_> {
         let (lexicon_file, numbered) = self.write_lexicon(builder, overflow, sieve_bytes)?;
         stats.overflow_words = numbered.overflow_words;
         stats.overflow_tokens = numbered.overflow_tokens;
+        stats.vocabulary_bytes = std::fs::metadata(lexicon_file.path()).map_or(0, |m| m.len())
+            + numbered.sides.iter().flatten().map(|s| s.bytes).sum::<u64>();
         stats.bytes_spilled += numbered.spilled;
         stats.seconds.lexicon = started.elapsed().as_secs_f64();
 
@@ -624,7 +666,9 @@ impl Job<'_> {
                 return Err(e.into());
             }
             let lexicon = lexicon?;
-            stats.bytes_spilled += out.finish()?.bytes();
+            let words_bytes = out.finish()?.bytes();
+            stats.bytes_spilled += words_bytes;
+            stats.vocabulary_bytes += words_bytes;
             (lexicon, Some(path))
         };
         stats.vocabulary = lexicon.total_words();
@@ -635,7 +679,8 @@ impl Job<'_> {
             settle_sieve(&sieve, stats);
         }
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
-        let renumbering = Streamed { renumbering: numbered.renumbering, vocabulary, sides: numbered.sides };
+        let renumbering =
+            Streamed { renumbering: numbered.renumbering, vocabulary, sides: numbered.sides, final_ids: false };
         Ok(Tokenised { lexicon, words, lexicon_file, sieve, renumbering, streams, documents: docs })
     }
 
@@ -727,7 +772,7 @@ impl Job<'_> {
             let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, &[]);
             let mut keep = KeepNgrams::new(sieve, range, spill);
             let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
-            let documents = read_words(file, streamed.vocabulary, self.control, abort, |codes| {
+            let documents = read_words(file, streamed.vocabulary, part.last, self.control, abort, |codes| {
                 walk.codes(codes, &mut keep);
                 walk.check()?;
                 keep.flush_line()
@@ -880,6 +925,7 @@ impl Job<'_> {
             may_freeze: streams,
             overflow,
             word_limit: config.limits.table_words,
+            threads: config.threads,
             dropped_sieve: std::sync::OnceLock::new(),
             halvings: std::sync::atomic::AtomicU32::new(0),
             documents: AtomicU64::new(0),
@@ -1036,7 +1082,8 @@ impl Job<'_> {
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        let held = self.config.limits.output_word_bytes.unwrap_or(self.plan.working() / 2);
+        // Words take at most a third of the memory; the runs read at once, the rest.
+        let held = self.config.limits.output_word_bytes.unwrap_or(self.plan.working() / 3);
         let mut output = OutputWords::open(words, held)?;
         let fan_in = self.merge_fan_in(output.heap_bytes());
         stats.fan_in = fan_in;
@@ -1170,7 +1217,7 @@ impl WordsById for BatchWordsOf<'_> {
 /// Removes the word streams; what is already gone needs no removing.
 fn remove_streams(streams: &[WordsFile]) {
     for file in streams {
-        let _ = std::fs::remove_file(&file.path);
+        file.remove();
     }
 }
 
@@ -1186,6 +1233,7 @@ fn spooled_bytes(first_inputs: &[Input]) -> u64 {
 fn record_read(read: &ReadStats, stats: &mut NgramStats) {
     stats.documents = read.documents;
     stats.input_bytes = read.input_bytes;
+    stats.text_bytes = read.text_bytes;
     stats.replaced_utf8 = read.replaced_utf8;
     stats.skipped_records = read.skipped_records;
     if let Some(at) = &read.first_replaced_at {
@@ -1242,6 +1290,10 @@ fn settle_sieve(sieve: &SharedSieve, stats: &mut NgramStats) {
     stats.sieve.used = guard.is_some();
 }
 
+/// Room on disk a count in parts may give one part's runs, however little
+/// text there is: below it, more parts would cost time and save nothing that matters.
+const MIN_DISK_ROOM: u64 = 64 << 20;
+
 /// Buffers of one run writer (block, frame, file buffer).
 const WRITER_BYTES: u64 = 256 * 1024;
 /// Buffers of the output thread and file, zstd encoder included.
@@ -1297,6 +1349,8 @@ struct LexiconBudget {
     overflow: u64,
     /// Freeze at this many words whatever the memory ([`Limits::table_words`]).
     word_limit: Option<usize>,
+    /// Workers handing words over.
+    threads: usize,
     dropped_sieve: std::sync::OnceLock<String>,
     halvings: std::sync::atomic::AtomicU32,
     /// Bytes of the workers' document lists, which share the vocabulary's room.
@@ -1326,11 +1380,15 @@ impl LexiconBudget {
     /// size); else the sieve is halved (or dropped), and the job fails when
     /// even no sieve is not enough.
     fn check(&self, bytes: u64, words: usize, sieve: &SharedSieve) -> Result<TableRoom, PipelineError> {
-        // Numbering the words needs about as much again as counting them;
-        // the workers' document lists (see `StreamDocs`) take their bytes once.
+        // Numbering the words needs about as much again as counting them
+        // (their ranking), and a tenth more (what each first-seen ID
+        // becomes); when the table may freeze, two fifths of the room leave
+        // that and the overflow's sorts their share. The workers' document
+        // lists (see `StreamDocs`) take their bytes once.
         let documents = self.documents.load(Ordering::Relaxed);
         let reserve = if self.may_freeze { self.overflow } else { 0 };
-        let room = |sieve_bytes: u64| self.working.saturating_sub(sieve_bytes + documents + reserve) / 2;
+        let share = if self.may_freeze { 5 } else { 4 };
+        let room = |sieve_bytes: u64| self.working.saturating_sub(sieve_bytes + documents + reserve) * 2 / share;
         let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
         if self.may_freeze && self.word_limit.is_some_and(|limit| words >= limit) {
             return Ok(TableRoom::Freeze);
@@ -1338,7 +1396,8 @@ impl LexiconBudget {
         if bytes <= room(sieve_bytes) {
             return Ok(TableRoom::Grow);
         }
-        if self.may_freeze && bytes <= room(0).max(room(sieve_bytes) + TABLE_SLACK) {
+        if self.may_freeze && bytes <= self.working.saturating_sub(sieve_bytes + documents + reserve) {
+            // Frozen as it stands, which its growth foreseen leaves within the memory.
             return Ok(TableRoom::Freeze);
         }
         if sieve_bytes > 0
@@ -1372,10 +1431,6 @@ impl LexiconBudget {
         Ok(if self.may_freeze { TableRoom::Freeze } else { TableRoom::Grow })
     }
 }
-
-/// How far past its room a table may be when it is frozen: the words a
-/// worker hands over at once, which all join before the next check.
-const TABLE_SLACK: u64 = 4 << 20;
 
 /// The words of one batch, gathered so the shared lexicon is locked once per batch.
 #[derive(Default)]
@@ -1427,6 +1482,8 @@ const FEED_BYTES: usize = 8 << 10;
 /// may be one record of millions of words, and a buffer of a whole record
 /// (about 16 bytes a token) is memory the plan has not counted.
 const HAND_OVER_WORDS: usize = 4 << 10;
+/// Bytes a new word brings to the arena, on average, as the table's growth is foreseen.
+const AVERAGE_WORD_BYTES: usize = 16;
 const HAND_OVER_BYTES: usize = 32 << 10;
 
 /// What one lexicon-pass worker may hold besides its batch and its word
@@ -1543,7 +1600,15 @@ impl LexiconWorker<'_> {
             }
         }
         lexicon.add_stop_tokens(self.words.stop_tokens);
-        let seen = (lexicon.heap_bytes() as u64 + self.cache.heap_bytes() as u64, lexicon.len());
+        // What the table would hold if the words a hand-over may bring grew it
+        // (the other workers' too, before the next look): it must be frozen before that growth.
+        let after = if self.budget.may_freeze {
+            let margin = HAND_OVER_WORDS * self.budget.threads;
+            lexicon.heap_bytes_after(margin, margin * AVERAGE_WORD_BYTES)
+        } else {
+            lexicon.heap_bytes()
+        };
+        let seen = (after as u64 + self.cache.heap_bytes() as u64, lexicon.len());
         drop(lexicon);
         // Logged outside the lock: a log that fills sorts and writes a run.
         if let Some(log) = self.overflow.as_mut() {
@@ -1690,6 +1755,8 @@ struct StreamPart<'a> {
     part: FirstWords,
     /// This part's number (from 1), and how many there are.
     label: (usize, usize),
+    /// The streams' last reading: each segment goes once read.
+    last: bool,
 }
 
 /// Totals of the count pass.

@@ -16,15 +16,18 @@ use crate::control::Control;
 use crate::error::PipelineError;
 use crate::first_words::{FillSieve, KeyRange};
 use crate::scan::ScanSink;
-use crate::words::{READ_BYTES, WordsFile, each_stream, read_words};
+use crate::words::{READ_BYTES, WordsFile, WordsOut, each_stream, read_words};
 
 /// How to read the word streams.
 pub(crate) struct Streamed {
     pub renumbering: Renumbering,
-    /// First-seen IDs are below this.
+    /// The streams' word codes are below this plus [`FIRST_WORD`].
     pub vocabulary: u32,
     /// Each stream's side file (by stream number): what its overflow tokens are.
     pub sides: Vec<Option<SideFile>>,
+    /// The streams hold final IDs ([`renumber_streams`]): no renumbering,
+    /// no side files, and [`OVERFLOW`] marks a word seen once.
+    pub final_ids: bool,
 }
 
 impl Streamed {
@@ -41,9 +44,76 @@ impl Streamed {
         stream: usize,
         fingerprints: bool,
     ) -> Result<IdWalk<'_, L>, PipelineError> {
-        let side = SideReader::open(self.sides.get(stream).and_then(Option::as_ref))?;
-        Ok(IdWalk::new(layout, &self.renumbering, fingerprints, stream, side))
+        let side = if self.final_ids { None } else { self.sides.get(stream).and_then(Option::as_ref) };
+        let side = SideReader::open(side)?;
+        let tokens = TokenReader {
+            renumbering: &self.renumbering,
+            side,
+            stream,
+            overflow: 0,
+            final_ids: self.final_ids,
+            failure: None,
+        };
+        Ok(IdWalk::new(layout, tokens, fingerprints))
     }
+}
+
+/// Rewrites the word streams with their words' final IDs, reading each
+/// stream (and its side file) for the last time: stop words dropped, words
+/// seen once as one code, every other token its ID. Worth its one pass when
+/// the streams are read again and again (a count or an index in parts): a
+/// pass over them then looks nothing up — no renumbering, no side file —
+/// and their codes are shorter, the most frequent words having the lowest IDs.
+/// Sieve fingerprints of such streams are made of the IDs ([`id_hash`]).
+pub(crate) fn renumber_streams(
+    streams: &[WordsFile],
+    streamed: &Streamed,
+    words: u32,
+    work: &std::path::Path,
+    control: &Control,
+) -> Result<(Vec<WordsFile>, Streamed), PipelineError> {
+    control.progress.start("renumbering", Some(streams.iter().map(|f| f.bytes).sum()));
+    let files = each_stream(streams, |stream, file, abort| {
+        let side = SideReader::open(streamed.sides.get(stream).and_then(Option::as_ref))?;
+        let mut tokens = TokenReader {
+            renumbering: &streamed.renumbering,
+            side,
+            stream,
+            overflow: 0,
+            final_ids: false,
+            failure: None,
+        };
+        let mut out = WordsOut::create_named(work, &format!("final-w{stream}"))?;
+        let mut codes = Vec::with_capacity(64 << 10);
+        read_words(file, streamed.vocabulary, true, control, abort, |frame| {
+            codes.clear();
+            for &code in frame {
+                codes.push(match tokens.token(code) {
+                    Token::End => END_OF_DOCUMENT,
+                    Token::Skip => continue,
+                    Token::Break(_) => OVERFLOW,
+                    Token::Word(id, _, _) => id + FIRST_WORD,
+                });
+            }
+            tokens.check()?;
+            out.codes(&codes)
+        })?;
+        tokens.finish()?;
+        out.finish()
+    })?;
+    let streamed =
+        Streamed { renumbering: Renumbering::default(), vocabulary: words, sides: Vec::new(), final_ids: true };
+    Ok((files, streamed))
+}
+
+/// The sieve fingerprint's share of a word of final ID `id`: any hash of
+/// the ID, as long as every pass over the same streams uses the same.
+#[inline]
+pub(crate) fn id_hash(id: u32) -> u64 {
+    let mut z = u64::from(id).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// What a pass over the word streams reads and how it keys n-grams.
@@ -77,7 +147,7 @@ pub(crate) fn fill_sieve<const L: usize>(
     each_stream(streams, |stream, file, abort| {
         let mut fill = FillSieve::new(filling, range);
         let mut walk = streamed.walk::<L>(layout, stream, true)?;
-        read_words(file, streamed.vocabulary, control, abort, |codes| {
+        read_words(file, streamed.vocabulary, false, control, abort, |codes| {
             walk.codes(codes, &mut fill);
             fill.flush();
             walk.check()
@@ -88,19 +158,99 @@ pub(crate) fn fill_sieve<const L: usize>(
     Ok(())
 }
 
-/// Rolls n-gram keys (and sieve fingerprints) over stream codes, as
-/// [`crate::scan::Scanner`] does over text: stop words are skipped, words
-/// seen once break the window, a document end resets it. An overflow token
-/// learns what it is from the stream's side file. The sink also hears of
-/// every word's identity ([`ScanSink::word`]) and of each document's end
-/// ([`ScanSink::document_end`]).
-pub(crate) struct IdWalk<'a, const L: usize> {
+/// What one stream code is.
+#[derive(Debug, Clone, Copy)]
+enum Token {
+    /// The end of a document.
+    End,
+    /// A stop word: as if it were not there.
+    Skip,
+    /// A word no repeated n-gram holds, named by a number no other word has.
+    Break(u64),
+    /// A word: its ID, the hash its sieve fingerprints are made of, a number naming it.
+    Word(u32, u64, u64),
+}
+
+/// A word's identity as [`ScanSink::word`] hears it: a first-seen ID
+/// (below 2³²), an ID above [`OVERFLOW_WORD`], or, for a word seen once
+/// met in the overflow or in final-ID streams, a number no other token has.
+const OVERFLOW_WORD: u64 = 1 << 32;
+const OVERFLOW_ONCE: u64 = 1 << 63;
+
+/// Turns a stream's codes into tokens: first-seen IDs through the
+/// renumbering, overflow tokens through the stream's side file; or the
+/// final IDs of a renumbered stream as they are.
+struct TokenReader<'a> {
     renumbering: &'a Renumbering,
     side: SideReader,
     /// This stream's number, which makes its words seen once named apart from every other's.
     stream: usize,
-    /// Overflow tokens met so far.
+    /// Overflow (or, in final-ID streams, seen-once) tokens met so far.
     overflow: u64,
+    final_ids: bool,
+    failure: Option<VocabError>,
+}
+
+impl TokenReader<'_> {
+    #[inline]
+    fn token(&mut self, code: u32) -> Token {
+        match code {
+            END_OF_DOCUMENT => Token::End,
+            OVERFLOW => {
+                self.overflow += 1;
+                let once = OVERFLOW_ONCE | place(self.stream, self.overflow);
+                if self.final_ids {
+                    return Token::Break(once);
+                }
+                match self.side.next_token() {
+                    Ok(OverflowWord::Stop) => Token::Skip,
+                    Ok(OverflowWord::Break) => Token::Break(once),
+                    Ok(OverflowWord::Id(id, hash)) => Token::Word(id, hash, OVERFLOW_WORD + u64::from(id)),
+                    Err(e) => {
+                        // Remembered for `check`; the token breaks the window meanwhile.
+                        self.failure.get_or_insert(e);
+                        Token::Break(once)
+                    }
+                }
+            }
+            _ if self.final_ids => {
+                let id = code - FIRST_WORD;
+                Token::Word(id, id_hash(id), OVERFLOW_WORD + u64::from(id))
+            }
+            _ => {
+                let first_seen = (code - FIRST_WORD) as usize;
+                // The reader checked every code against the vocabulary, which the renumbering spans.
+                match self.renumbering.ids[first_seen] {
+                    Renumbering::STOP => Token::Skip,
+                    Renumbering::BREAK => Token::Break(first_seen as u64),
+                    id => Token::Word(id, self.renumbering.hashes[first_seen], first_seen as u64),
+                }
+            }
+        }
+    }
+
+    /// The side file's error, if reading it failed.
+    fn check(&mut self) -> Result<(), PipelineError> {
+        match self.failure.take() {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks, at the end of the stream, that its side file was read whole.
+    fn finish(mut self) -> Result<(), PipelineError> {
+        self.check()?;
+        Ok(self.side.finish()?)
+    }
+}
+
+/// Rolls n-gram keys (and sieve fingerprints) over stream codes, as
+/// [`crate::scan::Scanner`] does over text: stop words are skipped, words
+/// seen once break the window, a document end resets it. The sink also
+/// hears of every word's identity ([`ScanSink::word`]) and of each
+/// document's end ([`ScanSink::document_end`]).
+pub(crate) struct IdWalk<'a, const L: usize> {
+    tokens: TokenReader<'a>,
     window: dupgram_chunker::KeyWindow<L>,
     roll: Option<RollingFingerprint>,
     n: u64,
@@ -108,60 +258,32 @@ pub(crate) struct IdWalk<'a, const L: usize> {
     doc_tokens: u64,
     /// N-gram positions of the documents ended so far.
     pub ngrams: u64,
-    failure: Option<VocabError>,
 }
 
-/// A word's identity as [`ScanSink::word`] hears it: a first-seen ID
-/// (below 2³²), an overflow word's ID above [`OVERFLOW_WORD`], or, for an
-/// overflow word seen once, a number no other token has.
-const OVERFLOW_WORD: u64 = 1 << 32;
-const OVERFLOW_ONCE: u64 = 1 << 63;
-
 impl<'a, const L: usize> IdWalk<'a, L> {
-    fn new(
-        layout: KeyLayout,
-        renumbering: &'a Renumbering,
-        fingerprints: bool,
-        stream: usize,
-        side: SideReader,
-    ) -> Self {
+    fn new(layout: KeyLayout, tokens: TokenReader<'a>, fingerprints: bool) -> Self {
         IdWalk {
-            renumbering,
-            side,
-            stream,
-            overflow: 0,
+            tokens,
             window: dupgram_chunker::KeyWindow::new(layout),
             roll: fingerprints.then(|| RollingFingerprint::new(layout.n())),
             n: layout.n() as u64,
             doc_tokens: 0,
             ngrams: 0,
-            failure: None,
         }
     }
 
     #[inline]
     pub fn codes(&mut self, codes: &[u32], sink: &mut impl ScanSink<L>) {
         for &code in codes {
-            let (id, identity, hash) = match code {
-                END_OF_DOCUMENT => {
+            let (id, hash, identity) = match self.tokens.token(code) {
+                Token::End => {
                     sink.document_end(self.doc_tokens);
                     self.end_document();
                     continue;
                 }
-                OVERFLOW => match self.overflow_word() {
-                    OverflowWord::Stop => continue,
-                    OverflowWord::Break => (Renumbering::BREAK, OVERFLOW_ONCE | place(self.stream, self.overflow), 0),
-                    OverflowWord::Id(id, hash) => (id, OVERFLOW_WORD + u64::from(id), hash),
-                },
-                _ => {
-                    let first_seen = (code - FIRST_WORD) as usize;
-                    // The reader checked every code against the vocabulary, which the renumbering spans.
-                    let id = self.renumbering.ids[first_seen];
-                    if id == Renumbering::STOP {
-                        continue;
-                    }
-                    (id, first_seen as u64, self.renumbering.hashes[first_seen])
-                }
+                Token::Skip => continue,
+                Token::Break(identity) => (Renumbering::BREAK, 0, identity),
+                Token::Word(id, hash, identity) => (id, hash, identity),
             };
             self.doc_tokens += 1;
             sink.word(identity);
@@ -179,32 +301,14 @@ impl<'a, const L: usize> IdWalk<'a, L> {
         }
     }
 
-    /// What the next overflow token is; a side file that cannot be read
-    /// is remembered (for [`check`](Self::check)) and the token breaks the window meanwhile.
-    #[inline]
-    fn overflow_word(&mut self) -> OverflowWord {
-        self.overflow += 1;
-        match self.side.next_token() {
-            Ok(w) => w,
-            Err(e) => {
-                self.failure.get_or_insert(e);
-                OverflowWord::Break
-            }
-        }
-    }
-
     /// The side file's error, if reading it failed.
     pub fn check(&mut self) -> Result<(), PipelineError> {
-        match self.failure.take() {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
-        }
+        self.tokens.check()
     }
 
     /// Checks, at the end of the stream, that its side file was read whole.
-    pub fn finish(mut self) -> Result<(), PipelineError> {
-        self.check()?;
-        Ok(self.side.finish()?)
+    pub fn finish(self) -> Result<(), PipelineError> {
+        self.tokens.finish()
     }
 
     fn end_document(&mut self) {

@@ -247,11 +247,18 @@ impl DiskWords {
         if self.first != 0 {
             return Ok(held);
         }
+        // Sized once: what the file's words take (or the bytes allowed), so no growth overshoots.
+        let data = self.index_at - 16;
+        held.arena.reserve_exact(data.min(bytes) as usize);
+        held.ends.reserve_exact((self.words.min(bytes / 8)) as usize);
         for b in 0..self.blocks {
             self.load(b)?;
             let (_, block, spans) = self.cached.as_ref().expect("loaded above");
-            let grown = held.arena.len() + block.len() + 4 * (held.ends.len() + spans.len());
-            if grown as u64 > bytes {
+            let grown = held.arena.len() + block.len() + 8 * (held.ends.len() + spans.len());
+            if grown as u64 > bytes || held.arena.len() + block.len() > held.arena.capacity() {
+                break;
+            }
+            if held.ends.len() + spans.len() > held.ends.capacity() {
                 break;
             }
             for &(s, e) in spans {
@@ -259,6 +266,8 @@ impl DiskWords {
                 held.ends.push(held.arena.len() as u64);
             }
         }
+        held.arena.shrink_to_fit();
+        held.ends.shrink_to_fit();
         Ok(held)
     }
 }
@@ -367,9 +376,9 @@ mod tests {
         assert_eq!(all.len(), 200);
         assert_eq!(all.word(0), "w0");
         assert_eq!(all.word(199), "w199");
-        let some = reader.read_held(600).unwrap();
+        let some = reader.read_held(1200).unwrap();
         assert_eq!(some.len() % BLOCK_WORDS, 0);
-        assert!(!some.is_empty() && some.len() < 200 && some.heap_bytes() <= 2 * 600, "{}", some.len());
+        assert!(!some.is_empty() && some.len() < 200 && some.heap_bytes() <= 1200, "{}", some.len());
         let mut rare = RareWords::default();
         reader.resolve(&[some.len(), 199], &mut rare).unwrap();
         let batch = BatchWords { held: &some, held_len: some.len(), rare: &rare };

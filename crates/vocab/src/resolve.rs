@@ -58,7 +58,9 @@ pub fn number_vocabulary<W: Write>(
     let mut spilled: u64 = overflow.iter().map(|o| o.spilled).sum();
     let (ranked, listed) = table.ranking();
     let ranking_bytes = (ranked.capacity() * std::mem::size_of::<TableWord<'_>>()) as u64;
+    // Each step holds the readers of one sorted stream and the buffer of the next sort: half each.
     let room = plan.memory.saturating_sub(ranking_bytes + table.first_seen_len() as u64 * 12);
+    let half = room / 2;
     let mut renumbering = Renumbering::for_table(table.first_seen_len());
     let numbering = |candidates: u64| Numbering { norm, listed: &listed, stop_top, candidates };
 
@@ -89,9 +91,9 @@ pub fn number_vocabulary<W: Write>(
     }
 
     // 1. The overflow's words, fingerprint by fingerprint, into rank order.
-    let mut by_rank = WordSort::new(plan.dir, "overflow-rank", room as usize);
+    let mut by_rank = WordSort::new(plan.dir, "overflow-rank", half as usize);
     let overflow_words = {
-        let mut merged = SortedWords::concat(words_runs, plan.dir, "overflow-words")?.open(room, plan.stop)?;
+        let mut merged = SortedWords::concat(words_runs, plan.dir, "overflow-words")?.open(half, plan.stop)?;
         let mut last: Option<(u128, Vec<u8>)> = None;
         let mut index = 0u64;
         while let Some(w) = merged.next_combined()? {
@@ -115,10 +117,10 @@ pub fn number_vocabulary<W: Write>(
     spilled += by_rank.spilled();
 
     // 2. The table's words and the overflow's, merged in rank order, numbered.
-    let mut codes = WordSort::new(plan.dir, "overflow-codes", room as usize);
+    let mut codes = WordSort::new(plan.dir, "overflow-codes", half as usize);
     let candidates = ranked.len() as u64 + overflow_words;
     let (out, identity) = {
-        let mut by_rank = by_rank.finish()?.open(room, plan.stop)?;
+        let mut by_rank = by_rank.finish()?.open(half, plan.stop)?;
         let words =
             RankMerge { table: ranked.into_iter().peekable(), overflow: &mut by_rank, next: None, started: false };
         numbering(candidates).write(out, words, |w, code| {
@@ -133,11 +135,11 @@ pub fn number_vocabulary<W: Write>(
     spilled += codes.spilled();
 
     // 3. Each overflow token, by its word's fingerprint, gets its word's code.
-    let mut by_place = WordSort::new(plan.dir, "overflow-places", room as usize);
+    let mut by_place = WordSort::new(plan.dir, "overflow-places", half as usize);
     {
-        let mut codes = codes.finish()?.open(room, plan.stop)?;
+        let mut codes = codes.finish()?.open(half / 2, plan.stop)?;
         let mut join = Join { codes: &mut codes, by_place: &mut by_place, word: None, index: 0, code: 0 };
-        let fan_in = ((room / OCCURRENCE_READER_BYTES) as usize).max(2);
+        let fan_in = ((half / 2 / OCCURRENCE_READER_BYTES) as usize).max(2);
         let mut made = 0u64;
         let report = merge_all(
             occurrence_runs,

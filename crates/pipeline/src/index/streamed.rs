@@ -71,6 +71,8 @@ struct PartCut<'a, const L: usize> {
     /// Count each document's kept occurrences (for gathering lists).
     count: bool,
     label: (usize, usize),
+    /// The streams' last reading: each segment goes once read.
+    last: bool,
 }
 
 impl IndexJob<'_> {
@@ -173,6 +175,7 @@ impl IndexJob<'_> {
                 table: table.is_none(),
                 count: gather_possible,
                 label: (i + 1, parts.len()),
+                last: i + 1 == parts.len(),
             };
             let it = Instant::now();
             let (runs, spilled) =
@@ -181,7 +184,7 @@ impl IndexJob<'_> {
             if i + 1 == parts.len() {
                 // Read for the last time: off the disk before the merge writes the index.
                 for file in &streams {
-                    let _ = std::fs::remove_file(&file.path);
+                    file.remove();
                 }
             }
             stats.bytes_spilled += spilled;
@@ -295,9 +298,9 @@ impl IndexJob<'_> {
         let StreamJob { streamed, layout, .. } = *job;
         let lists: &[StreamDocs] = documents;
         let outputs = each_stream(job.streams, |worker, file: &WordsFile, abort| {
-            let listed = lists.get(worker).ok_or_else(|| {
-                PipelineError::Usage(format!("internal error: no document list for {}", file.path.display()))
-            })?;
+            let listed = lists
+                .get(worker)
+                .ok_or_else(|| PipelineError::Usage(format!("internal error: no document list for {}", file.name())))?;
             let mut inner = IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header);
             inner.doc = listed.numbers().next().unwrap_or(0);
             inner.buckets = how.buckets;
@@ -313,7 +316,7 @@ impl IndexJob<'_> {
                 records: Vec::new(),
             };
             let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
-            let read = read_words(file, streamed.vocabulary, self.control, abort, |codes| {
+            let read = read_words(file, streamed.vocabulary, how.last, self.control, abort, |codes| {
                 walk.codes(codes, &mut sink);
                 walk.check()?;
                 sink.inner.flush_line()
@@ -324,7 +327,7 @@ impl IndexJob<'_> {
             if read != listed.len() as u64 || sink.ended != listed.len() {
                 return Err(PipelineError::Corrupt(format!(
                     "{}: {read} documents, where the lexicon pass listed {}",
-                    file.path.display(),
+                    file.name(),
                     listed.len()
                 )));
             }
