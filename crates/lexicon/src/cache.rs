@@ -16,6 +16,9 @@ const MAX_CACHED_BYTES: usize = 19;
 
 /// First-seen ID of a stop word (the builder gives it none).
 const STOP: u32 = u32::MAX;
+/// First-seen ID of a word the frozen builder does not hold: its
+/// occurrences are counted elsewhere, so its slot never holds any.
+const OVERFLOW: u32 = u32::MAX - 1;
 
 #[derive(Clone, Copy, Default)]
 struct Slot {
@@ -50,30 +53,39 @@ impl WordCache {
     }
 
     /// Counts one occurrence of a word if the cache holds it, and returns
-    /// its first-seen ID (inner `None` for a stop word); `None` when the
-    /// word is not here, and [`Self::miss`] must count it.
+    /// what it is (a word of the overflow is not counted here); `None` when
+    /// the word is not here, and [`Self::miss`] must count it.
     #[inline]
-    pub fn hit(&mut self, bytes: &[u8], hash: u64) -> Option<Option<u32>> {
+    pub fn hit(&mut self, bytes: &[u8], hash: u64) -> Option<Seen> {
         let slot = &mut self.slots[hash as usize & self.mask];
-        if slot.hash != hash || usize::from(slot.len) != bytes.len() || slot.bytes[..bytes.len()] != *bytes {
+        if slot.hash != hash || usize::from(slot.len) != bytes.len() || !same_bytes(&slot.bytes, bytes) {
             return None;
         }
-        slot.pending += 1;
-        Some((slot.id != STOP).then_some(slot.id))
+        Some(match slot.id {
+            STOP => {
+                slot.pending += 1;
+                Seen::Stop
+            }
+            OVERFLOW => Seen::Overflow,
+            id => {
+                slot.pending += 1;
+                Seen::Word(id)
+            }
+        })
     }
 
     /// Counts one occurrence of a word the cache does not hold in the
     /// builder (locked by the caller), as
     /// [`LexiconBuilder::add_first_seen`] does, and keeps the word in its
     /// slot, whose former word's occurrences go to the builder first. A
-    /// word the (frozen) builder does not hold is not kept: its occurrences
-    /// are counted elsewhere, one by one.
+    /// word the (frozen) builder does not hold is kept as such: its
+    /// occurrences are counted elsewhere, and its next one costs no lock.
     pub fn miss(&mut self, builder: &mut LexiconBuilder, bytes: &[u8], hash: u64) -> Seen {
         let seen = builder.add_first_seen(bytes, hash);
         let id = match seen {
             Seen::Word(id) => id,
             Seen::Stop => STOP,
-            Seen::Overflow => return seen,
+            Seen::Overflow => OVERFLOW,
         };
         if bytes.len() <= MAX_CACHED_BYTES {
             let slot = &mut self.slots[hash as usize & self.mask];
@@ -92,11 +104,27 @@ impl WordCache {
     }
 
     fn hand_over(slot: &mut Slot, builder: &mut LexiconBuilder) {
+        debug_assert!(slot.id != OVERFLOW || slot.pending == 0, "a word of the overflow is counted elsewhere");
         if slot.pending > 0 {
             builder.add_counted_hashed(&slot.bytes[..usize::from(slot.len)], slot.hash, slot.pending);
             slot.pending = 0;
         }
     }
+}
+
+/// Whether a slot's (zero-padded) bytes hold `bytes`, which is no longer
+/// than the slot: the common short word in two 8-byte loads, not a call.
+#[inline]
+fn same_bytes(slot: &[u8; MAX_CACHED_BYTES], bytes: &[u8]) -> bool {
+    if bytes.len() <= 8 {
+        let mut word = [0u8; 8];
+        word[..bytes.len()].copy_from_slice(bytes);
+        let mut held = [0u8; 8];
+        held.copy_from_slice(&slot[..8]);
+        // Slot bytes past the word's length are zero, so whole words compare.
+        return u64::from_le_bytes(word) == u64::from_le_bytes(held);
+    }
+    slot[..bytes.len()] == *bytes
 }
 
 #[cfg(test)]
@@ -112,8 +140,7 @@ mod tests {
         for w in words {
             let (bytes, hash) = (w.as_bytes(), word_hash(w.as_bytes()));
             ids.push(match cache.hit(bytes, hash) {
-                Some(Some(id)) => Seen::Word(id),
-                Some(None) => Seen::Stop,
+                Some(seen) => seen,
                 None => cache.miss(&mut builder, bytes, hash),
             });
         }

@@ -913,9 +913,9 @@ impl Job<'_> {
         let LexiconPassKind { fused, streams, documents, may_halve } = kind;
         let config = self.config;
         self.control.progress.start("lexicon", self.total_input_bytes());
-        // Each worker's cache takes at most 1/256 of the working memory.
+        // Each worker's cache takes at most 1/64 of the working memory.
         let cache_slots =
-            (self.plan.working() as usize / 256 / config.threads / WordCache::SLOT_BYTES).clamp(1 << 8, 1 << 16);
+            (self.plan.working() as usize / 64 / config.threads / WordCache::SLOT_BYTES).clamp(1 << 8, 1 << 18);
         let per_worker = LEXICON_WORKER_BYTES + (cache_slots * WordCache::SLOT_BYTES) as u64;
         let working = self.plan.working().saturating_sub(config.threads as u64 * per_worker);
         let overflow = working / OVERFLOW_SHARE;
@@ -1470,8 +1470,9 @@ struct LexiconWorker<'a> {
     docs_reported: u64,
     /// Where the stream's overflow tokens go (words met after the table was frozen).
     overflow: Option<OverflowLog>,
-    /// The buffered misses (by index) the frozen table did not hold, in token order.
-    overflowed: Vec<usize>,
+    /// The buffered words the frozen table does not hold: (start, end) in
+    /// the token buffer, hash, and where the word's code goes.
+    overflowed: Vec<(u32, u32, u64, usize)>,
 }
 
 /// Text tokenised between two looks at how full a worker's [`TokenBuffer`] is.
@@ -1570,7 +1571,12 @@ impl LexiconWorker<'_> {
                 continue;
             }
             match self.cache.hit(&self.words.bytes[start as usize..end as usize], hash) {
-                Some(Some(id)) if streaming => self.codes.push(id + FIRST_WORD),
+                Some(Seen::Word(id)) if streaming => self.codes.push(id + FIRST_WORD),
+                Some(Seen::Overflow) => {
+                    // Frozen out of the table: logged below, with the misses that are, in token order.
+                    self.overflowed.push((start, end, hash, self.codes.len()));
+                    self.codes.push(OVERFLOW);
+                }
                 Some(_) => {}
                 None => {
                     self.misses.push((start, end, hash, self.codes.len()));
@@ -1583,7 +1589,8 @@ impl LexiconWorker<'_> {
         }
         let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
         let mut stops = false;
-        for (i, &(start, end, hash, at)) in self.misses.iter().enumerate() {
+        let cached_overflow = self.overflowed.len();
+        for &(start, end, hash, at) in &self.misses {
             let seen = self.cache.miss(&mut lexicon, &self.words.bytes[start as usize..end as usize], hash);
             if streaming {
                 self.codes[at] = match seen {
@@ -1593,7 +1600,7 @@ impl LexiconWorker<'_> {
                         STOP_CODE
                     }
                     Seen::Overflow => {
-                        self.overflowed.push(i);
+                        self.overflowed.push((start, end, hash, at));
                         OVERFLOW
                     }
                 };
@@ -1610,10 +1617,12 @@ impl LexiconWorker<'_> {
         };
         let seen = (after as u64 + self.cache.heap_bytes() as u64, lexicon.len());
         drop(lexicon);
-        // Logged outside the lock: a log that fills sorts and writes a run.
+        // Logged outside the lock (a log that fills sorts and writes a run), in token order.
+        if cached_overflow > 0 && cached_overflow < self.overflowed.len() {
+            self.overflowed.sort_unstable_by_key(|&(_, _, _, at)| at);
+        }
         if let Some(log) = self.overflow.as_mut() {
-            for &i in &self.overflowed {
-                let (start, end, hash, _) = self.misses[i];
+            for &(start, end, hash, _) in &self.overflowed {
                 log.push(&self.words.bytes[start as usize..end as usize], hash)?;
             }
         }

@@ -192,13 +192,19 @@ struct TokenReader<'a> {
 }
 
 impl TokenReader<'_> {
+    /// The number naming the next word seen once of this stream.
+    #[inline]
+    fn next_once(&mut self) -> u64 {
+        self.overflow += 1;
+        OVERFLOW_ONCE | place(self.stream, self.overflow)
+    }
+
     #[inline]
     fn token(&mut self, code: u32) -> Token {
         match code {
             END_OF_DOCUMENT => Token::End,
             OVERFLOW => {
-                self.overflow += 1;
-                let once = OVERFLOW_ONCE | place(self.stream, self.overflow);
+                let once = self.next_once();
                 if self.final_ids {
                     return Token::Break(once);
                 }
@@ -274,30 +280,55 @@ impl<'a, const L: usize> IdWalk<'a, L> {
 
     #[inline]
     pub fn codes(&mut self, codes: &[u32], sink: &mut impl ScanSink<L>) {
+        if self.tokens.final_ids {
+            // Final IDs: nothing to look up, so the loop stays small.
+            for &code in codes {
+                match code {
+                    END_OF_DOCUMENT => self.end(sink),
+                    OVERFLOW => {
+                        let once = self.tokens.next_once();
+                        self.token(Renumbering::BREAK, 0, once, sink);
+                    }
+                    _ => {
+                        let id = code - FIRST_WORD;
+                        self.token(id, id_hash(id), OVERFLOW_WORD + u64::from(id), sink);
+                    }
+                }
+            }
+            return;
+        }
         for &code in codes {
-            let (id, hash, identity) = match self.tokens.token(code) {
-                Token::End => {
-                    sink.document_end(self.doc_tokens);
-                    self.end_document();
-                    continue;
-                }
-                Token::Skip => continue,
-                Token::Break(identity) => (Renumbering::BREAK, 0, identity),
-                Token::Word(id, hash, identity) => (id, hash, identity),
-            };
-            self.doc_tokens += 1;
-            sink.word(identity);
-            if id == Renumbering::BREAK {
-                self.window.reset();
-                if let Some(r) = self.roll.as_mut() {
-                    r.reset();
-                }
-                continue;
+            match self.tokens.token(code) {
+                Token::End => self.end(sink),
+                Token::Skip => {}
+                Token::Break(identity) => self.token(Renumbering::BREAK, 0, identity, sink),
+                Token::Word(id, hash, identity) => self.token(id, hash, identity, sink),
             }
-            let fingerprint = self.roll.as_mut().and_then(|r| r.push(hash)).unwrap_or(0);
-            if let Some(key) = self.window.push(id) {
-                sink.ngram(key, fingerprint, self.doc_tokens - self.n);
+        }
+    }
+
+    #[inline(always)]
+    fn end(&mut self, sink: &mut impl ScanSink<L>) {
+        sink.document_end(self.doc_tokens);
+        self.end_document();
+    }
+
+    /// One token that is not a stop word: `id` (or [`Renumbering::BREAK`]),
+    /// the hash its fingerprint takes, the number that names it.
+    #[inline(always)]
+    fn token(&mut self, id: u32, hash: u64, identity: u64, sink: &mut impl ScanSink<L>) {
+        self.doc_tokens += 1;
+        sink.word(identity);
+        if id == Renumbering::BREAK {
+            self.window.reset();
+            if let Some(r) = self.roll.as_mut() {
+                r.reset();
             }
+            return;
+        }
+        let fingerprint = self.roll.as_mut().and_then(|r| r.push(hash)).unwrap_or(0);
+        if let Some(key) = self.window.push(id) {
+            sink.ngram(key, fingerprint, self.doc_tokens - self.n);
         }
     }
 
