@@ -1364,6 +1364,24 @@ const SIEVE_BYTES_PER_NGRAM: u64 = 4;
 /// The sieve shrinks no further than this; below it, it goes.
 const MIN_SIEVE_BYTES: usize = 256 << 10;
 
+impl LexiconBudget {
+    /// Drops the sieve once the corpus has more n-grams than it takes (read
+    /// from standard input, the corpus's size was not known when it was
+    /// made): it would be dropped at the end of the pass anyway, for a count
+    /// in parts, and its memory is the vocabulary's meanwhile.
+    fn drop_outgrown_sieve(&self, tokens: u64, sieve: &SharedSieve) {
+        // Tasks of one job keep their sieves, which add up to the job's.
+        if !self.may_halve {
+            return;
+        }
+        let outgrown = sieve.read().is_ok_and(|s| s.as_ref().is_some_and(|s| parts_for(tokens, s.capacity()) > 1));
+        if outgrown && let Ok(mut guard) = sieve.write() {
+            *guard = None;
+            let _ = self.dropped_sieve.set("the corpus outgrew it: counted in parts instead".into());
+        }
+    }
+}
+
 /// What the vocabulary's growth asks of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TableRoom {
@@ -1379,7 +1397,8 @@ impl LexiconBudget {
     /// does not hold go to the overflow logs, and the sieve keeps its
     /// size); else the sieve is halved (or dropped), and the job fails when
     /// even no sieve is not enough.
-    fn check(&self, bytes: u64, words: usize, sieve: &SharedSieve) -> Result<TableRoom, PipelineError> {
+    fn check(&self, bytes: u64, words: usize, tokens: u64, sieve: &SharedSieve) -> Result<TableRoom, PipelineError> {
+        self.drop_outgrown_sieve(tokens, sieve);
         // Numbering the words needs about as much again as counting them
         // (their ranking), and a tenth more (what each first-seen ID
         // becomes); when the table may freeze, two fifths of the room leave
@@ -1538,7 +1557,7 @@ impl LexiconWorker<'_> {
     /// Counts the buffered words (and writes their codes to the word
     /// stream), empties the buffer, and sees that the vocabulary still fits.
     fn hand_over(&mut self) -> Result<(), PipelineError> {
-        let (bytes, words) = self.count_words()?;
+        let (bytes, words, tokens) = self.count_words()?;
         if let Some(stream) = self.stream.as_mut() {
             stream.codes(&self.codes)?;
             self.codes.clear();
@@ -1550,7 +1569,7 @@ impl LexiconWorker<'_> {
         let grown = docs.saturating_sub(self.docs_reported);
         self.docs_reported = docs;
         self.budget.documents.fetch_add(grown, Ordering::Relaxed);
-        if self.budget.check(bytes, words, self.sieve)? == TableRoom::Freeze {
+        if self.budget.check(bytes, words, tokens, self.sieve)? == TableRoom::Freeze {
             let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
             lexicon.freeze();
         }
@@ -1561,8 +1580,8 @@ impl LexiconWorker<'_> {
     /// others in the shared lexicon, under its lock, and those the frozen
     /// lexicon does not hold in the worker's overflow log; their stream
     /// codes go to `codes` in token order. Returns the bytes the vocabulary
-    /// holds (the lexicon's and this worker's cache) and the distinct words.
-    fn count_words(&mut self) -> Result<(u64, usize), PipelineError> {
+    /// holds (the lexicon's and this worker's cache), the distinct words and the tokens so far.
+    fn count_words(&mut self) -> Result<(u64, usize, u64), PipelineError> {
         let streaming = self.stream.is_some();
         let mut start = 0u32;
         for &(end, hash) in &self.words.words {
@@ -1615,7 +1634,7 @@ impl LexiconWorker<'_> {
         } else {
             lexicon.heap_bytes()
         };
-        let seen = (after as u64 + self.cache.heap_bytes() as u64, lexicon.len());
+        let seen = (after as u64 + self.cache.heap_bytes() as u64, lexicon.len(), lexicon.tokens());
         drop(lexicon);
         // Logged outside the lock (a log that fills sorts and writes a run), in token order.
         if cached_overflow > 0 && cached_overflow < self.overflowed.len() {
