@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Python package from source in a fresh virtual environment, as
 # `pip install ./python` does on a user's machine, lints its Rust, and runs
-# its tests (python/tests) with pyarrow and datatrove from PyPI. pip's cache
+# its tests (python/tests, the documented examples among them) with pyarrow
+# (a dependency of the package) and datatrove from PyPI. pip's cache
 # is not used, so a cached wheel cannot stand in for the build.
 #
 #   scripts/python-check.sh     # installs python3-venv with apt-get when missing (as root)
@@ -30,13 +31,15 @@ started=$SECONDS
 "$python" -m venv "$work/venv"
 py=$work/venv/bin/python
 
-log "building the wheel from source (pip install ./python)"
+log "building the wheel from source (pip install ./python, which brings pyarrow)"
 # Optimised, but without link-time optimisation and with more codegen units
 # than users' wheels: the same code, in less build time (here 3.8 instead of
 # 4.7 CPU minutes).
 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_DEBUG=false \
   "$py" -m pip install --quiet "$here/python"
-"$py" -m pip install --quiet pytest pyarrow
+# As a user would have it: the README's example before anything else is installed.
+(cd "$here" && "$py" -c 'import dupgram; print(dupgram.pairs("data-samples/news.jsonl", n=5, min_sscr=0.5, quiet=True).num_rows, "pairs")')
+"$py" -m pip install --quiet pytest
 if ! "$py" -m pip install --quiet datatrove orjson zstandard; then
   log "datatrove could not be installed from PyPI; its tests will be skipped"
 fi

@@ -30,8 +30,8 @@ bin=$here/target/release
 cd "$work"
 "$bin/dupgram-gen" --tokens 400000 --seed 5 --format jsonl > corpus.jsonl 2> /dev/null
 
-"$bin/dupgram" ngrams corpus.jsonl -n 8 --memory 64M -q -o one.tsv
-"$bin/dupgram" slurm ngrams corpus.jsonl -n 8 --memory 64M -q -o staged.tsv \
+"$bin/dupgram" ngrams corpus.jsonl -n 8 --memory 64M -q -o one.tsv --lexicon one.tsv.lex
+"$bin/dupgram" slurm ngrams corpus.jsonl -n 8 --memory 64M -q -o staged.tsv --lexicon staged.tsv.lex \
   --workdir "$work/job" --shards 4 --buckets 4 --wait
 cmp one.tsv staged.tsv
 cmp one.tsv.lex staged.tsv.lex

@@ -83,7 +83,7 @@ def test_ngrams_to_a_file_and_min_count(tmp_path):
     lines = out.read_text().splitlines()
     assert {g: int(c) for g, _, c in (line.rpartition("\t") for line in lines)} == expected
     assert summary["output_ngrams"] == len(expected)
-    assert (tmp_path / "dups.tsv.lex").is_file(), "the lexicon goes beside the output, as on the command line"
+    assert not (tmp_path / "dups.tsv.lex").exists(), "the lexicon is saved only when asked for, as on the command line"
 
 
 def test_dedup_writes_the_file_and_returns_the_summary(tmp_path):

@@ -252,13 +252,6 @@ pub fn create_output(path: Option<&Path>, memory: u64) -> anyhow::Result<dupgram
     Ok(out)
 }
 
-/// `path` with `suffix` appended to its file name.
-pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
 /// Writes `value` as pretty JSON to `path`, atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
     let mut out = dupgram_pipeline::output::OutputFile::create(Some(path))?;

@@ -6,7 +6,7 @@ use clap::Args;
 use dupgram_pipeline::output::{DupTsvWriter, persist};
 use dupgram_pipeline::{Control, NgramConfig, NgramStats, count_ngrams, human_bytes};
 
-use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, create_output, group, with_suffix, write_json};
+use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, create_output, group, write_json};
 use super::progress::ProgressView;
 
 /// List every word n-gram occurring at least twice, with its exact count.
@@ -30,7 +30,7 @@ pub struct NgramsArgs {
     /// Report n-grams seen at least this many times.
     #[arg(long, default_value_t = 2, value_name = "N")]
     min_count: u64,
-    /// Save the lexicon (word IDs and counts) here [default: OUTPUT.lex when -o is given].
+    /// Save the lexicon (word IDs and counts) here, for `pairs --dups` or a later stage.
     #[arg(long, value_name = "FILE")]
     lexicon: Option<PathBuf>,
     /// Write the summary as JSON to this file.
@@ -49,9 +49,8 @@ pub struct NgramsArgs {
 
 /// The job `args` ask for, and where its lexicon is saved.
 pub(super) fn config(args: &NgramsArgs) -> anyhow::Result<(NgramConfig, Option<PathBuf>)> {
-    // The lexicon goes beside a regular output file; not beside /dev/null or a pipe.
-    let beside_output = args.output.as_ref().filter(|o| std::fs::metadata(o).map_or(true, |m| m.is_file()));
-    let lexicon_path = args.lexicon.clone().or_else(|| beside_output.map(|o| with_suffix(o, ".lex")));
+    // Saved only when asked for.
+    let lexicon_path = args.lexicon.clone();
     let config = NgramConfig {
         min_count: args.min_count,
         sieve: !args.no_sieve,

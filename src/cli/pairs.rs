@@ -54,7 +54,8 @@ pub enum PairFormatArg {
 ///
 /// Examples:
 ///   dupgram pairs corpus.jsonl.zst -n 5 --min-sscr 0.5 -o pairs.tsv --clusters clusters.tsv
-///   dupgram pairs corpus.jsonl.zst -n 10 --dups dups.tsv --lexicon dups.tsv.lex --min-cover 0.8
+///   dupgram pairs corpus.jsonl.zst -n 10 --dups dups.tsv --lexicon dups.lex --min-cover 0.8
+///     (the list and lexicon of `dupgram ngrams … -n 10 -o dups.tsv --lexicon dups.lex`)
 ///   dupgram pairs corpus.jsonl.zst --features spotsigs --min-ssr 0.5 -o pairs.tsv
 #[derive(Debug, Clone, Args)]
 #[command(verbatim_doc_comment)]

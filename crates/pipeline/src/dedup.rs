@@ -21,18 +21,18 @@ use dupgram_dedup::{DedupParams, ExactHasher, LengthTable, Marker, NgramAt, Unit
 use dupgram_merge::MergeSink;
 use serde::Serialize;
 
-use crate::attributes::{AttributesFile, char_spans};
-use crate::control::Control;
-use crate::doc_stream::{
+use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
+use crate::ngrams::{NgramConfig, zstd_need};
+use dupgram_jobkit::attributes::{AttributesFile, char_spans};
+use dupgram_jobkit::control::Control;
+use dupgram_jobkit::doc_stream::{
     Body, Doc, DocStream, Item, Role, marked_record, read_ahead, stripped_record, vertical_attributes,
 };
-use crate::error::PipelineError;
-use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
-use crate::memory::{MemoryPlan, human_bytes, peak_rss};
-use crate::ngrams::{NgramConfig, zstd_need};
-use crate::output::OutputFile;
-use crate::table::{Column, Rows};
-use crate::unit_sort::UnitSort;
+use dupgram_jobkit::error::PipelineError;
+use dupgram_jobkit::memory::{MemoryPlan, human_bytes, peak_rss};
+use dupgram_jobkit::output::OutputFile;
+use dupgram_jobkit::table::{Column, Rows};
+use dupgram_jobkit::unit_sort::UnitSort;
 
 /// What to deduplicate, and how.
 #[derive(Debug, Clone)]
@@ -241,10 +241,12 @@ pub fn dedup(config: &DedupConfig, control: &Control, out: &mut OutputFile) -> R
 }
 
 /// The memory plan of a dedup job (every mode) and its temporary directory.
-pub(crate) fn plan_and_scratch(base: &NgramConfig) -> Result<(MemoryPlan, crate::scratch::Scratch), PipelineError> {
+pub(crate) fn plan_and_scratch(
+    base: &NgramConfig,
+) -> Result<(MemoryPlan, dupgram_jobkit::scratch::Scratch), PipelineError> {
     let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
         .map_err(|what| PipelineError::Memory { budget: human_bytes(base.memory), what })?;
-    Ok((plan, crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?))
+    Ok((plan, dupgram_jobkit::scratch::Scratch::create(&base.tmp_dir, "dupgram-dedup")?))
 }
 
 /// Deduplicates the corpus into the documents and attribute files of `out`.
@@ -328,7 +330,7 @@ impl DedupJob<'_> {
         let mut sort = UnitSort::new(self.index.work, self.index.working(), chunk, EXACT_RUNS)?;
         let mut stream = self.stream(true, crossbeam_channel::never());
         let mut unit = 0u64;
-        while let Some(item) = stream.next()? {
+        while let Some(item) = stream.next_doc()? {
             let Item::Doc(doc) = item else { continue };
             if self.control.interrupted() {
                 return Err(PipelineError::Interrupted);
@@ -387,7 +389,7 @@ impl DedupJob<'_> {
         stream.ids = out.id_names(&self.config.base.inputs);
         let decided = std::thread::scope(|scope| {
             let reader = scope.spawn(move || -> Result<(), PipelineError> {
-                while let Some(item) = stream.next()? {
+                while let Some(item) = stream.next_doc()? {
                     let Some(slots) = ahead.take(item.heap_bytes()) else { break };
                     if tx.send((item, slots, stream.is_vertical(), stream.position())).is_err() {
                         break;

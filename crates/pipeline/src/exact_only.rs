@@ -30,16 +30,16 @@ use dupgram_corpus::Input;
 use dupgram_dedup::UnitVerdict;
 use dupgram_merge::MergeSink;
 
-use crate::control::Control;
+use dupgram_jobkit::control::Control;
 use std::io::Write;
 
 use crate::dedup::{DedupConfig, DedupOutput, DedupStats, plan_and_scratch, record};
-use crate::doc_stream::{DocStream, Item, KnownUnits, read_batched};
-use crate::error::PipelineError;
 use crate::index::IndexJob;
-use crate::memory::{MemoryPlan, peak_rss};
-use crate::output::OutputFile;
-use crate::unit_sort::UnitSort;
+use dupgram_jobkit::doc_stream::{DocStream, Item, KnownUnits, read_batched};
+use dupgram_jobkit::error::PipelineError;
+use dupgram_jobkit::memory::{MemoryPlan, peak_rss};
+use dupgram_jobkit::output::OutputFile;
+use dupgram_jobkit::unit_sort::UnitSort;
 
 /// A unit's fingerprint from its normalised text.
 pub type Fingerprint = fn(&[u8]) -> u128;

@@ -49,15 +49,15 @@ use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::control::Control;
-use crate::error::PipelineError;
-use crate::feed::{BatchWorker, Source, feed};
 use crate::first_words::FirstWords;
-use crate::memory::{MemoryPlan, open_file_allowance};
-use crate::merging::merge_in;
 use crate::ngrams::{NgramConfig, NgramStats};
-use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
+use dupgram_jobkit::control::Control;
+use dupgram_jobkit::error::PipelineError;
+use dupgram_jobkit::feed::{BatchWorker, Source, feed};
+use dupgram_jobkit::memory::{MemoryPlan, open_file_allowance};
+use dupgram_jobkit::merging::merge_in;
+use dupgram_jobkit::parted::PartedRuns;
 
 mod streamed;
 pub(crate) use streamed::StreamedIndex;
@@ -1715,7 +1715,7 @@ const BLOCK_RUNS: u64 = 0xB10C_F11E;
 #[cfg(test)]
 mod tests {
     use super::{BlockCache, GroupCheck, IndexPart};
-    use crate::{Control, PipelineError};
+    use dupgram_jobkit::{Control, PipelineError};
     use dupgram_runs::{RunHeader, RunWriter};
     use std::sync::atomic::Ordering;
 

@@ -18,54 +18,51 @@
 //!    passes if memory limits the fan-in; n-grams with a count ≥ `min_count`
 //!    go to the caller. Parts are merged one after the other, in output order.
 //!
-//! Each pass has one reader thread and `threads` workers (see `feed`). The
-//! result does not depend on the thread count or the memory budget: those
-//! only change how the corpus is cut into runs, and merging sums counts.
+//! Each pass has one reader thread and `threads` workers (see
+//! `dupgram_jobkit::feed`). The result does not depend on the thread count
+//! or the memory budget: those only change how the corpus is cut into runs,
+//! and merging sums counts.
+//!
+//! The jobs are a module each, over the bottom floor of `dupgram-jobkit`
+//! (control, errors, the memory plan, outputs, document streams): `ngrams`
+//! (the lexicon pass and the count, with `words`, `scan`, `stream_walk` and
+//! `first_words` for the passes over the word streams), `index` (the
+//! duplicate-only index, over the same passes), `pairs`, `spot` and `parts`
+//! (document pairs), `dedup`, `exact_only` and `span` (decisions).
 
-pub mod attributes;
-mod control;
 mod dedup;
-mod doc_stream;
-mod error;
 mod exact_only;
-mod feed;
 mod first_words;
-mod groups;
 mod index;
-pub mod memory;
-mod merging;
 mod ngrams;
-pub mod output;
 mod pairs;
-mod parted;
 mod parts;
 mod scan;
-pub mod scratch;
-mod shared_sets;
 mod span;
 mod spot;
 mod stream_walk;
-pub mod table;
-mod unit_sort;
 mod words;
 
-pub use control::{Control, Progress};
 pub use dedup::{DedupConfig, DedupOutput, DedupStats, dedup, dedup_to};
 pub use dupgram_dedup::{LengthRow, LengthTable, UnitKind};
 pub use dupgram_index::PairScores;
+pub use dupgram_jobkit::control::{Control, Progress};
+pub use dupgram_jobkit::error::PipelineError;
+pub use dupgram_jobkit::groups::{Expansion, Groups};
+pub use dupgram_jobkit::memory::{
+    MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator,
+};
+pub use dupgram_jobkit::output::PairsSink;
+pub use dupgram_jobkit::{attributes, memory, output, scratch, table};
 pub use dupgram_merge::RunFile;
 pub use dupgram_sieve::Sieve;
 pub use dupgram_spotsigs::SpotParams;
-pub use error::PipelineError;
 pub use exact_only::{dedup_exact, dedup_exact_to, dedup_exact_with};
-pub use groups::{Expansion, Groups};
 pub use index::{
     DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut, exact_groups,
     index_fraction, run_names,
 };
-pub use memory::{MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator};
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
-pub use output::PairsSink;
 pub use pairs::{
     Candidates, LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, find_pairs,
 };

@@ -22,16 +22,16 @@ use dupgram_vocab::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::control::Control;
-use crate::error::PipelineError;
-use crate::feed::{BatchWorker, Source, feed};
 use crate::first_words::{FirstWords, KeyRange, PartPlan, parts_for};
-use crate::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
-use crate::merging::merge_in;
-use crate::parted::PartedRuns;
 use crate::scan::{ScanSink, Scanner};
 use crate::stream_walk::{StreamJob, Streamed, fill_sieve, phase_of, renumber_streams};
 use crate::words::{WordsFile, WordsOut, each_stream, read_words};
+use dupgram_jobkit::control::Control;
+use dupgram_jobkit::error::PipelineError;
+use dupgram_jobkit::feed::{BatchWorker, Source, feed};
+use dupgram_jobkit::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
+use dupgram_jobkit::merging::merge_in;
+use dupgram_jobkit::parted::PartedRuns;
 
 /// What to count, and with what resources.
 #[derive(Debug, Clone)]
@@ -86,7 +86,7 @@ pub struct Limits {
     /// others are read from disk for each batch (see [`dupgram_vocab::DiskWords`]).
     pub output_word_bytes: Option<u64>,
     /// `pairs`: document sets of at least this many documents are paired
-    /// once for all the n-grams they hold (see `crate::shared_sets`);
+    /// once for all the n-grams they hold (see `dupgram_jobkit::shared_sets`);
     /// `usize::MAX` pairs every n-gram's documents as they come.
     pub shared_set_documents: Option<usize>,
 }
@@ -426,7 +426,7 @@ pub fn count_ngrams(config: &NgramConfig, control: &Control, emit: &mut Emit) ->
     let started = Instant::now();
     let plan = MemoryPlan::new(config.memory, config.threads, zstd_need(&config.inputs)?)
         .map_err(|what| memory_error(config, what))?;
-    let work = crate::scratch::Scratch::create(&config.tmp_dir, "dupgram-ngrams")?;
+    let work = dupgram_jobkit::scratch::Scratch::create(&config.tmp_dir, "dupgram-ngrams")?;
     let mut stats = NgramStats {
         n: config.n,
         min_count: config.min_count,
@@ -696,7 +696,8 @@ impl Job<'_> {
     ) -> Result<(tempfile::NamedTempFile, Numbered<()>), PipelineError> {
         let config = self.config;
         let dir = config.lexicon_dir.as_deref().unwrap_or(self.work);
-        let file = crate::output::temp_beside(dir, "dupgram-lexicon").map_err(|e| PipelineError::io(dir, e))?;
+        let file =
+            dupgram_jobkit::output::temp_beside(dir, "dupgram-lexicon").map_err(|e| PipelineError::io(dir, e))?;
         let path = file.path().to_owned();
         let memory = self.plan.working().saturating_sub(builder.heap_bytes() as u64 + beside);
         let plan = VocabularyPlan { dir: self.work, memory, stop: self.control };

@@ -9,7 +9,7 @@
 //!    part in the pairing. With `expand_groups`, each pair kept is copied to
 //!    the other members of its documents' groups (copies have the same
 //!    tokens, so the same scores), and every pair within a group is listed
-//!    (see [`crate::groups`]).
+//!    (see [`dupgram_jobkit::groups`]).
 //! 3. **Candidates.** Every pair of documents (group representatives) that
 //!    share an n-gram held by at most `max_df` of them, sorted and made unique
 //!    out of core, each with the number of n-grams that made it; and each
@@ -46,20 +46,20 @@ use dupgram_corpus::Input;
 use dupgram_lexicon::Lexicon;
 use dupgram_sieve::Sieve;
 
-use crate::control::Control;
-use crate::error::PipelineError;
-use crate::groups::{Expansion, Groups};
 use crate::index::{
     BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
     PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
 };
-use crate::memory::{MemoryPlan, human_bytes, peak_rss};
-use crate::merging::merge_in;
 use crate::ngrams::{NgramConfig, zstd_need};
-use crate::output::PairsSink;
-use crate::parted::PartedRuns;
 use crate::parts::BucketTotals;
-use crate::shared_sets::SharedSets;
+use dupgram_jobkit::control::Control;
+use dupgram_jobkit::error::PipelineError;
+use dupgram_jobkit::groups::{Expansion, Groups};
+use dupgram_jobkit::memory::{MemoryPlan, human_bytes, peak_rss};
+use dupgram_jobkit::merging::merge_in;
+use dupgram_jobkit::output::PairsSink;
+use dupgram_jobkit::parted::PartedRuns;
+use dupgram_jobkit::shared_sets::SharedSets;
 
 /// What to pair, and which pairs to keep.
 #[derive(Debug, Clone)]
@@ -186,7 +186,7 @@ pub fn find_pairs(
 ) -> Result<PairsStats, PipelineError> {
     let started = Instant::now();
     let base = &config.base;
-    let work = crate::scratch::Scratch::create(&base.tmp_dir, "dupgram-pairs")?;
+    let work = dupgram_jobkit::scratch::Scratch::create(&base.tmp_dir, "dupgram-pairs")?;
     let mut stats = PairsStats { n: base.n, memory_budget: base.memory, ..PairsStats::default() };
     let passes = PairPasses::new(config, control, work.path())?;
     let result = passes.run(&mut stats, sink, started);

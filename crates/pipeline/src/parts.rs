@@ -30,8 +30,8 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::error::PipelineError;
 use crate::index::{DocPastTable, DocTable, IndexTotals};
+use dupgram_jobkit::error::PipelineError;
 
 const DOCS_MAGIC: &[u8; 8] = b"DGDOCS\0\0";
 const TOTALS_MAGIC: &[u8; 8] = b"DGTOTAL\0";

@@ -31,15 +31,15 @@ use dupgram_dedup::{NgramAt, SpanMarker, SpanParams, SpanVerdict};
 use dupgram_lexicon::Tokenizer;
 use dupgram_merge::MergeSink;
 
-use crate::attributes::{AttributesFile, char_spans};
-use crate::control::Control;
 use crate::dedup::{DedupConfig, DedupOutput, DedupStats, DocWriter, line_text, plan_and_scratch, push_vertical_line};
-use crate::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record, read_batched, stripped_record};
-use crate::error::PipelineError;
 use crate::index::IndexJob;
-use crate::memory::{MemoryPlan, peak_rss};
-use crate::output::OutputFile;
-use crate::unit_sort::UnitSort;
+use dupgram_jobkit::attributes::{AttributesFile, char_spans};
+use dupgram_jobkit::control::Control;
+use dupgram_jobkit::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record, read_batched, stripped_record};
+use dupgram_jobkit::error::PipelineError;
+use dupgram_jobkit::memory::{MemoryPlan, peak_rss};
+use dupgram_jobkit::output::OutputFile;
+use dupgram_jobkit::unit_sort::UnitSort;
 
 /// The longest passage `--min-span` may ask for: hashing costs K words a token.
 pub const MAX_MIN_SPAN: u32 = 4096;
@@ -261,7 +261,9 @@ impl SpanJob<'_> {
 fn token_starts(keys: &[u8], starts: &mut Vec<usize>) {
     starts.clear();
     starts.push(0);
-    starts.extend(keys.iter().enumerate().filter(|&(_, &b)| b == crate::doc_stream::KEY_SEPARATOR).map(|(i, _)| i + 1));
+    starts.extend(
+        keys.iter().enumerate().filter(|&(_, &b)| b == dupgram_jobkit::doc_stream::KEY_SEPARATOR).map(|(i, _)| i + 1),
+    );
 }
 
 /// A hash as a sort key.

@@ -35,13 +35,13 @@ use dupgram_lexicon::{Normalization, Tokenizer};
 use dupgram_spotsigs::{SpotExtractor, SpotParams};
 use serde::{Deserialize, Serialize};
 
-use crate::control::Control;
-use crate::error::PipelineError;
-use crate::memory::human_bytes;
 use crate::ngrams::NgramConfig;
-use crate::output::PairsSink;
 use crate::pairs::{PairsConfig, PairsStats, find_pairs};
-use crate::scratch::Scratch;
+use dupgram_jobkit::control::Control;
+use dupgram_jobkit::error::PipelineError;
+use dupgram_jobkit::memory::human_bytes;
+use dupgram_jobkit::output::PairsSink;
+use dupgram_jobkit::scratch::Scratch;
 
 /// How documents become signatures.
 #[derive(Debug, Clone)]

@@ -12,11 +12,11 @@ use dupgram_lexicon::{Lexicon, Renumbering};
 use dupgram_sieve::{RollingFingerprint, Sieve};
 use dupgram_vocab::{OverflowWord, SIDE_READER_BYTES, SideFile, SideReader, VocabError, place};
 
-use crate::control::Control;
-use crate::error::PipelineError;
 use crate::first_words::{FillSieve, KeyRange};
 use crate::scan::ScanSink;
 use crate::words::{READ_BYTES, WordsFile, WordsOut, each_stream, read_words};
+use dupgram_jobkit::control::Control;
+use dupgram_jobkit::error::PipelineError;
 
 /// How to read the word streams.
 pub(crate) struct Streamed {

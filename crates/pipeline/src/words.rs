@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use dupgram_lexicon::stream::{END_OF_DOCUMENT, FIRST_WORD, FRAME_TARGET, OVERFLOW, StreamReader, StreamWriter};
 
-use crate::control::Control;
-use crate::error::PipelineError;
+use dupgram_jobkit::control::Control;
+use dupgram_jobkit::error::PipelineError;
 
 /// Bytes a stream reader holds: its file buffer, a frame (its buffer may
 /// grow to twice that), the frame's codes (at most one per byte).

@@ -32,12 +32,12 @@ use dupgram_runs::RunHeader;
 use dupgram_sieve::Sieve;
 
 use super::{DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
-use crate::error::PipelineError;
 use crate::first_words::{FirstWords, KeyRange, parts_for};
 use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
 use crate::stream_walk::{StreamJob, fill_sieve, phase_of};
 use crate::words::{WordsFile, each_stream, read_words};
+use dupgram_jobkit::error::PipelineError;
 
 /// The smallest posting chunk a worker sorts: below it the sieve gives way.
 const MIN_POSTINGS: u64 = 4096;
@@ -258,10 +258,10 @@ impl IndexJob<'_> {
         }
         if postings < MIN_POSTINGS {
             return Err(PipelineError::Memory {
-                budget: crate::memory::human_bytes(self.base.memory),
+                budget: dupgram_jobkit::memory::human_bytes(self.base.memory),
                 what: format!(
                     "after the lexicon ({}) and the document list there is no room for postings",
-                    crate::memory::human_bytes(lexicon.heap_bytes() as u64)
+                    dupgram_jobkit::memory::human_bytes(lexicon.heap_bytes() as u64)
                 ),
             });
         }

@@ -2,18 +2,16 @@
 //! one byte for byte, resumes after a kill, and refuses changed inputs.
 //! (The same through a real Slurm: `scripts/slurm-check.sh`, run by CI.)
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// One-machine `dupgram ngrams` on `inputs` with `extra` options: the output and the lexicon.
 fn one_machine(dir: &Path, inputs: &[&Path], extra: &[&str]) -> (Vec<u8>, Vec<u8>) {
-    let out = dir.join("one.tsv");
+    let (out, lexicon) = (dir.join("one.tsv"), dir.join("one.tsv.lex"));
     let mut args: Vec<&str> = vec!["ngrams"];
     args.extend(inputs.iter().map(|p| s(p)));
-    args.extend(["-q", "-o", s(&out)]);
+    args.extend(["-q", "-o", s(&out), "--lexicon", s(&lexicon)]);
     args.extend(extra);
     let (code, _, stderr) = run(&args);
     assert_eq!(code, 0, "{stderr}");
@@ -22,11 +20,12 @@ fn one_machine(dir: &Path, inputs: &[&Path], extra: &[&str]) -> (Vec<u8>, Vec<u8
 
 /// `dupgram slurm ngrams … --local`: every task in this process.
 fn staged(dir: &Path, name: &str, inputs: &[&Path], extra: &[&str], shards: &str, buckets: &str) -> (i32, String) {
-    let out = dir.join(format!("{name}.tsv"));
+    let (out, lexicon) = (dir.join(format!("{name}.tsv")), dir.join(format!("{name}.tsv.lex")));
     let work = dir.join(format!("{name}.work"));
     let mut args: Vec<&str> = vec!["slurm", "ngrams"];
     args.extend(inputs.iter().map(|p| s(p)));
-    args.extend(["-o", s(&out), "--workdir", s(&work), "--shards", shards, "--buckets", buckets, "--local"]);
+    args.extend(["-o", s(&out), "--lexicon", s(&lexicon), "--workdir", s(&work)]);
+    args.extend(["--shards", shards, "--buckets", buckets, "--local"]);
     args.extend(extra);
     let (code, _, stderr) = run(&args);
     (code, stderr)
@@ -110,8 +109,10 @@ fn a_map_task_killed_midway_is_redone_and_the_output_is_the_same() {
     let expect = one_machine(dir.path(), &[&corpus], &options);
     let work = dir.path().join("job.work");
     let out = dir.path().join("job.tsv");
+    let lexicon = dir.path().join("job.tsv.lex");
     // Plan only, then run the stages by hand as a scheduler would.
-    let mut plan = vec!["slurm", "ngrams", s(&corpus), "-o", s(&out), "-q", "--workdir", s(&work)];
+    let mut plan =
+        vec!["slurm", "ngrams", s(&corpus), "-o", s(&out), "--lexicon", s(&lexicon), "-q", "--workdir", s(&work)];
     plan.extend(["--shards", "2", "--buckets", "3", "--dry-run", "--partition", "batch", "--sbatch=--time=1:00:00"]);
     plan.extend(options);
     let (code, _, stderr) = run(&plan);

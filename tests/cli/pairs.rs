@@ -1,8 +1,6 @@
 //! `dupgram pairs` end to end.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn kupietz_example_1_scores() {
@@ -70,10 +68,9 @@ fn reuse_of_ngrams_output() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("c.jsonl");
     generated(&corpus, 60_000, 13, 800);
-    let dups = dir.path().join("dups.tsv.zst");
-    let (code, _, stderr) = run(&["ngrams", s(&corpus), "-n", "6", "-o", s(&dups), "-q"]);
+    let (dups, lex) = (dir.path().join("dups.tsv.zst"), dir.path().join("dups.lex"));
+    let (code, _, stderr) = run(&["ngrams", s(&corpus), "-n", "6", "-o", s(&dups), "--lexicon", s(&lex), "-q"]);
     assert_eq!(code, 0, "{stderr}");
-    let lex = dir.path().join("dups.tsv.zst.lex");
     let (code, fresh, stderr) = run(&["pairs", s(&corpus), "-n", "6", "-q", "--min-cover", "0.3"]);
     assert_eq!(code, 0, "{stderr}");
     let (code, reused, stderr) =
@@ -340,16 +337,29 @@ fn a_corpus_too_large_for_one_sieve_is_indexed_in_parts() {
 
 /// Standard input can be read once: `pairs` and `dedup` keep a copy while
 /// the lexicon pass reads it (the index pass reads the word streams, the
-/// decisions the copy) and write what they write from the file.
+/// decisions the copy) and write what they write from the file, whether the
+/// input comes plain (copied zstd-compressed), gzipped or zstd-compressed
+/// (copied as it comes), or shorter than a compression magic.
 #[test]
 fn standard_input_gives_what_the_file_gives() {
     let text = std::fs::read(sample("news.jsonl")).unwrap();
+    let encodings = [text.clone(), gzip(&text), zstd::encode_all(&text[..], 3).unwrap()];
     for job in [&["pairs", "-n", "5", "-q"][..], &["dedup", "--unit", "p", "-n", "5", "-q"][..]] {
         let (code, from_file, stderr) = run(&[&job[..1], &[s(&sample("news.jsonl"))], &job[1..]].concat());
         assert_eq!(code, 0, "{stderr}");
-        let (code, from_stdin, stderr) =
-            run_with_stdin(&[&job[..1], &["-", "--format", "jsonl"], &job[1..]].concat(), Some(&text));
-        assert_eq!(code, 0, "{stderr}");
-        assert!(!from_file.is_empty() && from_stdin == from_file, "{}", job[0]);
+        for (i, input) in encodings.iter().enumerate() {
+            let (code, from_stdin, stderr) =
+                run_with_stdin(&[&job[..1], &["-", "--format", "jsonl"], &job[1..]].concat(), Some(input));
+            assert_eq!(code, 0, "{stderr}");
+            assert!(!from_file.is_empty() && from_stdin == from_file, "{} (encoding {i})", job[0]);
+        }
     }
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = dir.path().join("tiny.txt");
+    std::fs::write(&tiny, b"a\n").unwrap();
+    let (code, from_file, stderr) = run(&["dedup", s(&tiny), "--unit", "p", "-n", "1", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, from_stdin, stderr) = run_with_stdin(&["dedup", "-", "--unit", "p", "-n", "1", "-q"], Some(b"a\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!from_file.is_empty() && from_stdin == from_file, "{from_stdin:?} against {from_file:?}");
 }

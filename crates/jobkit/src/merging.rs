@@ -15,7 +15,7 @@ use crate::error::PipelineError;
 /// intermediate merges that needs are written to `work` as
 /// `{name}-NNNNNN.dgr` (named per merge, so merges running at once in one
 /// directory never meet).
-pub(crate) fn merge_in<S>(
+pub fn merge_in<S>(
     work: &Path,
     name: &str,
     runs: Vec<RunFile>,

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 /// See the module documentation.
-pub(crate) struct SharedSets {
+pub struct SharedSets {
     /// Each set (sorted, distinct documents) and the n-grams that made it.
     sets: HashMap<Box<[u32]>, u64>,
     bytes: u64,

@@ -1,9 +1,7 @@
 //! `dupgram dedup` end to end: Onion's semantics on hand-made samples, Benko's
 //! exact test, JSON Lines output, and the one-instance invariant on random corpora.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::HashSet;
 
 /// (mark, words) of each paragraph of a marked vertical file.

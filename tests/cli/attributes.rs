@@ -1,10 +1,8 @@
 //! `dedup --attributes`: Dolma-style attribute records, checked against `--strip`.
 
-mod common;
-
 use std::path::Path;
 
-use common::{leftovers, run, s};
+use crate::common::{leftovers, run, s};
 use serde_json::Value;
 
 /// Sentences with multi-byte words (2-, 3- and 4-byte UTF-8), repeated across documents.

@@ -1,8 +1,6 @@
 //! `dupgram pairs --features spotsigs` end to end: every SpotSigs option.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use dupgram_lexicon::{Normalization, tokenize};
 use dupgram_spotsigs::{ENGLISH_STOPWORDS, SpotParams, signatures};
 

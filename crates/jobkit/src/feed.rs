@@ -18,14 +18,14 @@ use crate::control::Control;
 use crate::error::PipelineError;
 
 /// A worker of one pass: fed batches in order, then finished.
-pub(crate) trait BatchWorker: Send {
+pub trait BatchWorker: Send {
     type Output: Send;
     fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError>;
     fn finish(self) -> Result<Self::Output, PipelineError>;
 }
 
 /// What a pass reads.
-pub(crate) struct Source<'a> {
+pub struct Source<'a> {
     pub inputs: &'a [Input],
     pub options: &'a ReadOptions,
     pub batch_bytes: usize,
@@ -33,7 +33,7 @@ pub(crate) struct Source<'a> {
 }
 
 /// Runs `workers` over every batch of `source`; returns their outputs in order and what reading found.
-pub(crate) fn feed<W: BatchWorker>(
+pub fn feed<W: BatchWorker>(
     workers: Vec<W>,
     source: &Source,
     control: &Control,

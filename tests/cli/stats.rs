@@ -1,8 +1,6 @@
 //! `dupgram stats` end to end.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use dupgram_lexicon::Normalization;
 use dupgram_testkit::{NaiveOptions, naive_ngrams};
 
@@ -63,7 +61,7 @@ fn length_tables_and_html_report() {
         .map(|f| f.parse().unwrap())
         .collect();
     assert_eq!(total[2], 14, "14 paragraphs in the sample");
-    assert_eq!(total[0], 8, "8 of them removed (see cli_dedup.rs)");
+    assert_eq!(total[0], 8, "8 of them removed (see dedup.rs)");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<svg") && page.contains("Units by length"));
     assert!(!page.contains("<script") && !page.contains("http"), "self-contained");

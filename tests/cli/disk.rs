@@ -3,14 +3,12 @@
 //! The full-disk tests mount a small tmpfs, which needs root (CI runs as
 //! root); where it cannot be mounted they say so and pass.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{dupgram, generated, leftovers, run, s};
+use crate::common::{dupgram, generated, leftovers, run, s};
 
 /// A tmpfs mounted on a fresh directory, unmounted when dropped, so a
 /// failing test leaves no mount behind.

@@ -10,7 +10,7 @@ use dupgram_runs::{RunHeader, RunWriter};
 
 use crate::error::PipelineError;
 
-pub(crate) struct PartedRuns {
+pub struct PartedRuns {
     header: RunHeader,
     current: Option<(usize, RunWriter<BufWriter<std::fs::File>>, PathBuf)>,
     finished: Vec<(usize, RunFile)>,

@@ -21,7 +21,7 @@ use crate::control::Control;
 use crate::error::PipelineError;
 use crate::memory::{MemoryPlan, human_bytes};
 
-pub(crate) fn vertical_attributes(name: &str) -> PipelineError {
+pub fn vertical_attributes(name: &str) -> PipelineError {
     PipelineError::Usage(format!(
         "--attributes: {name} is a vertical file; attributes give character offsets in a document's text, \
          which JSON Lines and plain text have and vertical files do not"
@@ -34,7 +34,7 @@ pub(crate) fn vertical_attributes(name: &str) -> PipelineError {
 /// [`gives`](ReadAheadGiver::give) them back when done with it. Something
 /// larger than all slots takes them all, so it waits until nothing else is
 /// ahead. Dropping the giver wakes a waiting taker for good.
-pub(crate) fn read_ahead(bytes: u64, slots: usize) -> (ReadAheadTaker, ReadAheadGiver) {
+pub fn read_ahead(bytes: u64, slots: usize) -> (ReadAheadTaker, ReadAheadGiver) {
     let slots = slots.max(1);
     let (tx, rx) = crossbeam_channel::bounded::<()>(slots);
     for _ in 0..slots {
@@ -44,7 +44,7 @@ pub(crate) fn read_ahead(bytes: u64, slots: usize) -> (ReadAheadTaker, ReadAhead
     (ReadAheadTaker { rx, slot_bytes, slots }, ReadAheadGiver { tx })
 }
 
-pub(crate) struct ReadAheadTaker {
+pub struct ReadAheadTaker {
     rx: crossbeam_channel::Receiver<()>,
     slot_bytes: usize,
     slots: usize,
@@ -52,22 +52,22 @@ pub(crate) struct ReadAheadTaker {
 
 impl ReadAheadTaker {
     /// Waits for the slots `bytes` need; how many it took, or None once the giver is gone.
-    pub(crate) fn take(&self, bytes: usize) -> Option<usize> {
+    pub fn take(&self, bytes: usize) -> Option<usize> {
         let slots = bytes.div_ceil(self.slot_bytes).clamp(1, self.slots);
         (0..slots).all(|_| self.rx.recv().is_ok()).then_some(slots)
     }
 
-    pub(crate) fn slot_bytes(&self) -> usize {
+    pub fn slot_bytes(&self) -> usize {
         self.slot_bytes
     }
 }
 
-pub(crate) struct ReadAheadGiver {
+pub struct ReadAheadGiver {
     tx: crossbeam_channel::Sender<()>,
 }
 
 impl ReadAheadGiver {
-    pub(crate) fn give(&self, slots: usize) {
+    pub fn give(&self, slots: usize) {
         for _ in 0..slots {
             let _ = self.tx.try_send(());
         }
@@ -85,7 +85,7 @@ impl ReadAheadGiver {
 /// more in thread wake-ups than the work on a short document. A record that
 /// fails is reported where the reading in order would have met it: the
 /// batches before it are handed over first.
-pub(crate) fn read_batched(
+pub fn read_batched(
     mut stream: DocStream<'_>,
     control: &Control,
     (working, threads): (u64, usize),
@@ -211,36 +211,36 @@ struct MadeBatch {
 
 /// A line of a vertical document: which unit it belongs to, or the document tags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
+pub enum Role {
     Unit(u32),
     DocTag,
 }
 
 /// One document as read back for deduplication.
 #[derive(Debug)]
-pub(crate) struct Doc {
-    pub(crate) body: Body,
+pub struct Doc {
+    pub body: Body,
     /// The document's ID, but for vertical documents: the record's
     /// `--id-field` (as the record has it when attributes are written, a
     /// number staying a number; else as text), or its line or row number as
     /// the corpus reader numbers it.
-    pub(crate) id: Box<serde_json::Value>,
+    pub id: Box<serde_json::Value>,
     /// Tokens of each unit (stop words excluded).
-    pub(crate) unit_tokens: Vec<u32>,
+    pub unit_tokens: Vec<u32>,
     /// Each unit's fingerprint, when asked for: Benko's
     /// ([`DocStream::hasher`]), or its key's ([`DocStream::digest`]).
-    pub(crate) fingerprints: Vec<u128>,
+    pub fingerprints: Vec<u128>,
     /// Each unit's normalised text, when asked for (`--exact-only`): its
     /// tokens back to back, each followed by 0xFF, a byte no UTF-8 text holds,
     /// so two units have equal keys exactly when their token sequences are equal.
-    pub(crate) keys: Vec<u8>,
+    pub keys: Vec<u8>,
     /// Where each unit's key ends in `keys`.
-    pub(crate) key_ends: Vec<u32>,
+    pub key_ends: Vec<u32>,
 }
 
 impl Doc {
     /// Bytes its buffers hold (their capacities): what holding it costs.
-    pub(crate) fn heap_bytes(&self) -> usize {
+    pub fn heap_bytes(&self) -> usize {
         let body = match &self.body {
             Body::Vertical { bytes, ends, roles } => {
                 bytes.capacity() + ends.capacity() * 4 + roles.capacity() * std::mem::size_of::<Role>()
@@ -257,12 +257,12 @@ impl Doc {
     }
 
     /// The normalised text of unit `u` (empty unless keys were asked for).
-    pub(crate) fn key(&self, u: usize) -> &[u8] {
+    pub fn key(&self, u: usize) -> &[u8] {
         &self.keys[self.key_start(u)..self.key_ends[u] as usize]
     }
 
     /// The length of unit `u`'s key, whether the keys were kept or [digested](Self::digest).
-    pub(crate) fn key_len(&self, u: usize) -> usize {
+    pub fn key_len(&self, u: usize) -> usize {
         self.key_ends[u] as usize - self.key_start(u)
     }
 
@@ -284,7 +284,7 @@ impl Doc {
 }
 
 /// Ends every token in a unit's key.
-pub(crate) const KEY_SEPARATOR: u8 = 0xFF;
+pub const KEY_SEPARATOR: u8 = 0xFF;
 
 /// The fields a marked JSON Lines record gets.
 const MARK_FIELDS: [&str; 2] = ["dup_fraction", "dup_spans"];
@@ -294,7 +294,7 @@ const MARK_FIELDS: [&str; 2] = ["dup_fraction", "dup_spans"];
 /// record is written as it was read with the two fields put before its
 /// closing brace; one that has such fields already gets them replaced,
 /// through a parse of the whole record (which writes it compact).
-pub(crate) fn marked_record(
+pub fn marked_record(
     out: &mut Vec<u8>,
     line: &str,
     appendable: bool,
@@ -319,7 +319,7 @@ pub(crate) fn marked_record(
 
 /// A JSON Lines record under `--strip`: with its text replaced by `kept`
 /// when something was cut out of it, else as it was read; and a newline.
-pub(crate) fn stripped_record(
+pub fn stripped_record(
     out: &mut Vec<u8>,
     line: &str,
     text_field: &str,
@@ -354,7 +354,7 @@ fn rewritten<const N: usize>(
 }
 
 #[derive(Debug)]
-pub(crate) enum Body {
+pub enum Body {
     /// All lines, back to back; `ends[i]` is where line `i` ends.
     Vertical {
         bytes: Vec<u8>,
@@ -375,7 +375,7 @@ pub(crate) enum Body {
     },
 }
 
-pub(crate) enum Item {
+pub enum Item {
     Doc(Doc),
     /// A line that is no document (blank, skipped, outside documents): written as it is.
     Passthrough(Vec<u8>),
@@ -383,7 +383,7 @@ pub(crate) enum Item {
 
 impl Item {
     /// Bytes its buffers hold.
-    pub(crate) fn heap_bytes(&self) -> usize {
+    pub fn heap_bytes(&self) -> usize {
         match self {
             Item::Doc(doc) => doc.heap_bytes(),
             Item::Passthrough(line) => line.capacity(),
@@ -409,7 +409,7 @@ struct OpenInput {
 }
 
 /// Documents with their structure, in input order, numbered as the index pass numbered them.
-pub(crate) struct DocStream<'a> {
+pub struct DocStream<'a> {
     inputs: &'a [Input],
     next_input: usize,
     current: Option<OpenInput>,
@@ -421,17 +421,17 @@ pub(crate) struct DocStream<'a> {
     stopwords: Arc<HashSet<String>>,
     /// Makes the documents of JSON Lines, text and Parquet inputs when they are read here (see [`Self::next`]).
     maker: Option<DocMaker>,
-    pub(crate) hasher: Option<ExactHasher>,
+    pub hasher: Option<ExactHasher>,
     /// Collect each unit's normalised text ([`Doc::keys`]).
-    pub(crate) keys: bool,
+    pub keys: bool,
     /// With `keys`: hand on each document [digested](Doc::digest) under this
     /// fingerprint. Not with `known`: that keys only the wanted units, and
     /// is applied after a worker would digest (see [`read_batched`]).
-    pub(crate) digest: Option<fn(&[u8]) -> u128>,
+    pub digest: Option<fn(&[u8]) -> u128>,
     /// Token counts known from an earlier pass: only the units asked for are tokenised again.
-    pub(crate) known: Option<KnownUnits<'a>>,
+    pub known: Option<KnownUnits<'a>>,
     /// Each document's ID, when asked for: the names of the inputs as given (for default IDs).
-    pub(crate) ids: Option<Vec<String>>,
+    pub ids: Option<Vec<String>>,
     doc_limit: usize,
     /// Documents written already, whose buffers can be used again.
     spare: crossbeam_channel::Receiver<Doc>,
@@ -439,7 +439,7 @@ pub(crate) struct DocStream<'a> {
 
 impl<'a> DocStream<'a> {
     /// Reads `inputs` (files: standard input must have been copied) in units of `unit`.
-    pub(crate) fn new(
+    pub fn new(
         inputs: &'a [Input],
         read: &ReadOptions,
         plan: MemoryPlan,
@@ -476,17 +476,17 @@ impl<'a> DocStream<'a> {
         }
     }
 
-    pub(crate) fn is_vertical(&self) -> bool {
+    pub fn is_vertical(&self) -> bool {
         self.current.as_ref().is_some_and(|c| c.format == Format::Vertical)
     }
 
     /// Bytes read from the inputs so far (for progress).
-    pub(crate) fn position(&self) -> u64 {
+    pub fn position(&self) -> u64 {
         self.current.as_ref().map_or(0, |c| c.position)
     }
 
     /// The next document, made on this thread.
-    pub(crate) fn next(&mut self) -> Result<Option<Item>, PipelineError> {
+    pub fn next_doc(&mut self) -> Result<Option<Item>, PipelineError> {
         let Some(fetched) = self.next_fetched()? else { return Ok(None) };
         if self.maker.is_none() {
             self.maker = Some(self.maker());
@@ -504,7 +504,7 @@ impl<'a> DocStream<'a> {
     }
 
     /// What makes documents as this stream was asked to (keys, fingerprints, IDs): one for each thread that does.
-    pub(crate) fn maker(&self) -> DocMaker {
+    pub fn maker(&self) -> DocMaker {
         debug_assert!(self.digest.is_none() || self.known.is_none(), "a digest of keys applied later");
         DocMaker {
             text_field: self.options.text_field.clone(),
@@ -523,7 +523,7 @@ impl<'a> DocStream<'a> {
 
     /// The next document read: made already (a vertical one, whose lines
     /// are its tokens), or still to be parsed and tokenised (a line or row).
-    pub(crate) fn next_fetched(&mut self) -> Result<Option<Fetched>, PipelineError> {
+    pub fn next_fetched(&mut self) -> Result<Option<Fetched>, PipelineError> {
         loop {
             if self.current.is_none() {
                 let Some(input) = self.inputs.get(self.next_input) else { return Ok(None) };
@@ -810,7 +810,7 @@ impl<'a> DocStream<'a> {
 }
 
 /// A document as the reader hands it over.
-pub(crate) enum Fetched {
+pub enum Fetched {
     /// Made already: a vertical document (its lines are its tokens), or a line outside documents.
     Made(Item),
     /// A record still to be parsed and tokenised, by a [`DocMaker`].
@@ -829,7 +829,7 @@ impl Fetched {
 }
 
 /// A record read but not yet parsed or tokenised.
-pub(crate) enum RawDoc {
+pub enum RawDoc {
     /// A line of a JSON Lines (`json`) or text input, without its newline.
     Line { raw: Vec<u8>, json: bool, name: Arc<str>, line: u64, several: bool },
     /// A Parquet row: its ID (given, or numbered) and text.
@@ -845,7 +845,7 @@ fn default_id(name: &str, number: u64, several: bool) -> String {
 /// Makes documents out of raw records: parses them, cuts them into units
 /// and tokenises them. It holds no state between documents, so several can
 /// work on the records of one stream, one per thread.
-pub(crate) struct DocMaker {
+pub struct DocMaker {
     text_field: String,
     id_field: String,
     skip_bad: bool,
@@ -888,7 +888,7 @@ impl DocMaker {
         }
     }
 
-    pub(crate) fn make(&mut self, raw: RawDoc) -> Result<Item, PipelineError> {
+    pub fn make(&mut self, raw: RawDoc) -> Result<Item, PipelineError> {
         match raw {
             RawDoc::Line { raw, json: false, name, line, several } => {
                 let text = utf8_lossy(raw).0;
@@ -1015,18 +1015,18 @@ fn utf8_lossy(raw: Vec<u8>) -> (String, Option<Vec<u8>>) {
 
 /// Each unit's token count, saved by an earlier pass, read back in order;
 /// the units whose bit is set in `wanted` are tokenised again for their keys.
-pub(crate) struct KnownUnits<'a> {
-    pub(crate) counts: std::io::BufReader<std::fs::File>,
-    pub(crate) path: std::path::PathBuf,
-    pub(crate) wanted: &'a [u64],
-    pub(crate) next: u64,
+pub struct KnownUnits<'a> {
+    pub counts: std::io::BufReader<std::fs::File>,
+    pub path: std::path::PathBuf,
+    pub wanted: &'a [u64],
+    pub next: u64,
 }
 
 impl KnownUnits<'_> {
     /// Fills in the token counts of a document made with `counts_later`
     /// (and the keys of its wanted units); a vertical document, which counts
     /// its tokens as it is read, only moves the count on.
-    pub(crate) fn apply(&mut self, maker: &mut DocMaker, item: &mut Item) -> Result<(), PipelineError> {
+    pub fn apply(&mut self, maker: &mut DocMaker, item: &mut Item) -> Result<(), PipelineError> {
         let Item::Doc(doc) = item else { return Ok(()) };
         let (text, units) = match &doc.body {
             Body::Vertical { .. } => return self.skip(doc.unit_tokens.len()),
@@ -1176,7 +1176,7 @@ mod tests {
         let inputs = [corpus(dir.path(), 5000, &[])];
         let mut one_by_one = Vec::new();
         let mut s = stream(&inputs, UnitKind::Sentence);
-        while let Some(item) = s.next().unwrap() {
+        while let Some(item) = s.next_doc().unwrap() {
             if let Item::Doc(doc) = item {
                 one_by_one.push(described(&doc));
             }
@@ -1202,7 +1202,7 @@ mod tests {
         let inputs = [corpus(dir.path(), 300, &[])];
         let mut kept: Vec<UnitDigests> = Vec::new();
         let mut s = stream(&inputs, UnitKind::Sentence);
-        while let Some(item) = s.next().unwrap() {
+        while let Some(item) = s.next_doc().unwrap() {
             if let Item::Doc(doc) = item {
                 let units = 0..doc.unit_tokens.len();
                 kept.push((

@@ -18,7 +18,7 @@ use crate::error::PipelineError;
 use crate::merging::merge_in;
 
 /// Unit keys being sorted into runs in `dir`.
-pub(crate) struct UnitSort<'a> {
+pub struct UnitSort<'a> {
     layout: KeyLayout,
     header: RunHeader,
     chunk: PostingChunk<2>,
@@ -73,7 +73,7 @@ impl<'a> UnitSort<'a> {
 }
 
 /// The sorted runs of a [`UnitSort`], ready to merge.
-pub(crate) struct SortedUnits<'a> {
+pub struct SortedUnits<'a> {
     runs: Vec<RunFile>,
     header: RunHeader,
     dir: &'a Path,

@@ -20,7 +20,7 @@ impl Progress {
         self.phase.lock().map(|p| p.clone()).unwrap_or_default()
     }
 
-    pub(crate) fn start(&self, phase: &str, total: Option<u64>) {
+    pub fn start(&self, phase: &str, total: Option<u64>) {
         if let Ok(mut p) = self.phase.lock() {
             *p = phase.to_owned();
         }

@@ -36,7 +36,8 @@ impl OutputFile {
     /// Opens the output now, so a bad path fails before any work is done.
     /// `None` means standard output. A name ending in `.zst` is compressed.
     pub fn create(target: Option<&Path>) -> Result<OutputFile, PipelineError> {
-        let Some(target) = target else {
+        // `-` is standard output, as a shell user expects.
+        let Some(target) = target.filter(|t| t.as_os_str() != "-") else {
             return Ok(OutputFile {
                 sink: Sink::Stdout(BufWriter::with_capacity(256 * 1024, std::io::stdout())),
                 target: None,

@@ -1,10 +1,8 @@
 //! `dupgram completions` and `dupgram man`, run as a user runs them.
 
-mod common;
-
 use std::process::Command;
 
-use common::run;
+use crate::common::run;
 
 fn tool(name: &str) -> bool {
     Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success())

@@ -1,8 +1,6 @@
 //! `dupgram ngrams` end to end: formats, compression, bad input, resources.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 #[test]
@@ -22,7 +20,32 @@ fn sample_matches_the_naive_counter() {
     let got = parse_tsv(&std::fs::read_to_string(&out).unwrap());
     assert_eq!(got, naive(&texts, 8));
     assert!(got.contains_key("the night bus service to the northern suburbs"));
-    assert!(dir.path().join("dups.tsv.lex").is_file(), "the lexicon is saved beside the output");
+    assert!(!dir.path().join("dups.tsv.lex").exists(), "the lexicon is saved only when asked for");
+}
+
+/// `-o -` is standard output, for every command that writes a file: no
+/// file named `-` appears, and the output is what `-o FILE` writes.
+#[test]
+fn a_dash_is_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let news = sample("news.jsonl");
+    let file = dir.path().join("out");
+    for job in [
+        &["ngrams", "-n", "8"][..],
+        &["pairs", "-n", "5"],
+        &["dedup", "--unit", "doc", "-n", "5"],
+        &["stats", "--n", "1..3"],
+    ] {
+        let mut args: Vec<&str> = job.to_vec();
+        args.insert(1, s(&news));
+        let (code, to_file, stderr) = run_in(dir.path(), &[&args[..], &["-q", "-o", s(&file)]].concat());
+        assert_eq!(code, 0, "{job:?}: {stderr}");
+        assert!(to_file.is_empty());
+        let (code, stdout, stderr) = run_in(dir.path(), &[&args[..], &["-q", "-o", "-"]].concat());
+        assert_eq!(code, 0, "{job:?}: {stderr}");
+        assert_eq!(stdout, std::fs::read_to_string(&file).unwrap(), "{job:?}");
+        assert!(!dir.path().join("-").exists(), "{job:?} made a file named -");
+    }
 }
 
 #[test]

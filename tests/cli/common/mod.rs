@@ -19,8 +19,21 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
     run_with_stdin(args, None)
 }
 
+/// Runs dupgram with `args` in the directory `dir`; returns (exit code, stdout, stderr).
+pub fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    run_in_with_stdin(Some(dir), args, None)
+}
+
 pub fn run_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> (i32, String, String) {
-    let mut child = dupgram()
+    run_in_with_stdin(None, args, stdin)
+}
+
+fn run_in_with_stdin(dir: Option<&Path>, args: &[&str], stdin: Option<&[u8]>) -> (i32, String, String) {
+    let mut command = dupgram();
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let mut child = command
         .args(args)
         .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
