@@ -61,7 +61,9 @@ watch_disk() {
   local pid=$1 dir=$2 out=$3 peak=0 peak_all=0 s o
   while kill -0 "$pid" 2> /dev/null; do
     s=$(du -sb "$dir" 2> /dev/null | cut -f1); s=${s:-0}
-    o=$(stat -c %s "$out" 2> /dev/null || echo 0)
+    # The output is written under a hidden temporary name beside it, then renamed.
+    o=$( (du -cb "$out" "$(dirname "$out")"/."$(basename "$out")".*.tmp 2> /dev/null || true) | tail -n 1 | cut -f1)
+    o=${o:-0}
     [ "$s" -gt "$peak" ] && peak=$s
     [ $((s + o)) -gt "$peak_all" ] && peak_all=$((s + o))
     sleep 2

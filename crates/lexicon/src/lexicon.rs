@@ -202,6 +202,14 @@ impl LexiconBuilder {
         self.tokens += count;
     }
 
+    /// Counts `count` tokens of words a [frozen](Self::freeze) table does
+    /// not hold, recognised as such without asking it (a worker's cache of
+    /// the words it met): their words are counted elsewhere, their tokens
+    /// here.
+    pub fn add_overflow_tokens(&mut self, count: u64) {
+        self.tokens += count;
+    }
+
     /// The entry of a word, made (with count 0) if new.
     #[inline]
     fn entry(&mut self, bytes: &[u8], hash: u64) -> &mut Entry {

@@ -1627,6 +1627,8 @@ impl LexiconWorker<'_> {
             }
         }
         lexicon.add_stop_tokens(self.words.stop_tokens);
+        // The cache's overflow hits never reached the table.
+        lexicon.add_overflow_tokens(cached_overflow as u64);
         // What the table would hold if the words a hand-over may bring grew it
         // (the other workers' too, before the next look): it must be frozen before that growth.
         let after = if self.budget.may_freeze {

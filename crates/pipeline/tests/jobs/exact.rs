@@ -205,6 +205,11 @@ fn a_frozen_table_changes_nothing() {
             assert!(stats.overflow_words > 0 && stats.overflow_tokens >= stats.overflow_words, "{stats:?}");
             assert_eq!(got, plain, "table frozen at {words} words, stop_top {stop_top}");
             assert_eq!(
+                (stats.tokens, stats.documents, stats.ngrams),
+                (p.tokens, p.documents, p.ngrams),
+                "the summary's counts, table frozen at {words} words"
+            );
+            assert_eq!(
                 (stats.vocabulary, stats.repeated_words, stats.stopwords, stats.distinct_ngrams, stats.duplicate_types),
                 (p.vocabulary, p.repeated_words, p.stopwords, p.distinct_ngrams, p.duplicate_types)
             );
