@@ -46,7 +46,7 @@ log "pairs: $(( $(wc -l < one.pairs) - 1 )) pairs, $(wc -l < one.clusters) clust
 
 # Submitted again, every task is found finished and nothing is rewritten.
 rm staged.tsv
-"$bin/dupgram" slurm ngrams corpus.jsonl -n 8 --memory 64M -q -o staged.tsv \
+"$bin/dupgram" slurm ngrams corpus.jsonl -n 8 --memory 64M -q -o staged.tsv --lexicon staged.tsv.lex \
   --workdir "$work/job" --shards 4 --buckets 4 --wait
 [ ! -e staged.tsv ] || { log "a finished job ran again"; exit 1; }
 grep -q "already done" job/slurm/map-2.log
