@@ -245,8 +245,9 @@ impl<R: Read> Read for Counting<R> {
 
 /// Copies what is read to a file (standard input's spool). The copy is
 /// flushed, and a failure to write it reported, when the input ends. Text
-/// that comes plain is copied zstd-compressed (level 1, about a third of its
-/// size on disk, read back faster than the disk gives it); input that comes
+/// that comes plain is copied zstd-compressed (level 1: 0.38 of its size on
+/// generated web-like text, and read back faster than the disk gives it
+/// plain); input that comes
 /// compressed already (gzip, zstd) is copied as it is, so the copy reads
 /// back as the input did.
 struct Tee<R> {
