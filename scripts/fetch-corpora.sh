@@ -16,26 +16,43 @@
 #   text that is not UTF-8 is read as Latin-1, as Gutenberg's older files are.
 #   A partial copy (a mirror that left out its largest files) gives the books
 #   it has; the count of those missing goes to standard error.
+#
+#   scripts/fetch-corpora.sh reddit SOURCE [OUTPUT]
+#
+# reddit — web-shaped text: Reddit comments, one JSON Lines record a comment
+#   ({"id": "RC_2006-01:17", "subreddit": …, "text": …}, zstd), millions of
+#   short documents (median 13 words) with bots, quotes, copypasta and a
+#   large noisy vocabulary. SOURCE is the public repository
+#   roy-elia/MAISProject (data/sampled_comments/RC_*.csv: CSV without a
+#   header, columns subreddit, subreddit_id, body, created_utc, bodies with
+#   line breaks), as a checkout or a bare git directory; monthly files absent
+#   from the copy are skipped and counted. OUTPUT defaults to
+#   target/bench/reddit.jsonl.zst.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,17p' "$0"; exit 2; }
+usage() { sed -n '2,29p' "$0"; exit 2; }
 [ $# -ge 2 ] || usage
 what=$1 source=$2
 work=${DUPGRAM_BENCH_DIR:-$here/target/bench}
+
+# The git directory of a checkout or of a bare copy.
+git_dir_of() {
+  if [ -d "$1/.git" ]; then
+    echo "$1/.git"
+  elif [ -f "$1/HEAD" ] && [ -d "$1/objects" ]; then
+    echo "$1"
+  else
+    echo "$1: not a git checkout or git directory of $2" >&2
+    exit 2
+  fi
+}
 
 case "$what" in
   gutenberg)
     output=${3:-$work/gutenberg.jsonl.zst}
     mkdir -p "$(dirname "$output")"
-    if [ -d "$source/.git" ]; then
-      git_dir=$source/.git
-    elif [ -f "$source/HEAD" ] && [ -d "$source/objects" ]; then
-      git_dir=$source
-    else
-      echo "$source: not a git checkout or git directory of rcdm-uga/Gutenberg_Text" >&2
-      exit 2
-    fi
+    git_dir=$(git_dir_of "$source" rcdm-uga/Gutenberg_Text)
     tmp=$output.tmp.$$
     trap 'rm -f "$tmp"' EXIT
     # Every .txt file of the newest commit, read straight from git's objects.
@@ -72,6 +89,48 @@ for name in names:
 cat.stdin.close()
 cat.wait()
 print(f"gutenberg: {books} books ({missing} listed but absent from this copy of the repository)", file=sys.stderr)
+PY
+    mv "$tmp" "$output"
+    trap - EXIT
+    echo "wrote $output ($(du -h "$output" | cut -f1))" >&2
+    ;;
+  reddit)
+    output=${3:-$work/reddit.jsonl.zst}
+    mkdir -p "$(dirname "$output")"
+    git_dir=$(git_dir_of "$source" roy-elia/MAISProject)
+    tmp=$output.tmp.$$
+    trap 'rm -f "$tmp"' EXIT
+    python3 - "$git_dir" <<'PY' | zstd -q -T2 -10 -o "$tmp"
+import csv, io, json, subprocess, sys
+
+git_dir = sys.argv[1]
+git = ["git", "--git-dir", git_dir]
+names = subprocess.run(git + ["ls-tree", "-r", "-z", "--name-only", "HEAD", "data/sampled_comments"], check=True,
+                       capture_output=True).stdout.split(b"\0")
+names = sorted(n for n in names if n.rsplit(b"/", 1)[-1].startswith(b"RC_") and n.endswith(b".csv"))
+cat = subprocess.Popen(git + ["cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+months = missing = comments = 0
+for name in names:
+    cat.stdin.write(b"HEAD:" + name + b"\n")
+    cat.stdin.flush()
+    header = cat.stdout.readline().split()
+    if header and header[-1] == b"missing":
+        missing += 1
+        continue
+    if len(header) != 3 or header[1] != b"blob":
+        sys.exit(f"git cat-file: unexpected answer for {name!r}: {header!r}")
+    data = cat.stdout.read(int(header[2]))
+    cat.stdout.read(1)
+    month = name.rsplit(b"/", 1)[-1][:-4].decode()
+    for row, fields in enumerate(csv.reader(io.StringIO(data.decode("utf-8", "replace"), newline="")), 1):
+        if len(fields) < 3:
+            continue
+        print(json.dumps({"id": f"{month}:{row}", "subreddit": fields[0], "text": fields[2]}, ensure_ascii=False))
+        comments += 1
+    months += 1
+cat.stdin.close()
+cat.wait()
+print(f"reddit: {comments} comments from {months} monthly files ({missing} absent from this copy)", file=sys.stderr)
 PY
     mv "$tmp" "$output"
     trap - EXIT

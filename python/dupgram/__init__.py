@@ -27,7 +27,7 @@ from typing import Any, Iterator, Union
 from ._dupgram import DupgramError, __version__, choices
 from ._dupgram import run as _run
 
-__all__ = ["DupgramError", "choices", "dedup", "ngrams", "pairs", "run", "__version__"]
+__all__ = ["DupgramError", "choices", "dedup", "ngrams", "overlap", "pairs", "run", "__version__"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -152,13 +152,62 @@ def dedup(inputs: PathLike | list[PathLike], *, output: PathLike | None = None, 
     return _with_summary("dedup", inputs, options)
 
 
-def _with_summary(command: str, inputs: PathLike | list[PathLike], options: dict[str, Any]) -> dict[str, Any]:
-    """Runs `command` and returns its summary, read from --stats-json (the
-    caller's file when given, else a temporary one)."""
+def overlap(
+    query: PathLike | list[PathLike],
+    reference: PathLike | list[PathLike],
+    *,
+    output: PathLike | None = None,
+    **options: Any,
+) -> Any:
+    """How much of each query document occurs in the reference (``dupgram overlap``).
+
+    Without ``output``, returns a ``pyarrow.Table``, a row per query
+    document in corpus order: ``id``, ``tokens``, ``ngrams``,
+    ``ngrams_found``, ``covered_tokens`` (uint64), ``coverage`` (float64);
+    with ``top=K``, ``ref_1``, ``covered_1`` … ``ref_K``, ``covered_K``; with
+    ``spans=True``, ``spans`` and ``char_spans`` (lists of ``[start, end]``).
+    The summary is in the schema metadata under ``b"dupgram"`` (JSON). With
+    ``output``, writes the rows there as the command line does and returns
+    the summary as a dict. ``mark_reference=`` and ``drop_reference=`` write
+    the reference's marks and the reference without the marked documents.
+    """
+    if isinstance(reference, (str, os.PathLike)):
+        reference = [reference]
+    if not reference:
+        raise TypeError("overlap(): give at least one reference file")
+    if options.get("reference") is not None:
+        raise TypeError("overlap(): the reference is the second argument")
+    args = [f"--reference={os.fspath(r)}" for r in reference]
+    if output is not None:
+        return _with_summary("overlap", query, dict(options, output=output), args)
+    import pyarrow.parquet as pq
+
+    for reserved in ("output_format", "stats_json"):
+        if options.get(reserved) is not None:
+            raise TypeError(f"overlap(): {reserved} is not taken when returning a table; give output= for files")
+    with tempfile.TemporaryDirectory(prefix="pydupgram-", dir=options.get("tmp_dir")) as work:
+        path = Path(work) / "overlap.parquet"
+        summary = _with_summary("overlap", query, dict(options, output=path), args)
+        table = pq.read_table(path)
+    return table.replace_schema_metadata({"dupgram": json.dumps(summary)})
+
+
+def _with_summary(
+    command: str, inputs: PathLike | list[PathLike], options: dict[str, Any], extra: list[str] | None = None
+) -> dict[str, Any]:
+    """Runs `command` (with the `extra` arguments before the inputs) and
+    returns its summary, read from --stats-json (the caller's file when
+    given, else a temporary one)."""
+
+    def job(options: dict[str, Any]) -> None:
+        args = command_line(command, inputs, options)
+        cut = args.index("--")
+        _run(args[:cut] + (extra or []) + args[cut:])
+
     if options.get("stats_json") is not None:
-        run(command, inputs, **options)
+        job(options)
         return json.loads(Path(options["stats_json"]).read_text())
     with tempfile.TemporaryDirectory(prefix="pydupgram-", dir=options.get("tmp_dir")) as work:
         summary = Path(work) / "summary.json"
-        run(command, inputs, **dict(options, stats_json=summary))
+        job(dict(options, stats_json=summary))
         return json.loads(summary.read_text())

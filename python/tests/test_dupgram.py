@@ -178,3 +178,62 @@ def test_parquet_round_trip(tmp_path):
     # The table went through text with 6 decimals; Parquet keeps the float64.
     rounded = [{k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()} for row in written.to_pylist()]
     assert rounded == expected.to_pylist()
+
+
+def _words(text):
+    return [w.lower() for w in text.replace(",", " ").replace(".", " ").split()]
+
+
+def test_overlap_table_equals_a_brute_force(tmp_path):
+    reference = [
+        "the council voted to extend the night bus service to the northern suburbs",
+        "heavy rain caused flooding in several low lying streets near the river",
+        "nothing in common with any query at all",
+    ]
+    query = [
+        "Residents said the council voted to extend the night bus service, at last.",
+        "A quiet day. Heavy rain caused flooding in several places; the council voted to extend it.",
+        "short text",
+        "",
+    ]
+    q, r = tmp_path / "q.jsonl", tmp_path / "r.jsonl"
+    q.write_text("".join(json.dumps({"id": f"q{i}", "text": t}) + "\n" for i, t in enumerate(query)))
+    r.write_text("".join(json.dumps({"id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(reference)))
+    n = 3
+    grams = [{tuple(w[i : i + n]) for i in range(len(w) - n + 1)} for w in map(_words, reference)]
+    table = dupgram.overlap(q, r, n=n, top=2, quiet=True)
+    assert table.column_names[:6] == ["id", "tokens", "ngrams", "ngrams_found", "covered_tokens", "coverage"]
+    rows = table.to_pylist()
+    for text, row in zip(query, rows):
+        words = _words(text)
+        covered_by = []
+        for ref in grams:
+            covered = set()
+            for i in range(len(words) - n + 1):
+                if tuple(words[i : i + n]) in ref:
+                    covered.update(range(i, i + n))
+            covered_by.append(covered)
+        found = [i for i in range(len(words) - n + 1) if any(tuple(words[i : i + n]) in g for g in grams)]
+        covered = set().union(*covered_by)
+        assert row["tokens"] == len(words)
+        assert row["ngrams"] == max(0, len(words) - n + 1)
+        assert row["ngrams_found"] == len(found)
+        assert row["covered_tokens"] == len(covered)
+        assert row["coverage"] == pytest.approx(len(covered) / len(words) if words else 0.0, abs=1e-6)
+        best = sorted(((-len(c), i) for i, c in enumerate(covered_by) if c))[:2]
+        assert [(row["ref_1"], row["covered_1"]), (row["ref_2"], row["covered_2"])] == [
+            (f"r{i}", -c) for c, i in best
+        ] + [("", 0)] * (2 - len(best))
+    summary = json.loads(table.schema.metadata[b"dupgram"])
+    assert summary["query_documents"] == 4 and summary["reference_documents"] == 3
+    marks, kept = tmp_path / "marks.tsv", tmp_path / "kept.jsonl"
+    summary = dupgram.overlap(
+        [q], [r], n=n, output=tmp_path / "rows.tsv", mark_reference=marks, drop_reference=kept, quiet=True
+    )
+    assert summary["reference_documents_found"] == 2
+    query_grams = {tuple(w[i : i + n]) for w in map(_words, query) for i in range(len(w) - n + 1)}
+    counts = [sum(tuple(w[i : i + n]) in query_grams for i in range(len(w) - n + 1)) for w in map(_words, reference)]
+    assert counts == [7, 4, 0]
+    assert marks.read_text().splitlines() == ["id\tngrams_found", "r0\t7", "r1\t4"]
+    assert [json.loads(line)["id"] for line in kept.read_text().splitlines()] == ["r2"]
+    assert (tmp_path / "rows.tsv").read_text().splitlines()[1].startswith("q0\t")

@@ -5,6 +5,7 @@ mod common;
 mod dedup;
 mod generate;
 mod ngrams;
+mod overlap;
 mod pairs;
 mod progress;
 mod stats;
@@ -29,6 +30,7 @@ enum Command {
     Pairs(pairs::PairsArgs),
     Dedup(dedup::DedupArgs),
     Stats(stats::StatsArgs),
+    Overlap(overlap::OverlapArgs),
     Slurm(cluster::SlurmArgs),
     Stage(cluster::StageArgs),
     Update(cluster::UpdateArgs),
@@ -42,6 +44,7 @@ pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
         Command::Pairs(args) => pairs::run(args, control),
         Command::Dedup(args) => dedup::run(args, control),
         Command::Stats(args) => stats::run(args, control),
+        Command::Overlap(args) => overlap::run(args, control),
         Command::Slurm(args) => cluster::slurm(args, control),
         Command::Stage(args) => cluster::stage(args, control),
         Command::Update(args) => cluster::update(args, control),

@@ -9,6 +9,7 @@ mod dedup;
 mod disk;
 mod generate;
 mod ngrams;
+mod overlap;
 mod pairs;
 mod parquet_io;
 mod spotsigs;

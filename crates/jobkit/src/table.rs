@@ -104,6 +104,23 @@ impl Column {
     pub fn spans() -> Column {
         Column::Spans(ListBuilder::new(ListBuilder::new(UInt64Builder::new())))
     }
+
+    /// Appends a row of `[start, end]` pairs to a [`Column::Spans`] (a null
+    /// row for `None`); false, appending nothing, to any other column.
+    pub fn append_spans(&mut self, spans: Option<impl IntoIterator<Item = [u64; 2]>>) -> bool {
+        let Column::Spans(column) = self else { return false };
+        let Some(spans) = spans else {
+            column.append(false);
+            return true;
+        };
+        for [start, end] in spans {
+            column.values().values().append_value(start);
+            column.values().values().append_value(end);
+            column.values().append(true);
+        }
+        column.append(true);
+        true
+    }
 }
 
 /// Rows of a table being gathered into one batch.

@@ -523,6 +523,9 @@ impl MergeSink for ExactMarks {
 /// documents kept being those a JSON Lines output keeps.
 pub(crate) struct DocWriter<'a> {
     strip: bool,
+    /// Keep, when stripping, a document without tokens that nothing marked
+    /// (`dedup` drops it: it has nothing to keep).
+    pub keep_empty: bool,
     text_field: &'a str,
     line: Vec<u8>,
     table: Option<Rows>,
@@ -545,12 +548,12 @@ impl<'a> DocWriter<'a> {
         } else {
             None
         };
-        Ok(DocWriter { strip, text_field, line: Vec::new(), table })
+        Ok(DocWriter { strip, keep_empty: false, text_field, line: Vec::new(), table })
     }
 
     /// A writer of documents in their own (line) format.
     pub(crate) fn lines(strip: bool, text_field: &'a str) -> Self {
-        DocWriter { strip, text_field, line: Vec::new(), table: None }
+        DocWriter { strip, keep_empty: false, text_field, line: Vec::new(), table: None }
     }
 
     /// Writes the rows a Parquet table still holds.
@@ -586,7 +589,8 @@ impl<'a> DocWriter<'a> {
         doc: &Doc,
         verdicts: &[UnitVerdict],
     ) -> Result<(), PipelineError> {
-        let all_removed = nothing_kept(&doc.unit_tokens, verdicts);
+        let unmarked = self.keep_empty && !verdicts.iter().any(UnitVerdict::removed);
+        let all_removed = !unmarked && nothing_kept(&doc.unit_tokens, verdicts);
         let tokens: u64 = doc.unit_tokens.iter().map(|&t| u64::from(t)).sum();
         let removed: u64 =
             doc.unit_tokens.iter().zip(verdicts).filter(|(_, v)| v.removed()).map(|(&t, _)| u64::from(t)).sum();
@@ -697,13 +701,8 @@ fn write_row(
     texts.append_value(text);
     // Rounded as the JSON Lines output rounds it.
     fractions.append_value((fraction * 1e6).round() / 1e6);
-    if let [Column::Spans(spans)] = spans {
-        for [start, end] in duplicate_spans(text, units, verdicts) {
-            spans.values().values().append_value(start);
-            spans.values().values().append_value(end);
-            spans.values().append(true);
-        }
-        spans.append(true);
+    if let [spans] = spans {
+        spans.append_spans(Some(duplicate_spans(text, units, verdicts)));
     }
     rows.added(id.len() + text.len());
     if rows.full() { out.write_rows(rows) } else { Ok(()) }

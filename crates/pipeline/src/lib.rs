@@ -28,13 +28,15 @@
 //! (the lexicon pass and the count, with `words`, `scan`, `stream_walk` and
 //! `first_words` for the passes over the word streams), `index` (the
 //! duplicate-only index, over the same passes), `pairs`, `spot` and `parts`
-//! (document pairs), `dedup`, `exact_only` and `span` (decisions).
+//! (document pairs), `dedup`, `exact_only` and `span` (decisions), `overlap`
+//! (one corpus measured against another).
 
 mod dedup;
 mod exact_only;
 mod first_words;
 mod index;
 mod ngrams;
+mod overlap;
 mod pairs;
 mod parts;
 mod scan;
@@ -63,6 +65,7 @@ pub use index::{
     index_fraction, run_names,
 };
 pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
+pub use overlap::{OverlapConfig, OverlapFormat, OverlapOutput, OverlapSeconds, OverlapStats, overlap};
 pub use pairs::{
     Candidates, LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, find_pairs,
 };
