@@ -325,6 +325,48 @@ fn smoothing_at_document_edges_follows_onion() {
     }
 }
 
+/// A token line starting with `<` that is no tag (`<3`) is markup to Onion
+/// 1.2: neither hashed nor counted. So a document of 20 words and a `<3` is
+/// a 20-token stub (marked, as Onion marks it), n-grams run across the
+/// `<3`, and the line goes with its unit, in every unit.
+#[test]
+fn a_line_starting_with_lt_is_markup_as_onion_takes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearts.vert");
+    let words = |from: usize, to: usize| (from..to).map(|i| format!("w{i}\tX\n")).collect::<String>();
+    let vert = format!(
+        "<doc id=\"stub\">\n<p>\n<s>\n{}<3\tX\n</s>\n</p>\n</doc>\n\
+         <doc id=\"long\">\n<p>\n<s>\n{}<3333\n{}</s>\n</p>\n</doc>\n\
+         <doc id=\"copy\">\n<p>\n<s>\n{}{}</s>\n</p>\n</doc>\n",
+        words(0, 20),
+        words(100, 115),
+        words(115, 130),
+        words(100, 115),
+        words(115, 130)
+    );
+    std::fs::write(&path, &vert).unwrap();
+    for unit in ["doc", "p", "s"] {
+        let (code, marked, err) = run(&["dedup", s(&path), "--unit", unit, "-n", "5", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        let marks: Vec<&str> = marked.lines().map(|l| l.split_once('\t').unwrap().0).collect();
+        let lines: Vec<&str> = marked.lines().map(|l| l.split_once('\t').unwrap().1).collect();
+        let stub = lines.iter().position(|l| *l == "</doc>").unwrap();
+        // The stub: 20 tokens, so smoothing takes it whole, its `<3` line too.
+        assert!(marks[..=stub].iter().all(|&m| m == "1"), "{unit}: {marked}");
+        // The long document is kept whole; its copy without the `<3333` line
+        // repeats all its n-grams, those across the `<3333` too.
+        let long = stub + 1 + lines[stub + 1..].iter().position(|l| *l == "</doc>").unwrap();
+        assert!(marks[stub + 1..=long].iter().all(|&m| m == "0"), "{unit}: {marked}");
+        assert!(marks[long + 1..].iter().all(|&m| m == "1"), "{unit}: {marked}");
+    }
+    let (code, _, err) =
+        run(&["ngrams", s(&path), "-n", "1", "-q", "-o", "/dev/null", "--stats-json", s(&dir.path().join("s.json"))]);
+    assert_eq!(code, 0, "{err}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+    assert_eq!(stats["tokens"], 80, "the <3 lines are no tokens");
+}
+
 #[test]
 fn exact_only_drops_repeated_lines_of_json_text() {
     let dir = tempfile::tempdir().unwrap();

@@ -801,7 +801,9 @@ pub enum VerticalLine<'a> {
     DocOpen(&'a [u8]),
     /// `</doc>`.
     DocClose,
-    /// Any other `<…>` line (`<p>`, `</s>`, `<g/>`): the line, `\r` removed.
+    /// Any other line starting with `<` (`<p>`, `</s>`, `<g/>`), as Onion
+    /// 1.2 takes it: markup, never a token, even when it is no tag (`<3`):
+    /// the line, `\r` removed.
     Structure(&'a [u8]),
     /// A token line: its first TAB-separated column.
     Token(&'a [u8]),
@@ -816,7 +818,7 @@ impl<'a> VerticalLine<'a> {
             VerticalLine::DocOpen(attrs)
         } else if text == b"</doc>" {
             VerticalLine::DocClose
-        } else if text.first() == Some(&b'<') && text.last() == Some(&b'>') && text.len() > 1 {
+        } else if text.first() == Some(&b'<') {
             VerticalLine::Structure(text)
         } else if text.is_empty() {
             VerticalLine::Blank
