@@ -16,14 +16,15 @@
 #   --plant N          test items planted in the reference: half quoted whole, half edited [200]
 #   -n N               words per n-gram [13]
 #   --runs N           runs of each tool [3]
+#   --datatrove-runs N runs of datatrove's filter, which is far slower [--runs]
 #   --dolma PATH       the `dolma` command (pip install dolma==1.2.1) [skipped without]
 #   --datatrove PATH   a python with datatrove, spacy and xxhash<4 installed [skipped without]
 #   --work DIR         where inputs and outputs go [$DUPGRAM_BENCH_DIR/overlap, else target/bench/overlap]
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,22p' "$0"; exit 2; }
-test_set='' field=question reference='' plant=200 n=13 runs=3 dolma='' datatrove=''
+usage() { sed -n '2,23p' "$0"; exit 2; }
+test_set='' field=question reference='' plant=200 n=13 runs=3 dolma='' datatrove='' datatrove_runs=''
 work=${DUPGRAM_BENCH_DIR:-$here/target/bench}/overlap
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,6 +34,7 @@ while [ $# -gt 0 ]; do
     --plant) plant=$2; shift 2 ;;
     -n) n=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
+    --datatrove-runs) datatrove_runs=$2; shift 2 ;;
     --dolma) dolma=$2; shift 2 ;;
     --datatrove) datatrove=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
@@ -40,6 +42,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$test_set" ] && [ -n "$reference" ] || usage
+datatrove_runs=${datatrove_runs:-$runs}
 mkdir -p "$work"
 bin=$here/target/release
 cargo build --release --quiet --manifest-path "$here/Cargo.toml" --bin dupgram
@@ -84,7 +87,7 @@ for run in $(seq "$runs"); do
       --bloom_filter.read_only)
     add dolma "$(echo "$w1 + $w2" | bc)" "$(printf '%s\n' "$m1" "$m2" | maximum)"
   fi
-  if [ -n "$datatrove" ]; then
+  if [ -n "$datatrove" ] && [ "$run" -le "$datatrove_runs" ]; then
     rm -rf "$work/datatrove"
     read -r w m < <(measure "$datatrove" "$here/scripts/datatrove_decont.py" "$query" "$work/documents" "$n" "$work/datatrove")
     add datatrove "$w" "$m"
@@ -97,14 +100,15 @@ sets=(dupgram="$work/dupgram-marks.tsv" hashset="$work/hashset.txt")
 python3 "$here/scripts/overlap_peers.py" agree "${sets[@]}" > "$work/agreement.txt"
 
 echo
-echo "| tool | wall (median of $runs) | peak RSS | reference documents flagged | planted quotes | planted edits |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| tool | wall (median) | runs | peak RSS | reference documents flagged | planted quotes | planted edits |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
 for tool in dupgram hashset dolma datatrove; do
   [ -n "${walls[$tool]:-}" ] || continue
   wall=$(printf '%s\n' ${walls[$tool]} | median)
   peak=$(printf '%s\n' ${rss[$tool]} | maximum)
   read -r flagged quotes edits < <(awk -F'\t' -v t="$tool" '$1 == t { sub("flagged ", "", $2); sub("planted quotes ", "", $3); sub("planted edits ", "", $4); print $2, $3, $4 }' "$work/agreement.txt")
-  printf '| %s | %.1f s | %d MiB | %s | %s | %s |\n' "$tool" "$wall" "$((peak / 1024))" "$flagged" "$quotes" "$edits"
+  count=$(echo ${walls[$tool]} | wc -w)
+  printf '| %s | %.1f s | %d | %d MiB | %s | %s | %s |\n' "$tool" "$wall" "$count" "$((peak / 1024))" "$flagged" "$quotes" "$edits"
 done
 echo
 grep ' not ' "$work/agreement.txt" | sed 's/^/    /'

@@ -56,39 +56,22 @@ case "$what" in
     tmp=$output.tmp.$$
     trap 'rm -f "$tmp"' EXIT
     # Every .txt file of the newest commit, read straight from git's objects.
-    python3 - "$git_dir" <<'PY' | zstd -q -T2 -10 -o "$tmp"
-import json, subprocess, sys
+    python3 - "$git_dir" "$here/scripts/lib" <<'PY' | zstd -q -T2 -10 -o "$tmp"
+import json, sys
 
-git_dir = sys.argv[1]
-git = ["git", "--git-dir", git_dir]
-names = subprocess.run(git + ["ls-tree", "-r", "-z", "--name-only", "HEAD"], check=True,
-                       capture_output=True).stdout.split(b"\0")
-names = sorted(n for n in names if n.endswith(b".txt"))
-cat = subprocess.Popen(git + ["cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-books = missing = 0
-for name in names:
-    cat.stdin.write(b"HEAD:" + name + b"\n")
-    cat.stdin.flush()
-    header = cat.stdout.readline().split()
-    if header and header[-1] == b"missing":
-        # A partial mirror may lack its largest files: the corpus is what is there.
-        missing += 1
-        continue
-    if len(header) != 3 or header[1] != b"blob":
-        sys.exit(f"git cat-file: unexpected answer for {name!r}: {header!r}")
-    data = cat.stdout.read(int(header[2]))
-    cat.stdout.read(1)  # the newline after each object
+sys.path.insert(0, sys.argv[2])
+from git_blobs import blobs
+
+books = 0
+for path, data in blobs(sys.argv[1], lambda name: name.endswith(b".txt")):
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = data.decode("latin-1")
-    path = name.decode("utf-8", "replace")
     book = path[:-4].replace(" /", "/").strip()
     print(json.dumps({"id": book, "text": text}, ensure_ascii=False))
     books += 1
-cat.stdin.close()
-cat.wait()
-print(f"gutenberg: {books} books ({missing} listed but absent from this copy of the repository)", file=sys.stderr)
+print(f"gutenberg: {books} books ({blobs.missing} listed but absent from this copy of the repository)", file=sys.stderr)
 PY
     mv "$tmp" "$output"
     trap - EXIT
@@ -100,37 +83,25 @@ PY
     git_dir=$(git_dir_of "$source" roy-elia/MAISProject)
     tmp=$output.tmp.$$
     trap 'rm -f "$tmp"' EXIT
-    python3 - "$git_dir" <<'PY' | zstd -q -T2 -10 -o "$tmp"
-import csv, io, json, subprocess, sys
+    python3 - "$git_dir" "$here/scripts/lib" <<'PY' | zstd -q -T2 -10 -o "$tmp"
+import csv, io, json, sys
 
-git_dir = sys.argv[1]
-git = ["git", "--git-dir", git_dir]
-names = subprocess.run(git + ["ls-tree", "-r", "-z", "--name-only", "HEAD", "data/sampled_comments"], check=True,
-                       capture_output=True).stdout.split(b"\0")
-names = sorted(n for n in names if n.rsplit(b"/", 1)[-1].startswith(b"RC_") and n.endswith(b".csv"))
-cat = subprocess.Popen(git + ["cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-months = missing = comments = 0
-for name in names:
-    cat.stdin.write(b"HEAD:" + name + b"\n")
-    cat.stdin.flush()
-    header = cat.stdout.readline().split()
-    if header and header[-1] == b"missing":
-        missing += 1
-        continue
-    if len(header) != 3 or header[1] != b"blob":
-        sys.exit(f"git cat-file: unexpected answer for {name!r}: {header!r}")
-    data = cat.stdout.read(int(header[2]))
-    cat.stdout.read(1)
-    month = name.rsplit(b"/", 1)[-1][:-4].decode()
+sys.path.insert(0, sys.argv[2])
+from git_blobs import blobs
+
+def monthly(name):
+    return name.rsplit(b"/", 1)[-1].startswith(b"RC_") and name.endswith(b".csv")
+
+months = comments = 0
+for path, data in blobs(sys.argv[1], monthly, under="data/sampled_comments"):
+    month = path.rsplit("/", 1)[-1][:-4]
     for row, fields in enumerate(csv.reader(io.StringIO(data.decode("utf-8", "replace"), newline="")), 1):
         if len(fields) < 3:
             continue
         print(json.dumps({"id": f"{month}:{row}", "subreddit": fields[0], "text": fields[2]}, ensure_ascii=False))
         comments += 1
     months += 1
-cat.stdin.close()
-cat.wait()
-print(f"reddit: {comments} comments from {months} monthly files ({missing} absent from this copy)", file=sys.stderr)
+print(f"reddit: {comments} comments from {months} monthly files ({blobs.missing} absent from this copy)", file=sys.stderr)
 PY
     mv "$tmp" "$output"
     trap - EXIT

@@ -57,21 +57,6 @@ pub struct ReadArgs {
     pub skip_bad: bool,
 }
 
-impl InputArgs {
-    pub fn inputs(&self) -> anyhow::Result<Vec<Input>> {
-        inputs(&self.inputs)
-    }
-
-    pub fn read_options(&self) -> ReadOptions {
-        self.read.read_options()
-    }
-
-    /// Vertical input is one token per line, taken as is.
-    pub fn is_vertical(&self) -> bool {
-        self.read.is_vertical(&self.inputs)
-    }
-}
-
 /// Checks and converts input paths (`-` is standard input).
 pub fn inputs(paths: &[PathBuf]) -> anyhow::Result<Vec<Input>> {
     let stdin_count = paths.iter().filter(|p| p.as_os_str() == "-").count();
@@ -225,10 +210,21 @@ pub fn count_config(
     resources: &ResourceArgs,
     n: usize,
 ) -> anyhow::Result<dupgram_pipeline::NgramConfig> {
-    let norm = tokens.normalization(input.is_vertical());
+    corpus_config(&input.inputs, &input.read, tokens, resources, n)
+}
+
+/// [`count_config`] of the corpus files `paths`, read as `read` says.
+pub fn corpus_config(
+    paths: &[PathBuf],
+    read: &ReadArgs,
+    tokens: &TokenArgs,
+    resources: &ResourceArgs,
+    n: usize,
+) -> anyhow::Result<dupgram_pipeline::NgramConfig> {
+    let norm = tokens.normalization(read.is_vertical(paths));
     Ok(dupgram_pipeline::NgramConfig {
-        inputs: input.inputs()?,
-        read: input.read_options(),
+        inputs: inputs(paths)?,
+        read: read.read_options(),
         norm,
         stopwords: tokens.stopwords(norm)?,
         stop_top: tokens.stop_top,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use dupgram_pipeline::{Control, OverlapConfig, OverlapFormat, OverlapOutput, OverlapStats, human_bytes, overlap};
 
-use super::common::{ReadArgs, ResourceArgs, TokenArgs, create_output, group, inputs, write_json};
+use super::common::{ReadArgs, ResourceArgs, TokenArgs, corpus_config, create_output, group, write_json};
 use super::progress::ProgressView;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -87,22 +87,7 @@ pub struct OverlapArgs {
 
 pub fn run(args: OverlapArgs, control: &Control) -> anyhow::Result<()> {
     let paths: Vec<PathBuf> = args.queries.iter().chain(&args.reference).cloned().collect();
-    let norm = args.tokens.normalization(args.read.is_vertical(&paths));
-    let base = dupgram_pipeline::NgramConfig {
-        inputs: inputs(&paths)?,
-        read: args.read.read_options(),
-        norm,
-        stopwords: args.tokens.stopwords(norm)?,
-        stop_top: args.tokens.stop_top,
-        n: args.n,
-        min_count: 2,
-        memory: args.resources.memory,
-        threads: args.resources.threads()?,
-        tmp_dir: args.resources.tmp_dir()?,
-        sieve: true,
-        lexicon_dir: None,
-        limits: dupgram_pipeline::Limits::default(),
-    };
+    let base = corpus_config(&paths, &args.read, &args.tokens, &args.resources, args.n)?;
     let config = OverlapConfig { base, query_inputs: args.queries.len(), top: args.top, spans: args.spans };
     let format = match args.output_format {
         Some(RowFormatArg::Jsonl) => OverlapFormat::Jsonl,

@@ -6,10 +6,10 @@ use anyhow::Context;
 use clap::Args;
 use dupgram_pipeline::output::OutputFile;
 use dupgram_pipeline::table::{Column, Rows};
-use dupgram_pipeline::{Control, LengthTable, Limits, NgramConfig, count_ngrams};
+use dupgram_pipeline::{Control, LengthTable, NgramConfig, count_ngrams};
 use dupgram_report::{LengthReport, NgramRow};
 
-use super::common::{ReadArgs, ResourceArgs, TokenArgs, create_output, inputs};
+use super::common::{ReadArgs, ResourceArgs, TokenArgs, corpus_config, create_output};
 use super::progress::ProgressView;
 
 /// Tables of what a corpus repeats: duplicate n-grams for a range of n, and what deduplication removed.
@@ -89,29 +89,14 @@ pub fn run(args: StatsArgs, control: &Control) -> anyhow::Result<()> {
     let html = args.html.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
     let mut rows = Vec::new();
     if !args.inputs.is_empty() {
-        let norm = args.tokens.normalization(args.read.is_vertical(&args.inputs));
-        let inputs = inputs(&args.inputs)?;
+        let first = corpus_config(&args.inputs, &args.read, &args.tokens, &args.resources, 1)?;
         anyhow::ensure!(
-            !inputs.iter().any(|i| matches!(i, dupgram_corpus::Input::Stdin { .. })) || args.n.0.len() == 1,
+            !first.inputs.iter().any(|i| matches!(i, dupgram_corpus::Input::Stdin { .. })) || args.n.0.len() == 1,
             "standard input can be counted for one n only; save it to a file for a range"
         );
         let _progress = ProgressView::start(control, args.resources.quiet);
         for &n in &args.n.0 {
-            let config = NgramConfig {
-                inputs: inputs.clone(),
-                read: args.read.read_options(),
-                norm,
-                stopwords: args.tokens.stopwords(norm)?,
-                stop_top: args.tokens.stop_top,
-                n,
-                min_count: 2,
-                memory: args.resources.memory,
-                threads: args.resources.threads()?,
-                tmp_dir: args.resources.tmp_dir()?,
-                sieve: true,
-                lexicon_dir: None,
-                limits: Limits::default(),
-            };
+            let config = NgramConfig { n, ..first.clone() };
             let s = count_ngrams(&config, control, &mut |_, _, _| Ok(()))?.stats;
             if !args.resources.quiet {
                 eprintln!(
