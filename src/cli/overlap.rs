@@ -17,7 +17,8 @@ pub enum RowFormatArg {
 /// Measure each query document against a reference corpus: which of its n-grams occur there, and how much of it they cover.
 ///
 /// Query and reference are indexed together, exactly (no hash, no sketch,
-/// no false positive), in fixed memory, whatever their sizes. One row per
+/// no false positive), within --memory (their document tables must fit it:
+/// about 100 bytes a document). One row per
 /// query document, in corpus order (TSV with a header; JSON Lines when the
 /// name ends in .jsonl; a Parquet table when it ends in .parquet):
 ///   id  tokens  ngrams  ngrams_found  covered_tokens  coverage
@@ -35,7 +36,7 @@ pub enum RowFormatArg {
 /// --mark-reference FILE lists the reference documents that hold any n-gram
 /// of the query (id, ngrams_found: how many of their n-gram positions; TSV);
 /// --drop-reference FILE writes the reference without them, in its own
-/// format, as `dupgram dedup --unit doc --strip` writes what it keeps.
+/// format, each document it keeps as it was read.
 ///
 /// Benchmark decontamination (GPT-3's setting): -n 13 over words;
 /// derived-text detection: -n 3 and the coverage column.
