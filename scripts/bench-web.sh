@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # dupgram on web-shaped text, the same comments as JSON Lines, as one
-# document per line, and as a vertical file (and, for a like-for-like
-# comparison with it, the vertical file's own tokens as one document per
-# line, read with --tokens raw): `ngrams -n 10` and `dedup --unit doc -n 7`,
-# medians of --runs walls, the lexicon pass from --stats-json.
+# document per line, and as a vertical file, of one column and of three
+# (word, tag, word again), and, for a like-for-like comparison with them,
+# the vertical file's own tokens as one document per line, read with
+# --tokens raw: `ngrams -n 10` and `dedup --unit doc -n 7`, medians of
+# --runs walls, the lexicon pass from --stats-json.
 #
 #   scripts/bench-web.sh [--corpus REDDIT.jsonl.zst] [--runs N] [--memory SIZE]
 #
@@ -38,6 +39,7 @@ with open(sys.argv[2], "w", encoding="utf-8") as out:
         out.write(json.loads(line)["text"].replace("\r", " ").replace("\n", " ") + "\n")
 PY
 "$bin/dupgram-vert" "$corpus" > "$web/comments.vert"
+awk '{ if (substr($0, 1, 1) == "<") print; else print $0 "\tNN\t" $0 }' "$web/comments.vert" > "$web/columns.vert"
 python3 - "$web/comments.vert" "$web/vert-tokens.txt" <<'PY'
 import sys
 with open(sys.argv[1], encoding="utf-8") as vert, open(sys.argv[2], "w", encoding="utf-8") as out:
@@ -72,6 +74,8 @@ echo "|---|---|---:|---:|---:|"
 run "JSON Lines (.zst)" ngrams "$corpus" -n 10
 run "one comment per line" ngrams "$web/comments.txt" -n 10
 run "vertical" ngrams "$web/comments.vert" -n 10
+run "vertical, three columns" ngrams "$web/columns.vert" -n 10
 run "its tokens, one document per line (--tokens raw)" ngrams "$web/vert-tokens.txt" -n 10 --tokens raw
 run "vertical" dedup "$web/comments.vert" -n 7 --unit doc
+run "vertical, three columns" dedup "$web/columns.vert" -n 7 --unit doc
 run "its tokens, one document per line (--tokens raw)" dedup "$web/vert-tokens.txt" -n 7 --unit doc --tokens raw

@@ -254,3 +254,61 @@ fn zstd_windows_are_read_from_headers() {
     std::fs::write(&plain, b"not compressed").unwrap();
     assert_eq!(zstd_window(&plain).unwrap(), None);
 }
+
+/// What the reader makes of a vertical file, a line at a time: (id, text) of
+/// each document, and the invalid sequences replaced with the first one's line.
+fn vertical_by_lines(file: &[u8]) -> (Vec<(String, String)>, u64, Option<u64>) {
+    let mut docs: Vec<(String, String)> = Vec::new();
+    let (mut in_doc, mut replaced, mut first_replaced) = (false, 0, None);
+    for (n, line) in file.split(|&b| b == b'\n').enumerate() {
+        let n = n as u64 + 1;
+        match VerticalLine::classify(line) {
+            VerticalLine::DocOpen(attrs) => {
+                let text = String::from_utf8_lossy(attrs).into_owned();
+                let id = text.split("id=\"").nth(1).map(|rest| rest.split('"').next().unwrap_or("").to_owned());
+                docs.push((id.unwrap_or_else(|| n.to_string()), String::new()));
+                in_doc = true;
+            }
+            VerticalLine::DocClose => in_doc = false,
+            VerticalLine::Structure(_) | VerticalLine::Blank => {}
+            VerticalLine::Token(word) => {
+                if !in_doc {
+                    docs.push((n.to_string(), String::new()));
+                    in_doc = true;
+                }
+                let text = String::from_utf8_lossy(word);
+                let bad = text.matches('\u{fffd}').count() - memchr::memmem::find_iter(word, "\u{fffd}").count();
+                if bad > 0 {
+                    replaced += bad as u64;
+                    first_replaced.get_or_insert(n);
+                }
+                docs.last_mut().expect("a document").1.push_str(&format!("{text}\n"));
+            }
+        }
+    }
+    (docs, replaced, first_replaced)
+}
+
+#[test]
+fn vertical_token_lines_read_in_runs_make_what_line_by_line_makes() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in [1, 2, 3] {
+        let bytes = dupgram_fuzzkit::samples::mixed_vertical(150_000, seed);
+        assert!(bytes.len() > 3 * 256 * 1024, "a file of several read buffers");
+        let (expect, replaced, first) = vertical_by_lines(&bytes);
+        let input = file(&dir, "mixed.vert", &bytes);
+        for target in [1000, 1 << 20] {
+            let (docs, stats) = read_all(vec![input.clone()], ReadOptions::default(), target).unwrap();
+            assert_eq!(docs.len(), expect.len(), "seed {seed}, batches of {target}");
+            for (got, want) in docs.iter().zip(&expect) {
+                // The same tokens: runs of token lines keep blank lines and `\r`.
+                let tokens =
+                    |text: &str| text.split(['\n', '\r']).filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n");
+                assert_eq!((&got.0, tokens(&got.1)), (&want.0, tokens(&want.1)), "seed {seed}, batches of {target}");
+            }
+            assert_eq!(stats.documents, expect.len() as u64);
+            assert_eq!(stats.replaced_utf8, replaced);
+            assert_eq!(stats.first_replaced_at, first.map(|n| format!("{}: line {n}", input.name())));
+        }
+    }
+}

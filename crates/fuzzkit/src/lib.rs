@@ -30,6 +30,7 @@
 
 mod alloc;
 mod mutate;
+pub mod samples;
 
 pub use alloc::{TrackingAlloc, is_installed, measure};
 pub use mutate::{Mutant, Mutation, Rng, apply, mutate};

@@ -587,20 +587,12 @@ impl<'a> DocStream<'a> {
             let available = match input.reader.fill_buf() {
                 Ok(available) => available,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(source) => {
-                    let offset = input.stored.load(std::sync::atomic::Ordering::Relaxed);
-                    return Err(PipelineError::Corpus(CorpusError::reading(
-                        &input.name,
-                        input.line + 1,
-                        offset,
-                        source,
-                    )));
-                }
+                Err(source) => return Err(read_failed(input, source)),
             };
             if available.is_empty() {
                 break;
             }
-            let (take, newline) = match available.iter().position(|&b| b == b'\n') {
+            let (take, newline) = match memchr::memchr(b'\n', available) {
                 Some(i) => (i, true),
                 None => (available.len(), false),
             };
@@ -672,6 +664,52 @@ impl<'a> DocStream<'a> {
         Ok(Some(RawDoc::Line { raw, json, name: input.name.clone(), line: input.line, several }))
     }
 
+    /// Vertical, inside a document: appends the whole token lines at the
+    /// front of the read buffer (not starting with `<`) to the current unit,
+    /// as the line-by-line path would, with one search per line and no
+    /// classifying; false when the buffer does not begin with one.
+    fn token_lines(
+        &mut self,
+        bytes: &mut Vec<u8>,
+        ends: &mut Vec<u32>,
+        roles: &mut Vec<Role>,
+        units: &mut [u32],
+    ) -> Result<bool, PipelineError> {
+        let (doc_limit, line_limit) = (self.doc_limit, self.options.max_record_bytes);
+        let input = self.current.as_mut().expect("an open input");
+        if !input.in_doc || input.pending.is_some() {
+            return Ok(false);
+        }
+        let available = match input.reader.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Ok(false),
+            Err(source) => return Err(read_failed(input, source)),
+        };
+        let (unit, count) = (units.len() as u32 - 1, units.last_mut().expect("a unit"));
+        let mut at = 0;
+        while available.get(at).is_some_and(|&b| b != b'<') {
+            let Some(i) = memchr::memchr(b'\n', &available[at..]) else { break };
+            // Past a limit, the line-by-line path says where.
+            if i > line_limit || bytes.len() + i > doc_limit {
+                break;
+            }
+            let line = &available[at..at + i];
+            bytes.extend_from_slice(line);
+            ends.push(bytes.len() as u32);
+            roles.push(Role::Unit(unit));
+            // A token when its first column is not empty (see `VerticalLine::classify`).
+            let text = line.strip_suffix(b"\r").unwrap_or(line);
+            if text.first().is_some_and(|&b| b != b'\t') {
+                *count += 1;
+            }
+            input.line += 1;
+            at += i + 1;
+        }
+        input.reader.consume(at);
+        input.position += at as u64;
+        Ok(at > 0)
+    }
+
     /// The next vertical document (or a line outside documents).
     fn next_vertical(&mut self) -> Result<Option<Item>, PipelineError> {
         // The buffers of a document already written, when one came back.
@@ -694,7 +732,13 @@ impl<'a> DocStream<'a> {
         key_ends.clear();
         let mut unit_has_lines = false;
         let mut boundary_next = false;
+        // Token lines need no more than counting when nothing else is asked of them.
+        let plain = self.stopwords.is_empty() && self.hasher.is_none() && !self.keys;
         loop {
+            if plain && !boundary_next && self.token_lines(&mut bytes, &mut ends, &mut roles, &mut units)? {
+                unit_has_lines = true;
+                continue;
+            }
             let Some(start) = self.read_line(&mut bytes)? else {
                 let input = self.current.as_mut().expect("an open input");
                 if !input.in_doc {
@@ -807,6 +851,12 @@ impl<'a> DocStream<'a> {
             key_ends,
         })))
     }
+}
+
+/// A read error on the line after `input`'s last, with its offset in the stored file.
+fn read_failed(input: &OpenInput, source: std::io::Error) -> PipelineError {
+    let offset = input.stored.load(std::sync::atomic::Ordering::Relaxed);
+    PipelineError::Corpus(CorpusError::reading(&input.name, input.line + 1, offset, source))
 }
 
 /// A document as the reader hands it over.
@@ -1185,6 +1235,44 @@ mod tests {
         assert_eq!(one_by_one[4], r#""d5" [5, 2] word|5|and|word|5|next|one|"#);
         for threads in [1, 2, 5] {
             assert_eq!(read_all(&inputs, threads).unwrap(), one_by_one, "{threads} threads");
+        }
+    }
+
+    /// Every item of a vertical stream: documents as their lines, each line's
+    /// role and their units' token counts; other lines as they are.
+    fn vertical_items(inputs: &[Input], unit: UnitKind, keys: bool) -> Vec<String> {
+        let mut s = stream(inputs, unit);
+        s.keys = keys;
+        let mut items = Vec::new();
+        while let Some(item) = s.next_doc().unwrap() {
+            items.push(match item {
+                Item::Doc(Doc { body: Body::Vertical { bytes, ends, roles }, unit_tokens, .. }) => {
+                    let lines = ends.iter().scan(0, |start, &end| {
+                        let line = String::from_utf8_lossy(&bytes[*start as usize..end as usize]).into_owned();
+                        *start = end;
+                        Some(line)
+                    });
+                    format!("{:?} {:?} {unit_tokens:?}", lines.collect::<Vec<_>>(), roles)
+                }
+                Item::Doc(_) => panic!("a vertical input made another kind of document"),
+                Item::Passthrough(line) => format!("passthrough {}", String::from_utf8_lossy(&line)),
+            });
+        }
+        items
+    }
+
+    #[test]
+    fn vertical_token_lines_read_in_runs_make_what_line_by_line_makes() {
+        // Counting tokens only, a run of token lines is taken at once; with
+        // keys, every line is classified alone.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mixed.vert");
+        std::fs::write(&path, dupgram_fuzzkit::samples::mixed_vertical(150_000, 7)).unwrap();
+        let inputs = [Input::Path(path)];
+        for unit in [UnitKind::Document, UnitKind::Paragraph, UnitKind::Sentence] {
+            let line_by_line = vertical_items(&inputs, unit, true);
+            assert!(line_by_line.len() > 5000, "{unit:?}: {} items", line_by_line.len());
+            assert_eq!(vertical_items(&inputs, unit, false), line_by_line, "{unit:?}");
         }
     }
 
