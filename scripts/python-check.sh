@@ -3,7 +3,9 @@
 # `pip install ./python` does on a user's machine, lints its Rust, and runs
 # its tests (python/tests, the documented examples among them) with pyarrow
 # (a dependency of the package) and datatrove from PyPI. pip's cache
-# is not used, so a cached wheel cannot stand in for the build.
+# is not used, so a cached wheel cannot stand in for the build. As root, it
+# then runs the global datatrove steps through datatrove's Slurm executor on
+# a throw-away single-node Slurm (scripts/datatrove_slurm_check.py).
 #
 #   scripts/python-check.sh     # installs python3-venv with apt-get when missing (as root)
 #
@@ -24,8 +26,10 @@ if ! "$python" -c 'import venv, ensurepip' 2> /dev/null; then
   fi
 fi
 
+# shellcheck source=lib/slurm.sh
+. "$here/scripts/lib/slurm.sh"
 work=$(mktemp -d /tmp/dupgram-python.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'slurm_down; rm -rf "$work"' EXIT
 export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 started=$SECONDS
 "$python" -m venv "$work/venv"
@@ -52,4 +56,15 @@ PYO3_PYTHON=$py cargo clippy --manifest-path "$here/python/Cargo.toml" --all-tar
 # not the source folder python/dupgram (which lacks the compiled module).
 cd "$here"
 "$py" -m pytest -q -p no:cacheprovider -rs python/tests
+
+# The global datatrove steps through datatrove's own Slurm executor, on a
+# throw-away single-node Slurm (root only: it starts the daemons).
+if [ "$(id -u)" = 0 ] && "$py" -c 'import datatrove' 2> /dev/null; then
+  mkdir -p "$work/slurm"
+  slurm_up "$work/slurm"
+  "$py" "$here/scripts/datatrove_slurm_check.py" "$work/datatrove-slurm"
+  slurm_down
+else
+  log "skipping scripts/datatrove_slurm_check.py: it needs root (to start Slurm) and datatrove"
+fi
 log "total: $((SECONDS - started)) s"
