@@ -168,7 +168,7 @@ class DupgramFind(PipelineStep):
                     write_decisions(shard, records, decisions / f"{shard_name(r)}.jsonl")
                 if records.readline():
                     raise RuntimeError(f"{marked}: dedup wrote more records than it was given")
-        job = {"tasks": self.tasks, "unit": self.options.get("unit", "doc")}
+        job = {"tasks": self.tasks, "unit": self.options.get("unit", "p")}
         partial = self.work_dir / ".job.json.partial"
         partial.write_text(json.dumps(job))
         os.replace(partial, self.work_dir / JOB)

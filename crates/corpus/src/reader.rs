@@ -834,22 +834,21 @@ impl OpenInput {
 
 /// The length of the whole plain token lines at the front of `buf` (see
 /// `OpenInput::token_lines`), and their number: a few searches of the
-/// buffer for what ends them, each going no further than those before
-/// found, rather than a call per line (a token is a few bytes).
+/// buffer for what ends them, rather than a call per line (a token is a few
+/// bytes). The searches look at a window of the buffer that doubles while
+/// no line ends the run, so the bytes looked at stay within twice those
+/// taken (plus a window's first 256): a buffer of lines the line-by-line
+/// path must take, one by one, is not searched whole for each.
 fn plain_token_lines(buf: &[u8], max_line: usize) -> (usize, u64) {
-    if buf.first() == Some(&b'<') {
-        return (0, 0);
-    }
-    // Where the first line that is not one begins: one starting with `<`,
-    // one with a TAB, invalid UTF-8, or no newline yet.
-    let mut stop = memchr::memmem::find(buf, b"\n<").map_or(buf.len(), |i| i + 1);
-    if let Some(i) = memchr::memchr(b'\t', &buf[..stop]) {
-        stop = i;
-    }
-    if let Err(e) = std::str::from_utf8(&buf[..stop]) {
-        stop = e.valid_up_to();
-    }
-    let mut end = memchr::memrchr(b'\n', &buf[..stop]).map_or(0, |i| i + 1);
+    let mut window = buf.len().min(256);
+    let end = loop {
+        let (end, stopped) = plain_lines_in(&buf[..window]);
+        if stopped || window == buf.len() {
+            break end;
+        }
+        window = buf.len().min(window * 2);
+    };
+    let mut end = end;
     if max_line < end {
         // A line longer than the limit is the line-by-line path's to refuse.
         let mut start = 0;
@@ -862,6 +861,27 @@ fn plain_token_lines(buf: &[u8], max_line: usize) -> (usize, u64) {
         }
     }
     (end, buf[..end].iter().filter(|&&b| b == b'\n').count() as u64)
+}
+
+/// The whole plain token lines at the front of `window`, and whether a line
+/// that is not one (starting with `<`, with a TAB, with invalid UTF-8) ends them.
+fn plain_lines_in(window: &[u8]) -> (usize, bool) {
+    if window.first() == Some(&b'<') {
+        return (0, true);
+    }
+    let mut stop = memchr::memmem::find(window, b"\n<").map(|i| i + 1);
+    if let Some(i) = memchr::memchr(b'\t', &window[..stop.unwrap_or(window.len())]) {
+        stop = Some(i);
+    }
+    let checked = stop.unwrap_or(window.len());
+    if let Err(e) = std::str::from_utf8(&window[..checked]) {
+        // A character cut by the window's end is no stop: a wider window has it whole.
+        if e.error_len().is_some() || stop.is_some() {
+            stop = Some(e.valid_up_to());
+        }
+    }
+    let before = stop.unwrap_or(window.len());
+    (memchr::memrchr(b'\n', &window[..before]).map_or(0, |i| i + 1), stop.is_some())
 }
 
 /// The token lines at the front of `buf` as `plain_token_lines` takes them,
