@@ -29,7 +29,9 @@ work folder, as datatrove's own ``MinhashDedup`` stages run::
 attributes by task into ``work/decisions/``; ``DupgramFilter`` reads its
 task's documents again (the same reader, the same number of tasks) and
 yields those ``dedup --strip`` keeps, in order, with ``dup_fraction`` and
-``dup_spans`` as ``DupgramDedup`` gives them. Every file is written under a
+``dup_spans`` as ``DupgramDedup`` gives them. After the spool step,
+``DupgramNgrams`` and ``DupgramPairs`` (one task each) write the duplicate
+n-grams or the near-duplicate pairs of all tasks' documents instead. Every file is written under a
 temporary name and renamed once whole, so a task killed and run again (or
 skipped by datatrove's completion markers) leaves the same files. The find
 step's memory is dedup's ``memory``, whatever the number of documents.
@@ -51,7 +53,7 @@ from typing import Any, Iterator
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from . import dedup
+from . import dedup, ngrams, pairs
 
 
 class DupgramDedup(PipelineStep):
@@ -151,12 +153,11 @@ class DupgramFind(PipelineStep):
         self.summary: dict[str, Any] | None = None
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        # Steps before this one (another job on the spooled documents, say) run first.
+        yield from data or ()
         if rank != 0:
             return
-        shards = [self.work_dir / DOCS / f"{shard_name(r)}.jsonl.gz" for r in range(self.tasks)]
-        missing = [str(s) for s in shards if not s.exists()]
-        if missing:
-            raise RuntimeError(f"DupgramFind: no documents from {len(missing)} spool task(s), first {missing[0]}")
+        shards = spooled(self.work_dir, self.tasks, "DupgramFind")
         decisions = self.work_dir / DECISIONS
         decisions.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="pydupgram-", dir=self.options.get("tmp_dir")) as work:
@@ -173,8 +174,63 @@ class DupgramFind(PipelineStep):
         partial.write_text(json.dumps(job))
         os.replace(partial, self.work_dir / JOB)
         self.stat_update("documents", value=self.summary.get("documents", 0) if self.summary else 0)
-        return
-        yield  # a generator that yields nothing
+
+
+def spooled(work_dir: Path, tasks: int, step: str) -> list[Path]:
+    """The documents `DupgramSpool` wrote for tasks ``0..tasks``, in task order; all of them must be there."""
+    shards = [work_dir / DOCS / f"{shard_name(r)}.jsonl.gz" for r in range(tasks)]
+    missing = [str(s) for s in shards if not s.exists()]
+    if missing:
+        raise RuntimeError(f"{step}: no documents from {len(missing)} spool task(s), first {missing[0]}")
+    return shards
+
+
+class DupgramCorpusJob(PipelineStep):
+    """A ``dupgram`` job over every task's documents that ``DupgramSpool``
+    wrote, in task order, in one task: its output is one file, ``output``,
+    written as the command line writes it, byte for byte what the command
+    gives over the tasks' documents one task after the other. Documents
+    from the steps before it pass through, and those steps finish first."""
+
+    type = "🫂 - DEDUP"
+    job: Any = None
+
+    def __init__(self, work_dir: str | os.PathLike[str], *, tasks: int, output: str | os.PathLike[str], **options: Any):
+        super().__init__()
+        if tasks < 1:
+            raise ValueError(f"{type(self).__name__}: tasks must be at least 1")
+        self.work_dir = Path(work_dir)
+        self.tasks = tasks
+        self.output = output
+        self.options = options
+        self.summary: dict[str, Any] | None = None
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        # Steps before this one (another job on the spooled documents, say) run first.
+        yield from data or ()
+        if rank != 0:
+            return
+        shards = spooled(self.work_dir, self.tasks, type(self).__name__)
+        with self.track_time(unit="job"):
+            self.summary = type(self).job(shards, output=self.output, **self.options)
+
+
+class DupgramNgrams(DupgramCorpusJob):
+    """``dupgram ngrams`` over all tasks' documents (after ``DupgramSpool``),
+    in one task: every n-gram seen at least twice in any of them, with its
+    count, written to ``output``; takes ``ngrams``' options (``n``, …)."""
+
+    name = "dupgram ngrams"
+    job = staticmethod(ngrams)
+
+
+class DupgramPairs(DupgramCorpusJob):
+    """``dupgram pairs`` over all tasks' documents (after ``DupgramSpool``),
+    in one task: the near-duplicate pairs across tasks, by document ID,
+    written to ``output`` (``clusters=`` too); takes ``pairs``' options."""
+
+    name = "dupgram pairs"
+    job = staticmethod(pairs)
 
 
 def write_decisions(shard: Path, records: Any, out: Path) -> None:

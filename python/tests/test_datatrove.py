@@ -134,18 +134,23 @@ def test_global_steps_judge_all_tasks_as_one_dedup(tmp_path):
     def reader():
         return JsonlReader(str(shards[0].parent), glob_pattern="*.jsonl")
 
-    spool = LocalPipelineExecutor([reader(), DupgramSpool(work)], tasks=4, workers=2, logging_dir=str(logs / "1"))
-    find = LocalPipelineExecutor(
-        [DupgramFind(work, tasks=4, quiet=True, **options)], tasks=1, logging_dir=str(logs / "2"), depends=spool
-    )
-    keep = LocalPipelineExecutor(
-        [reader(), DupgramFilter(work, strip=True), JsonlWriter(str(out), output_filename="${rank}.jsonl")],
-        tasks=4,
-        workers=2,
-        logging_dir=str(logs / "3"),
-        depends=find,
-    )
-    keep.run()
+    def run_stages() -> None:
+        """The three pipelines, as a user's script runs them (new executors each time)."""
+        spool = LocalPipelineExecutor(
+            [reader(), DupgramSpool(work)], tasks=4, workers=2, logging_dir=str(logs / "1")
+        )
+        find = LocalPipelineExecutor(
+            [DupgramFind(work, tasks=4, quiet=True, **options)], tasks=1, logging_dir=str(logs / "2"), depends=spool
+        )
+        LocalPipelineExecutor(
+            [reader(), DupgramFilter(work, strip=True), JsonlWriter(str(out), output_filename="${rank}.jsonl")],
+            tasks=4,
+            workers=2,
+            logging_dir=str(logs / "3"),
+            depends=find,
+        ).run()
+
+    run_stages()
     expected = kept_by_one_dedup(in_task_order(shards, 4), tmp_path, **options)
     within_tasks = sum(len(kept_by_one_dedup(shards[r::4], tmp_path, **options)) for r in range(4))
     assert within_tasks > len(expected), "the shards repeat each other's text: judged apart, more is kept"
@@ -153,6 +158,18 @@ def test_global_steps_judge_all_tasks_as_one_dedup(tmp_path):
     assert [i for i, _ in got] == [i for i, _ in expected]
     assert got == expected
     assert sorted(p.name for p in (work / "decisions").iterdir()) == [f"{r:05d}.jsonl" for r in range(4)]
+
+    # A spool task and a filter task killed midway: their completion markers
+    # gone, a torn spool file and a torn output left. Run again, datatrove
+    # runs those two tasks only, and the result is the same.
+    (logs / "1" / "completions" / "00002").unlink()
+    (work / "docs" / ".00002.jsonl.gz.partial").write_bytes(b"torn")
+    (logs / "3" / "completions" / "00001").unlink()
+    (out / "00001.jsonl.gz").write_bytes(b"torn")
+    (logs / "2" / "completions" / "00000").unlink()
+    run_stages()
+    assert written(out) == expected
+    assert not (work / "docs" / ".00002.jsonl.gz.partial").exists()
 
 
 @pytest.mark.parametrize("unit", ["doc", "span"])
@@ -169,3 +186,32 @@ def test_example_script_dedups_a_shard_folder_across_tasks(tmp_path, unit):
     expected = kept_by_one_dedup(in_task_order(shards, 4), tmp_path, unit=unit, n=7)
     assert len(expected) < 20841
     assert written(out) == expected
+
+
+def test_ngrams_and_pairs_steps_cover_all_tasks(tmp_path):
+    """After the spool step, DupgramNgrams and DupgramPairs write what the
+    command gives over the tasks' documents in task order, byte for byte."""
+    from dupgram.datatrove import DupgramNgrams, DupgramPairs, DupgramSpool
+
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    lines = NEWS.read_text(encoding="utf-8").splitlines(True)
+    shards = []
+    for s in range(3):
+        shards.append(folder / f"s{s}.jsonl")
+        shards[-1].write_text("".join(lines[s::3]), encoding="utf-8")
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    reader = JsonlReader(str(folder), glob_pattern="*.jsonl")
+    spool = LocalPipelineExecutor([reader, DupgramSpool(work)], tasks=2, logging_dir=str(logs / "spool"))
+    steps = [
+        DupgramNgrams(work, tasks=2, output=tmp_path / "steps.tsv", n=5, quiet=True),
+        DupgramPairs(work, tasks=2, output=tmp_path / "steps.pairs", n=5, min_sscr=0.3, quiet=True),
+    ]
+    LocalPipelineExecutor(steps, tasks=1, logging_dir=str(logs / "jobs"), depends=spool).run()
+    ordered = in_task_order(shards, 2)
+    dupgram.ngrams(ordered, output=tmp_path / "one.tsv", n=5, quiet=True)
+    dupgram.pairs(ordered, output=tmp_path / "one.pairs", n=5, min_sscr=0.3, quiet=True)
+    assert (tmp_path / "steps.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
+    assert (tmp_path / "steps.pairs").read_bytes() == (tmp_path / "one.pairs").read_bytes()
+    pairs = (tmp_path / "one.pairs").read_text().splitlines()[1:]
+    assert pairs, "the sample's reprinted stories make pairs"
