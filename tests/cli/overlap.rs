@@ -62,6 +62,12 @@ fn rows_are_the_same_in_tsv_jsonl_and_parquet() {
             "coverage": 0.8, "top": [{"id": "r2", "covered_tokens": 9}, {"id": "r1", "covered_tokens": 3}],
             "spans": [[0, 5], [6, 9], [11, 15]], "char_spans": [[0, 23], [29, 44], [56, 73]]})
     );
+    // --output-format chooses what the name would: JSON Lines on standard output, TSV under a .jsonl name.
+    let on_stdout = ok(&[&common[..], &["-o", "-", "--output-format", "jsonl"]].concat());
+    assert_eq!(on_stdout, std::fs::read_to_string(&jsonl).unwrap());
+    let tsv_named_jsonl = dir.path().join("rows-as-tsv.jsonl");
+    ok(&[&common[..], &["-o", s(&tsv_named_jsonl), "--output-format", "tsv"]].concat());
+    assert_eq!(std::fs::read_to_string(&tsv_named_jsonl).unwrap(), ROWS_TSV);
     // The character offsets point at the covered words.
     let q4 = QUERY.lines().nth(3).unwrap();
     let text: serde_json::Value = serde_json::from_str(q4).unwrap();

@@ -376,7 +376,7 @@ impl OverlapJob<'_> {
             texts.finish()?;
         }
         rows.finish(out.queries)?;
-        if !found.at_end()? || top.as_mut().map(RecordReader::at_end).transpose()? == Some(false) {
+        if !found.at_end() || top.as_ref().is_some_and(|top| !top.at_end()) {
             return Err(PipelineError::Changed("found positions past the query's last document".into()));
         }
         Ok(())
@@ -957,8 +957,9 @@ impl<const B: usize> RecordReader<B> {
         Ok(())
     }
 
-    fn at_end(&mut self) -> Result<bool, PipelineError> {
-        Ok(self.next.is_none())
+    /// Whether every record has been taken.
+    fn at_end(&self) -> bool {
+        self.next.is_none()
     }
 }
 
@@ -990,6 +991,6 @@ mod tests {
         assert!(records.is_empty());
         reader.take(2, &mut records).unwrap();
         assert_eq!(records, vec![[2, 9, 3]]);
-        assert!(reader.at_end().unwrap());
+        assert!(reader.at_end());
     }
 }
