@@ -121,59 +121,22 @@ class DupgramSpool(PipelineStep):
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"{shard_name(rank)}.jsonl.gz"
         partial = folder / f".{shard_name(rank)}.jsonl.gz.partial"
-        with self.track_time(unit="task"), gzip.open(partial, "wt", encoding="utf-8", compresslevel=1) as out:
-            for document in data or ():
-                out.write(json.dumps({"id": str(document.id), "text": document.text}, ensure_ascii=False) + "\n")
-                self.stat_update("documents")
+        try:
+            with self.track_time(unit="task"), gzip.open(partial, "wt", encoding="utf-8", compresslevel=1) as out:
+                for document in data or ():
+                    out.write(record_line(document))
+                    self.stat_update("documents")
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
         os.replace(partial, final)
         return
         yield  # a generator that yields nothing
 
 
-class DupgramFind(PipelineStep):
-    """The second of the global steps, in one task: ``dupgram dedup`` over the
-    documents ``DupgramSpool`` wrote for tasks ``0..tasks``, in that order,
-    with the keyword options of ``dupgram dedup`` (``unit``, ``n``,
-    ``threshold``, ``min_span``, ``exact_only``, ``memory``, ``threads``, …);
-    writes each task's attributes to ``work_dir/decisions/NNNNN.jsonl``."""
-
-    name = "dupgram find"
-    type = "🫂 - DEDUP"
-
-    def __init__(self, work_dir: str | os.PathLike[str], *, tasks: int, **options: Any):
-        super().__init__()
-        for taken in ("output", "attributes", "format", "text_field", "id_field", "strip"):
-            if taken in options:
-                raise TypeError(f"DupgramFind: {taken} is chosen by the step")
-        if tasks < 1:
-            raise ValueError("DupgramFind: tasks must be at least 1")
-        self.work_dir = Path(work_dir)
-        self.tasks = tasks
-        self.options = options
-        self.summary: dict[str, Any] | None = None
-
-    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        # Steps before this one (another job on the spooled documents, say) run first.
-        yield from data or ()
-        if rank != 0:
-            return
-        shards = spooled(self.work_dir, self.tasks, "DupgramFind")
-        decisions = self.work_dir / DECISIONS
-        decisions.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="pydupgram-", dir=self.options.get("tmp_dir")) as work:
-            marked = Path(work) / "attributes.jsonl"
-            with self.track_time(unit="job"):
-                self.summary = dedup(shards, attributes=marked, format="jsonl", **self.options)
-            with open(marked, encoding="utf-8") as records:
-                for r, shard in enumerate(shards):
-                    write_decisions(shard, records, decisions / f"{shard_name(r)}.jsonl")
-                if records.readline():
-                    raise RuntimeError(f"{marked}: dedup wrote more records than it was given")
-        job = {"tasks": self.tasks, "unit": self.options.get("unit", "p")}
-        partial = self.work_dir / ".job.json.partial"
-        partial.write_text(json.dumps(job))
-        os.replace(partial, self.work_dir / JOB)
-        self.stat_update("documents", value=self.summary.get("documents", 0) if self.summary else 0)
+def record_line(document: Document) -> str:
+    """The document's ID and text as a JSON line, as dedup reads it."""
+    return json.dumps({"id": str(document.id), "text": document.text}, ensure_ascii=False) + "\n"
 
 
 def spooled(work_dir: Path, tasks: int, step: str) -> list[Path]:
@@ -185,63 +148,114 @@ def spooled(work_dir: Path, tasks: int, step: str) -> list[Path]:
     return shards
 
 
-class DupgramCorpusJob(PipelineStep):
+class SpooledJob(PipelineStep):
     """A ``dupgram`` job over every task's documents that ``DupgramSpool``
-    wrote, in task order, in one task: its output is one file, ``output``,
-    written as the command line writes it, byte for byte what the command
-    gives over the tasks' documents one task after the other. Documents
-    from the steps before it pass through, and those steps finish first."""
+    wrote, in task order, in one task (rank 0). Documents from the steps
+    before it pass through, and those steps finish first, so several such
+    jobs may share a pipeline."""
 
     type = "🫂 - DEDUP"
-    job: Any = None
 
-    def __init__(self, work_dir: str | os.PathLike[str], *, tasks: int, output: str | os.PathLike[str], **options: Any):
+    def __init__(self, work_dir: str | os.PathLike[str], *, tasks: int, **options: Any):
         super().__init__()
         if tasks < 1:
             raise ValueError(f"{type(self).__name__}: tasks must be at least 1")
         self.work_dir = Path(work_dir)
         self.tasks = tasks
-        self.output = output
         self.options = options
         self.summary: dict[str, Any] | None = None
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        # Steps before this one (another job on the spooled documents, say) run first.
         yield from data or ()
         if rank != 0:
             return
         shards = spooled(self.work_dir, self.tasks, type(self).__name__)
         with self.track_time(unit="job"):
-            self.summary = type(self).job(shards, output=self.output, **self.options)
+            self.summary = self.job(shards)
+
+    def job(self, shards: list[Path]) -> dict[str, Any]:
+        """Runs the job over `shards`; returns its summary."""
+        raise NotImplementedError
 
 
-class DupgramNgrams(DupgramCorpusJob):
+class DupgramFind(SpooledJob):
+    """The second of the global steps, in one task: ``dupgram dedup`` over the
+    documents ``DupgramSpool`` wrote for tasks ``0..tasks``, in that order,
+    with the keyword options of ``dupgram dedup`` (``unit``, ``n``,
+    ``threshold``, ``min_span``, ``exact_only``, ``memory``, ``threads``, …);
+    writes each task's attributes to ``work_dir/decisions/NNNNN.jsonl``."""
+
+    name = "dupgram find"
+
+    def __init__(self, work_dir: str | os.PathLike[str], *, tasks: int, **options: Any):
+        for taken in ("output", "attributes", "format", "text_field", "id_field", "strip"):
+            if taken in options:
+                raise TypeError(f"DupgramFind: {taken} is chosen by the step")
+        super().__init__(work_dir, tasks=tasks, **options)
+
+    def job(self, shards: list[Path]) -> dict[str, Any]:
+        decisions = self.work_dir / DECISIONS
+        decisions.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="pydupgram-", dir=self.options.get("tmp_dir")) as work:
+            marked = Path(work) / "attributes.jsonl"
+            summary = dedup(shards, attributes=marked, format="jsonl", **self.options)
+            with open(marked, encoding="utf-8") as records:
+                for r, shard in enumerate(shards):
+                    write_decisions(shard, records, decisions / f"{shard_name(r)}.jsonl")
+                if records.readline():
+                    raise RuntimeError(f"{marked}: dedup wrote more records than it was given")
+        job = {"tasks": self.tasks, "unit": self.options.get("unit", "p")}
+        partial = self.work_dir / ".job.json.partial"
+        partial.write_text(json.dumps(job))
+        os.replace(partial, self.work_dir / JOB)
+        self.stat_update("documents", value=summary.get("documents", 0))
+        return summary
+
+
+class DupgramNgrams(SpooledJob):
     """``dupgram ngrams`` over all tasks' documents (after ``DupgramSpool``),
     in one task: every n-gram seen at least twice in any of them, with its
-    count, written to ``output``; takes ``ngrams``' options (``n``, …)."""
+    count, written to ``output`` as the command line writes it (byte for
+    byte its file over the tasks' documents in task order); takes
+    ``ngrams``' options (``n``, …)."""
 
     name = "dupgram ngrams"
-    job = staticmethod(ngrams)
+
+    def __init__(self, work_dir: str | os.PathLike[str], *, tasks: int, output: str | os.PathLike[str], **options: Any):
+        super().__init__(work_dir, tasks=tasks, output=output, **options)
+
+    def job(self, shards: list[Path]) -> dict[str, Any]:
+        return ngrams(shards, **self.options)
 
 
-class DupgramPairs(DupgramCorpusJob):
+class DupgramPairs(SpooledJob):
     """``dupgram pairs`` over all tasks' documents (after ``DupgramSpool``),
     in one task: the near-duplicate pairs across tasks, by document ID,
-    written to ``output`` (``clusters=`` too); takes ``pairs``' options."""
+    written to ``output`` (``clusters=`` too) as the command line writes
+    them; takes ``pairs``' options."""
 
     name = "dupgram pairs"
-    job = staticmethod(pairs)
+
+    def __init__(self, work_dir: str | os.PathLike[str], *, tasks: int, output: str | os.PathLike[str], **options: Any):
+        super().__init__(work_dir, tasks=tasks, output=output, **options)
+
+    def job(self, shards: list[Path]) -> dict[str, Any]:
+        return pairs(shards, **self.options)
 
 
 def write_decisions(shard: Path, records: Any, out: Path) -> None:
     """Copies the next attribute records, one per document of `shard`, to `out` (whole or not at all)."""
     partial = out.with_name(f".{out.name}.partial")
-    with gzip.open(shard, "rt", encoding="utf-8") as documents, open(partial, "w", encoding="utf-8") as kept:
-        for line_number, line in enumerate(documents, 1):
-            record = records.readline()
-            if not record:
-                raise RuntimeError(f"{shard}:{line_number}: dedup wrote fewer records than it was given")
-            kept.write(record)
+    try:
+        with gzip.open(shard, "rt", encoding="utf-8") as documents, open(partial, "w", encoding="utf-8") as kept:
+            for line_number, _ in enumerate(documents, 1):
+                record = records.readline()
+                if not record:
+                    raise RuntimeError(f"{shard}:{line_number}: dedup wrote fewer records than it was given")
+                kept.write(record)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     os.replace(partial, out)
 
 
@@ -291,8 +305,7 @@ def spool_documents(data: DocumentsPipeline, corpus: Path, spool: Path) -> int:
     count = 0
     with open(corpus, "w", encoding="utf-8") as jsonl, open(spool, "wb") as pickles:
         for document in data:
-            record = {"id": str(document.id), "text": document.text}
-            jsonl.write(json.dumps(record, ensure_ascii=False) + "\n")
+            jsonl.write(record_line(document))
             pickle.dump(document, pickles, protocol=pickle.HIGHEST_PROTOCOL)
             count += 1
     return count

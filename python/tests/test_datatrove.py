@@ -188,6 +188,34 @@ def test_example_script_dedups_a_shard_folder_across_tasks(tmp_path, unit):
     assert written(out) == expected
 
 
+def test_example_script_reads_parquet_shards_with_its_options(tmp_path):
+    """Parquet shards, --threshold, --memory and --work: the documents one
+    dedup keeps of the same records as JSON Lines, in the same order."""
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    shards = reuters_shards(tmp_path / "shards", 4)
+    parquet = tmp_path / "parquet"
+    parquet.mkdir()
+    for path in shards:
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        table = pa.table({"id": [r["id"] for r in records], "text": [r["text"] for r in records]})
+        pq.write_table(table, parquet / f"{path.stem}.parquet")
+    out, work = tmp_path / "kept", tmp_path / "elsewhere"
+    script = ROOT / "python" / "examples" / "datatrove_dedup.py"
+    args = ["--input", str(parquet), "--output", str(out), "--tasks", "2", "--work", str(work), "--memory", "256M"]
+    subprocess.run([sys.executable, str(script), *args, "--unit", "p", "--threshold", "0.3"], check=True, cwd=tmp_path)
+    assert (work / "job.json").is_file(), "the work folder is where --work says"
+    expected = kept_by_one_dedup(in_task_order(shards, 2), tmp_path, unit="p", n=7, threshold=0.3)
+    kept = written(out)
+    originals = {r["id"]: r["text"] for path in shards for r in map(json.loads, path.read_text().splitlines())}
+    assert [i for i, _ in kept] == [i for i, _ in expected]
+    assert [t for _, t in kept] == [originals[i] for i, _ in kept], "without --strip the text is untouched"
+
+
 def test_ngrams_and_pairs_steps_cover_all_tasks(tmp_path):
     """After the spool step, DupgramNgrams and DupgramPairs write what the
     command gives over the tasks' documents in task order, byte for byte."""
@@ -215,3 +243,17 @@ def test_ngrams_and_pairs_steps_cover_all_tasks(tmp_path):
     assert (tmp_path / "steps.pairs").read_bytes() == (tmp_path / "one.pairs").read_bytes()
     pairs = (tmp_path / "one.pairs").read_text().splitlines()[1:]
     assert pairs, "the sample's reprinted stories make pairs"
+
+
+def test_a_spool_step_that_fails_leaves_no_file(tmp_path):
+    """A reader error midway: the error goes on, and neither the task's
+    documents nor a partial file are left for the find step."""
+    from dupgram.datatrove import DupgramSpool
+
+    def broken():
+        yield Document(text="one two three", id="a")
+        raise OSError("the shard is truncated")
+
+    with pytest.raises(OSError, match="truncated"):
+        list(DupgramSpool(tmp_path)(broken()))
+    assert list((tmp_path / "docs").iterdir()) == []
