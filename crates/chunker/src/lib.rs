@@ -118,9 +118,31 @@ impl KeyLayout {
     }
 
     /// Packs the IDs of one n-gram.
+    /// The key is the one [`KeyWindow`] rolls to over the same IDs, built
+    /// directly: the n-gram's first ID in the most significant bits.
+    #[inline]
     pub fn pack<const L: usize>(&self, ids: &[u32]) -> [u64; L] {
-        let mut w = KeyWindow::<L>::new(*self);
-        ids.iter().filter_map(|&id| w.push(id)).last().expect("ids has n elements")
+        debug_assert_eq!(ids.len(), self.n, "an n-gram has n IDs");
+        // From the last ID (the lowest bits) up, through a register: each
+        // key word is stored once, when full.
+        let w = self.width;
+        let mut key = [0u64; L];
+        let mut word = L;
+        let (mut bits, mut filled) = (0u128, 0u32);
+        for &id in ids.iter().rev() {
+            bits |= u128::from(id) << filled;
+            filled += w;
+            if filled >= 64 {
+                word -= 1;
+                key[word] = bits as u64;
+                bits >>= 64;
+                filled -= 64;
+            }
+        }
+        if filled > 0 && word > 0 {
+            key[word - 1] = bits as u64;
+        }
+        key
     }
 
     /// Writes the IDs packed in `key` into `ids` (length n).
@@ -454,6 +476,34 @@ mod tests {
             prop_assert_eq!(counts.ngrams, expect.values().sum::<u64>());
             prop_assert_eq!(out, expect.into_iter().collect::<Vec<_>>());
             prop_assert!(chunk.is_empty());
+        }
+
+        #[test]
+        fn pack_builds_the_key_the_window_rolls_to(
+            ids in prop::collection::vec(any::<u32>(), 1..40),
+            width in 1u32..33,
+        ) {
+            let ids: Vec<u32> = ids.iter().map(|&id| if width == 32 { id } else { id & ((1 << width) - 1) }).collect();
+            let Ok(layout) = KeyLayout::new(ids.len(), if width == 32 { u32::MAX } else { (1 << width) - 1 }) else {
+                return Ok(());
+            };
+            fn both<const L: usize>(layout: KeyLayout, ids: &[u32]) -> (Vec<u64>, Vec<u64>) {
+                let mut window = KeyWindow::<L>::new(layout);
+                let rolled = ids.iter().filter_map(|&id| window.push(id)).last().unwrap();
+                (layout.pack::<L>(ids).to_vec(), rolled.to_vec())
+            }
+            let (packed, rolled) = match layout.words() {
+                1 => both::<1>(layout, &ids),
+                2 => both::<2>(layout, &ids),
+                3 => both::<3>(layout, &ids),
+                4 => both::<4>(layout, &ids),
+                6 => both::<6>(layout, &ids),
+                8 => both::<8>(layout, &ids),
+                12 => both::<12>(layout, &ids),
+                16 => both::<16>(layout, &ids),
+                w => panic!("unexpected storage {w}"),
+            };
+            prop_assert_eq!(packed, rolled);
         }
 
         #[test]

@@ -229,34 +229,52 @@ impl<R: Read> StreamReader<R> {
     }
 
     fn decode(&mut self, codes: &mut Vec<u32>) -> Result<bool, StreamError> {
-        let mut at = 0;
         let bytes = &self.payload;
+        codes.reserve(bytes.len());
+        let mut at = 0;
+        let mut ends = 0u64;
         while at < bytes.len() {
-            let mut v = 0u64;
-            let mut shift = 0;
-            loop {
-                let Some(&b) = bytes.get(at) else { return Err(StreamError::Corrupt("frame ends inside a number")) };
-                at += 1;
-                if shift > 35 {
-                    return Err(StreamError::Corrupt("number too long"));
+            let (v, len) = match bytes.get(at..at + 4) {
+                // Codes of up to four bytes, read four bytes at a time without a
+                // branch on their length: the first byte whose top bit is clear ends the code.
+                Some(&[a, b, c, d]) if (a & b & c & d) < 0x80 => {
+                    let word = u32::from_le_bytes([a, b, c, d]);
+                    let len = (!word & 0x8080_8080).trailing_zeros() / 8 + 1;
+                    let groups = (word & 0x7f)
+                        | ((word >> 1) & 0x3f80)
+                        | ((word >> 2) & 0x1f_c000)
+                        | ((word >> 3) & 0x0fe0_0000);
+                    (u64::from(groups & (u32::MAX >> (32 - 7 * len))), len as usize)
                 }
-                v |= u64::from(b & 0x7f) << shift;
-                shift += 7;
-                if b < 0x80 {
-                    break;
-                }
-            }
+                _ => Self::long_varint(&bytes[at..])?,
+            };
+            at += len;
             if v > self.max_code {
                 return Err(StreamError::Corrupt("word ID beyond the vocabulary"));
             }
-            if v == 0 {
-                self.documents += 1;
-            } else {
-                self.words += 1;
-            }
+            ends += u64::from(v == 0);
             codes.push(v as u32);
         }
+        self.documents += ends;
+        self.words += codes.len() as u64 - ends;
         Ok(true)
+    }
+
+    /// The varint at the start of `bytes` and its length.
+    fn long_varint(bytes: &[u8]) -> Result<(u64, usize), StreamError> {
+        let mut v = 0u64;
+        let mut shift = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if shift > 35 {
+                return Err(StreamError::Corrupt("number too long"));
+            }
+            v |= u64::from(b & 0x7f) << shift;
+            shift += 7;
+            if b < 0x80 {
+                return Ok((v, i + 1));
+            }
+        }
+        Err(StreamError::Corrupt("frame ends inside a number"))
     }
 
     fn read_end(&mut self) -> Result<(), StreamError> {
@@ -355,5 +373,36 @@ mod tests {
         longer.push(0);
         let err = read_all(&longer, 10).unwrap_err();
         assert!(err.to_string().contains("trailing"), "{err}");
+    }
+
+    /// A stream of one frame holding `payload` as it is, checksum right.
+    fn one_frame(payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::from(&STREAM_MAGIC[..]);
+        out.extend_from_slice(&STREAM_VERSION.to_le_bytes());
+        out.extend_from_slice(&[0; 6]);
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&xxh3_64(payload).to_le_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn codes_of_every_length_decode_and_broken_numbers_are_refused() {
+        let ids = [0u32, 125, 126, 127, 16_381, 16_382, 2_097_149, 2_097_150, u32::MAX - 2];
+        let bytes = written(&[&ids]);
+        let mut want: Vec<u32> = ids.iter().map(|&i| i + FIRST_WORD).collect();
+        want.push(END_OF_DOCUMENT);
+        assert_eq!(read_all(&bytes, u32::MAX - 1).unwrap(), want);
+        for (payload, why) in [
+            (&[0x05, 0x80][..], "ends inside a number"),
+            (&[0x85, 0x80, 0x80][..], "ends inside a number"),
+            (&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01][..], "too long"),
+        ] {
+            let mut codes = Vec::new();
+            let stream = one_frame(payload);
+            let mut r = StreamReader::new(&stream[..], u32::MAX - 1).unwrap();
+            let err = r.next_frame(&mut codes).unwrap_err();
+            assert!(err.to_string().contains(why), "{payload:?}: {err}");
+        }
     }
 }

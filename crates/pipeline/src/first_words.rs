@@ -177,11 +177,13 @@ pub(crate) fn parts_for(tokens: u64, capacity: u64) -> usize {
 pub(crate) struct KeyRange<const L: usize> {
     start: Option<[u64; L]>,
     end: Option<[u64; L]>,
+    /// The first words whose n-grams these keys are.
+    first: FirstWords,
 }
 
 impl<const L: usize> KeyRange<L> {
     /// Every key.
-    pub const ALL: KeyRange<L> = KeyRange { start: None, end: None };
+    pub const ALL: KeyRange<L> = KeyRange { start: None, end: None, first: FirstWords::ALL };
 
     /// The keys of `part`'s n-grams; its IDs must fit the layout.
     pub fn new(part: FirstWords, layout: KeyLayout) -> Self {
@@ -190,7 +192,12 @@ impl<const L: usize> KeyRange<L> {
             ids[0] = first;
             layout.pack::<L>(&ids)
         };
-        KeyRange { start: (part.start > 0).then(|| bound(part.start)), end: part.end.map(bound) }
+        KeyRange { start: (part.start > 0).then(|| bound(part.start)), end: part.end.map(bound), first: part }
+    }
+
+    /// The first words whose n-grams these keys are.
+    pub fn first_words(&self) -> FirstWords {
+        self.first
     }
 
     #[inline]

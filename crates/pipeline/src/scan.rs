@@ -22,6 +22,11 @@ pub(crate) trait ScanSink<const L: usize> {
     #[inline]
     fn word(&mut self, _identity: u64) {}
 
+    /// Whether [`word`](Self::word) does anything: a walk may skip calling it if not.
+    fn wants_words(&self) -> bool {
+        false
+    }
+
     /// From the word streams: the current document ended, with `tokens`
     /// tokens (stop words not counted).
     #[inline]

@@ -9,10 +9,10 @@
 use dupgram_chunker::KeyLayout;
 use dupgram_lexicon::stream::{END_OF_DOCUMENT, FIRST_WORD, OVERFLOW};
 use dupgram_lexicon::{Lexicon, Renumbering};
-use dupgram_sieve::{RollingFingerprint, Sieve};
+use dupgram_sieve::{RollingFingerprint, Sieve, key_fingerprint};
 use dupgram_vocab::{OverflowWord, SIDE_READER_BYTES, SideFile, SideReader, VocabError, place};
 
-use crate::first_words::{FillSieve, KeyRange};
+use crate::first_words::{FillSieve, FirstWords, KeyRange};
 use crate::scan::ScanSink;
 use crate::words::{READ_BYTES, WordsFile, WordsOut, each_stream, read_words};
 use dupgram_jobkit::control::Control;
@@ -64,7 +64,8 @@ impl Streamed {
 /// the streams are read again and again (a count or an index in parts): a
 /// pass over them then looks nothing up — no renumbering, no side file —
 /// and their codes are shorter, the most frequent words having the lowest IDs.
-/// Sieve fingerprints of such streams are made of the IDs ([`id_hash`]).
+/// Sieve fingerprints of such streams are made of the n-gram's key
+/// ([`key_fingerprint`]): a walk over them knows IDs, not word hashes.
 pub(crate) fn renumber_streams(
     streams: &[WordsFile],
     streamed: &Streamed,
@@ -106,16 +107,6 @@ pub(crate) fn renumber_streams(
     Ok((files, streamed))
 }
 
-/// The sieve fingerprint's share of a word of final ID `id`: any hash of
-/// the ID, as long as every pass over the same streams uses the same.
-#[inline]
-pub(crate) fn id_hash(id: u32) -> u64 {
-    let mut z = u64::from(id).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// What a pass over the word streams reads and how it keys n-grams.
 #[derive(Clone, Copy)]
 pub(crate) struct StreamJob<'a> {
@@ -147,6 +138,7 @@ pub(crate) fn fill_sieve<const L: usize>(
     each_stream(streams, |stream, file, abort| {
         let mut fill = FillSieve::new(filling, range);
         let mut walk = streamed.walk::<L>(layout, stream, true)?;
+        walk.keep_only(range.first_words());
         read_words(file, streamed.vocabulary, false, control, abort, |codes| {
             walk.codes(codes, &mut fill);
             fill.flush();
@@ -219,9 +211,10 @@ impl TokenReader<'_> {
                     }
                 }
             }
+            // Final-ID walks fingerprint keys, not word hashes (see `IdWalk::final_token`).
             _ if self.final_ids => {
                 let id = code - FIRST_WORD;
-                Token::Word(id, id_hash(id), OVERFLOW_WORD + u64::from(id))
+                Token::Word(id, 0, OVERFLOW_WORD + u64::from(id))
             }
             _ => {
                 let first_seen = (code - FIRST_WORD) as usize;
@@ -257,8 +250,11 @@ impl TokenReader<'_> {
 /// document's end ([`ScanSink::document_end`]).
 pub(crate) struct IdWalk<'a, const L: usize> {
     tokens: TokenReader<'a>,
+    layout: KeyLayout,
     window: dupgram_chunker::KeyWindow<L>,
     roll: Option<RollingFingerprint>,
+    /// Set for a pass that keeps one part's n-grams of final-ID streams.
+    part: Option<PartWindow>,
     n: u64,
     /// Tokens of the current document so far, stop words excluded.
     doc_tokens: u64,
@@ -270,16 +266,34 @@ impl<'a, const L: usize> IdWalk<'a, L> {
     fn new(layout: KeyLayout, tokens: TokenReader<'a>, fingerprints: bool) -> Self {
         IdWalk {
             tokens,
+            layout,
             window: dupgram_chunker::KeyWindow::new(layout),
             roll: fingerprints.then(|| RollingFingerprint::new(layout.n())),
+            part: None,
             n: layout.n() as u64,
             doc_tokens: 0,
             ngrams: 0,
         }
     }
 
+    /// Hands the sink only the n-grams whose first word is in `part` (the
+    /// sink still hears of every document end, and of every word if it
+    /// asks). Over final-ID streams the walk then keys and fingerprints
+    /// those n-grams only, instead of rolling every window: a count in
+    /// parts reads the streams once a part, and most of what a pass reads
+    /// is not its part's.
+    pub fn keep_only(&mut self, part: FirstWords) {
+        if self.tokens.final_ids && part != FirstWords::ALL && self.layout.n() <= MAX_PART_N {
+            self.part = Some(PartWindow::new(part, self.layout.n()));
+        }
+    }
+
     #[inline]
     pub fn codes(&mut self, codes: &[u32], sink: &mut impl ScanSink<L>) {
+        if self.part.is_some() {
+            self.part_codes(codes, sink);
+            return;
+        }
         if self.tokens.final_ids {
             // Final IDs: nothing to look up, so the loop stays small.
             for &code in codes {
@@ -289,10 +303,7 @@ impl<'a, const L: usize> IdWalk<'a, L> {
                         let once = self.tokens.next_once();
                         self.token(Renumbering::BREAK, 0, once, sink);
                     }
-                    _ => {
-                        let id = code - FIRST_WORD;
-                        self.token(id, id_hash(id), OVERFLOW_WORD + u64::from(id), sink);
-                    }
+                    _ => self.final_token(code - FIRST_WORD, sink),
                 }
             }
             return;
@@ -304,6 +315,64 @@ impl<'a, const L: usize> IdWalk<'a, L> {
                 Token::Break(identity) => self.token(Renumbering::BREAK, 0, identity, sink),
                 Token::Word(id, hash, identity) => self.token(id, hash, identity, sink),
             }
+        }
+    }
+
+    /// [`codes`](Self::codes) of final-ID streams for a walk that keeps one
+    /// part: each code is looked at once, as the last word of the n-gram it
+    /// may complete, whose first word is `n − 1` codes back in the buffer.
+    fn part_codes(&mut self, codes: &[u32], sink: &mut impl ScanSink<L>) {
+        let Some(part) = self.part.as_mut() else { return };
+        let n = self.n as usize;
+        let words = sink.wants_words();
+        let carried = part.buf.len();
+        part.buf.extend_from_slice(codes);
+        let (mut doc_start, mut last_break) = (part.doc_start, part.last_break);
+        let buf = &part.buf;
+        for k in carried..buf.len() {
+            let code = buf[k];
+            if code < FIRST_WORD {
+                last_break = k as i64;
+                if code == END_OF_DOCUMENT {
+                    let tokens = (k as i64 - doc_start) as u64;
+                    sink.document_end(tokens);
+                    self.ngrams += tokens.saturating_sub(n as u64 - 1);
+                    doc_start = k as i64 + 1;
+                } else {
+                    let once = self.tokens.next_once();
+                    if words {
+                        sink.word(once);
+                    }
+                }
+                continue;
+            }
+            if words {
+                sink.word(OVERFLOW_WORD + u64::from(code - FIRST_WORD));
+            }
+            let Some(first) = (k + 1).checked_sub(n) else { continue };
+            if first as i64 > last_break && part.holds(buf[first]) {
+                let mut ids = [0u32; MAX_PART_N];
+                let ids = &mut ids[..n];
+                for (id, &code) in ids.iter_mut().zip(&buf[first..=k]) {
+                    *id = code - FIRST_WORD;
+                }
+                let key = self.layout.pack::<L>(ids);
+                let fingerprint = if self.roll.is_some() { key_fingerprint(&key) } else { 0 };
+                sink.ngram(key, fingerprint, (first as i64 - doc_start) as u64);
+            }
+        }
+        (part.doc_start, part.last_break) = (doc_start, last_break);
+        part.carry(n);
+    }
+
+    /// A word of a final-ID stream on the rolling path.
+    #[inline(always)]
+    fn final_token(&mut self, id: u32, sink: &mut impl ScanSink<L>) {
+        self.doc_tokens += 1;
+        sink.word(OVERFLOW_WORD + u64::from(id));
+        if let Some(key) = self.window.push(id) {
+            let fingerprint = if self.roll.is_some() { key_fingerprint(&key) } else { 0 };
+            sink.ngram(key, fingerprint, self.doc_tokens - self.n);
         }
     }
 
@@ -348,6 +417,120 @@ impl<'a, const L: usize> IdWalk<'a, L> {
         self.window.reset();
         if let Some(r) = self.roll.as_mut() {
             r.reset();
+        }
+    }
+}
+
+/// The longest n-gram a walk in parts keys on the stack; longer ones take the rolling path.
+const MAX_PART_N: usize = 64;
+
+/// What a walk that keeps one part's n-grams holds between frames: the
+/// codes of the last `n − 1` positions (a window may end in the next frame),
+/// where the current document started and the last break, as indices into
+/// `buf` (negative once carried past its start).
+struct PartWindow {
+    start: u32,
+    /// One past the part's last first word (`u32::MAX` + 1 when unbounded).
+    end: u64,
+    buf: Vec<u32>,
+    doc_start: i64,
+    last_break: i64,
+}
+
+impl PartWindow {
+    fn new(part: FirstWords, n: usize) -> Self {
+        PartWindow {
+            start: part.start,
+            end: part.end.map_or(u64::from(u32::MAX) + 1, u64::from),
+            buf: Vec::with_capacity(n),
+            doc_start: 0,
+            last_break: -1,
+        }
+    }
+
+    /// Whether an n-gram starting with `code` is the part's.
+    #[inline(always)]
+    fn holds(&self, code: u32) -> bool {
+        let id = code - FIRST_WORD;
+        id >= self.start && u64::from(id) < self.end
+    }
+
+    /// Keeps the last `n − 1` codes for the next frame.
+    fn carry(&mut self, n: usize) {
+        let gone = self.buf.len().saturating_sub(n - 1);
+        self.buf.drain(..gone);
+        self.doc_start -= gone as i64;
+        self.last_break = (self.last_break - gone as i64).max(-1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What a sink heard: n-grams (key, fingerprint, start), document ends, words.
+    #[derive(Default, Debug, PartialEq)]
+    struct Heard {
+        ngrams: Vec<([u64; 1], u64, u64)>,
+        ends: Vec<u64>,
+        words: Vec<u64>,
+        wants_words: bool,
+    }
+
+    impl ScanSink<1> for Heard {
+        fn ngram(&mut self, key: [u64; 1], fingerprint: u64, start: u64) {
+            self.ngrams.push((key, fingerprint, start));
+        }
+        fn word(&mut self, identity: u64) {
+            if self.wants_words {
+                self.words.push(identity);
+            }
+        }
+        fn wants_words(&self) -> bool {
+            self.wants_words
+        }
+        fn document_end(&mut self, tokens: u64) {
+            self.ends.push(tokens);
+        }
+    }
+
+    /// Walks `codes` in frames of `frame` codes, keeping `part` (all when `None`).
+    fn walk(codes: &[u32], n: usize, part: Option<FirstWords>, frame: usize, words: bool) -> (Heard, u64) {
+        let layout = KeyLayout::new(n, 15).unwrap();
+        let streamed = Streamed { renumbering: Renumbering::default(), vocabulary: 16, sides: Vec::new(), final_ids: true };
+        let mut walk = streamed.walk::<1>(layout, 0, true).unwrap();
+        if let Some(part) = part {
+            walk.keep_only(part);
+            assert!(walk.part.is_some());
+        }
+        let mut heard = Heard { wants_words: words, ..Heard::default() };
+        for piece in codes.chunks(frame.max(1)) {
+            walk.codes(piece, &mut heard);
+        }
+        (heard, walk.ngrams)
+    }
+
+    proptest! {
+        #[test]
+        fn a_walk_in_parts_hears_what_the_rolling_walk_hears_of_its_part(
+            codes in prop::collection::vec(prop_oneof![1 => Just(END_OF_DOCUMENT), 1 => Just(OVERFLOW), 12 => FIRST_WORD..FIRST_WORD + 16], 0..400),
+            n in 1usize..6,
+            (start, end) in (0u32..16, 0u32..17),
+            frame in 1usize..50,
+            words: bool,
+        ) {
+            let part = FirstWords { start: start.min(end), end: (end < 16).then_some(start.max(end)) };
+            prop_assume!(part != FirstWords::ALL);
+            let (all, all_ngrams) = walk(&codes, n, None, 1000, words);
+            let (kept, ngrams) = walk(&codes, n, Some(part), frame, words);
+            let layout = KeyLayout::new(n, 15).unwrap();
+            let range = KeyRange::<1>::new(part, layout);
+            let want: Vec<_> = all.ngrams.iter().filter(|(key, _, _)| range.contains(key)).copied().collect();
+            prop_assert_eq!(kept.ngrams, want);
+            prop_assert_eq!(kept.ends, all.ends);
+            prop_assert_eq!(kept.words, all.words);
+            prop_assert_eq!(ngrams, all_ngrams);
         }
     }
 }

@@ -743,6 +743,37 @@ impl RollingFingerprint {
     }
 }
 
+/// A sieve fingerprint of an n-gram from its packed key (the words of an
+/// injective packing of its IDs): equal n-grams have equal keys, so equal
+/// fingerprints, which is all a sieve asks. For walks that know the key
+/// and not the words' hashes (word IDs read back from a stream): the words
+/// are mixed independently of one another, then together.
+#[inline]
+pub fn key_fingerprint(key: &[u64]) -> u64 {
+    // Odd constants, one per key word (keys have at most 16), so that the
+    // same value in two places mixes differently.
+    const SEEDS: [u64; 16] = [
+        0x9E37_79B9_7F4A_7C15,
+        0xC2B2_AE3D_27D4_EB4F,
+        0x1656_67B1_9E37_79F9,
+        0x85EB_CA77_C2B2_AE63,
+        0x27D4_EB2F_1656_67C5,
+        0xFF51_AFD7_ED55_8CCD,
+        0xC4CE_B9FE_1A85_EC53,
+        0xBF58_476D_1CE4_E5B9,
+        0x94D0_49BB_1331_11EB,
+        0xD6E8_FEB8_6659_FD93,
+        0xA076_1D64_78BD_642F,
+        0xE703_7ED1_A0B4_28DB,
+        0x8EBC_6AF0_9C88_C6E3,
+        0x5899_65CC_7537_4CC3,
+        0x1D8E_4E27_C47D_124F,
+        0x2D35_8DCC_AA6C_78A5,
+    ];
+    let sum = key.iter().zip(SEEDS.iter()).fold(key.len() as u64, |s, (&w, &seed)| s.wrapping_add(mix(w ^ seed)));
+    mix(sum)
+}
+
 /// MurmurHash3's 64-bit finaliser.
 #[inline]
 fn mix(mut h: u64) -> u64 {
@@ -798,6 +829,26 @@ mod tests {
     fn fingerprints(words: &[u64], n: usize) -> Vec<u64> {
         let mut r = RollingFingerprint::new(n);
         words.iter().filter_map(|&w| r.push(w)).collect()
+    }
+
+    #[test]
+    fn key_fingerprints_of_packed_ids_spread() {
+        // Keys as packings make them: small IDs side by side, high words
+        // mostly zero. Every 3-gram of 40 words, in a one-word and (shifted
+        // into the next word) a two-word key: no two fingerprints alike, and
+        // their low bits (the sieve's slot) spread evenly.
+        let mut prints = std::collections::HashSet::new();
+        let mut low = vec![0u32; 256];
+        for (a, b, c) in (0..40u64).flat_map(|a| (0..40u64).flat_map(move |b| (0..40u64).map(move |c| (a, b, c)))) {
+            let packed = (a << 12) | (b << 6) | c;
+            for key in [vec![packed], vec![packed >> 10, packed << 54]] {
+                let f = key_fingerprint(&key);
+                assert!(prints.insert(f), "{key:?}");
+                low[(f & 255) as usize] += 1;
+            }
+        }
+        let mean = prints.len() as f64 / 256.0;
+        assert!(low.iter().all(|&c| (f64::from(c) - mean).abs() < 5.0 * mean.sqrt()), "{low:?}");
     }
 
     proptest! {

@@ -316,6 +316,7 @@ impl IndexJob<'_> {
                 records: Vec::new(),
             };
             let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
+            walk.keep_only(how.range.first_words());
             let read = read_words(file, streamed.vocabulary, how.last, self.control, abort, |codes| {
                 walk.codes(codes, &mut sink);
                 walk.check()?;
@@ -421,6 +422,10 @@ impl<const L: usize, N: Iterator<Item = u64>> ScanSink<L> for StreamIndexSink<'_
         if self.range.contains(&key) {
             self.inner.ngram(key, fingerprint, start);
         }
+    }
+
+    fn wants_words(&self) -> bool {
+        self.words.is_some()
     }
 
     #[inline]
