@@ -85,6 +85,11 @@ impl FirstWords {
         starts.iter().zip(ends).map(|(&start, end)| FirstWords { start, end }).collect()
     }
 
+    /// The share of all tokens (about the share of the n-grams) this range starts.
+    pub fn share(self, lexicon: &Lexicon) -> f64 {
+        self.tokens(lexicon) as f64 / FirstWords::ALL.tokens(lexicon).max(1) as f64
+    }
+
     /// The tokens of the words of this range: about the n-grams it starts.
     pub fn tokens(self, lexicon: &Lexicon) -> u64 {
         let end = self.end.unwrap_or(lexicon.len() as u32).min(lexicon.len() as u32);

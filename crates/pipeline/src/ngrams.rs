@@ -773,7 +773,7 @@ impl Job<'_> {
             let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, &[]);
             let mut keep = KeepNgrams::new(sieve, range, spill);
             let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
-            walk.keep_only(range.first_words());
+            walk.keep_only(part.part, part.part.share(lexicon));
             let documents = read_words(file, streamed.vocabulary, part.last, self.control, abort, |codes| {
                 walk.codes(codes, &mut keep);
                 walk.check()?;

@@ -132,13 +132,14 @@ pub(crate) fn fill_sieve<const L: usize>(
     codes: u64,
     control: &Control,
 ) -> Result<(), PipelineError> {
-    let StreamJob { streams, streamed, layout, .. } = *job;
+    let StreamJob { streams, streamed, layout, lexicon } = *job;
     control.progress.start(&phase_of("sieve", label), Some(codes));
     let filling = &*sieve;
+    let (part, share) = (range.first_words(), range.first_words().share(lexicon));
     each_stream(streams, |stream, file, abort| {
         let mut fill = FillSieve::new(filling, range);
         let mut walk = streamed.walk::<L>(layout, stream, true)?;
-        walk.keep_only(range.first_words());
+        walk.keep_only(part, share);
         read_words(file, streamed.vocabulary, false, control, abort, |codes| {
             walk.codes(codes, &mut fill);
             fill.flush();
@@ -276,14 +277,16 @@ impl<'a, const L: usize> IdWalk<'a, L> {
         }
     }
 
-    /// Hands the sink only the n-grams whose first word is in `part` (the
-    /// sink still hears of every document end, and of every word if it
-    /// asks). Over final-ID streams the walk then keys and fingerprints
-    /// those n-grams only, instead of rolling every window: a count in
-    /// parts reads the streams once a part, and most of what a pass reads
-    /// is not its part's.
-    pub fn keep_only(&mut self, part: FirstWords) {
-        if self.tokens.final_ids && part != FirstWords::ALL && self.layout.n() <= MAX_PART_N {
+    /// Hands the sink only the n-grams whose first word is in `part`, which
+    /// starts `share` of all n-grams (the sink still hears of every document
+    /// end, and of every word if it asks). Over final-ID streams, when the
+    /// part is a small share, the walk then keys and fingerprints those
+    /// n-grams only instead of rolling every window: a count in many parts
+    /// reads the streams once a part, and most of what a pass reads is not
+    /// its part's.
+    pub fn keep_only(&mut self, part: FirstWords, share: f64) {
+        let small = share <= PART_WALK_SHARE && self.layout.n() <= MAX_PART_N;
+        if self.tokens.final_ids && part != FirstWords::ALL && small {
             self.part = Some(PartWindow::new(part, self.layout.n()));
         }
     }
@@ -424,6 +427,12 @@ impl<'a, const L: usize> IdWalk<'a, L> {
 /// The longest n-gram a walk in parts keys on the stack; longer ones take the rolling path.
 const MAX_PART_N: usize = 64;
 
+/// The largest share of the n-grams a part may start for its walk to key
+/// them from scratch: keying and fingerprinting one n-gram that way costs
+/// about what rolling three windows does (at 10-grams, on 2 cores, a
+/// third of the n-grams was already slower than rolling them all).
+const PART_WALK_SHARE: f64 = 0.25;
+
 /// What a walk that keeps one part's n-grams holds between frames: the
 /// codes of the last `n − 1` positions (a window may end in the next frame),
 /// where the current document started and the last break, as indices into
@@ -498,10 +507,11 @@ mod tests {
     /// Walks `codes` in frames of `frame` codes, keeping `part` (all when `None`).
     fn walk(codes: &[u32], n: usize, part: Option<FirstWords>, frame: usize, words: bool) -> (Heard, u64) {
         let layout = KeyLayout::new(n, 15).unwrap();
-        let streamed = Streamed { renumbering: Renumbering::default(), vocabulary: 16, sides: Vec::new(), final_ids: true };
+        let streamed =
+            Streamed { renumbering: Renumbering::default(), vocabulary: 16, sides: Vec::new(), final_ids: true };
         let mut walk = streamed.walk::<1>(layout, 0, true).unwrap();
         if let Some(part) = part {
-            walk.keep_only(part);
+            walk.keep_only(part, 0.0);
             assert!(walk.part.is_some());
         }
         let mut heard = Heard { wants_words: words, ..Heard::default() };

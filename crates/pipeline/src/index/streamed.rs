@@ -316,7 +316,8 @@ impl IndexJob<'_> {
                 records: Vec::new(),
             };
             let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
-            walk.keep_only(how.range.first_words());
+            let part = how.range.first_words();
+            walk.keep_only(part, part.share(job.lexicon));
             let read = read_words(file, streamed.vocabulary, how.last, self.control, abort, |codes| {
                 walk.codes(codes, &mut sink);
                 walk.check()?;
