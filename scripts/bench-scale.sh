@@ -54,7 +54,7 @@ table=$work/scale.md
 # 10M → 10000000; 1B → 1000000000.
 count() { awk -v s="$1" 'BEGIN { m = 1; u = toupper(substr(s, length(s)))
   if (u == "K") m = 1e3; else if (u == "M") m = 1e6; else if (u == "B" || u == "G") m = 1e9
-  if (m > 1) s = substr(s, 1, length(s) - 1); printf "%d\n", s * m }'; }
+  if (m > 1) s = substr(s, 1, length(s) - 1); printf "%.0f\n", s * m }'; }
 
 # Samples the bytes under a directory (and of a file) until the process ends; prints the peaks.
 watch_disk() {

@@ -101,7 +101,7 @@ section() { [ "$only" = all ] || [ "$only" = "$1" ]; }
 # 10M → 10000000 (k, M, G suffixes, as dupgram-gen reads them).
 count() { awk -v s="$1" 'BEGIN { m = 1; u = toupper(substr(s, length(s)))
   if (u == "K") m = 1e3; else if (u == "M") m = 1e6; else if (u == "G") m = 1e9
-  if (m > 1) s = substr(s, 1, length(s) - 1); printf "%d\n", s * m }'; }
+  if (m > 1) s = substr(s, 1, length(s) - 1); printf "%.0f\n", s * m }'; }
 # The sizes asked for, smallest first.
 sizes_sorted() { for s in ${sizes//,/ }; do echo "$(count "$s") $s"; done | sort -n | awk '{ print $2 }'; }
 
