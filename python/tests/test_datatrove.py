@@ -172,8 +172,8 @@ def test_global_steps_judge_all_tasks_as_one_dedup(tmp_path):
     assert not (work / "docs" / ".00002.jsonl.gz.partial").exists()
 
 
-@pytest.mark.parametrize("unit", ["doc", "span"])
-def test_example_script_dedups_a_shard_folder_across_tasks(tmp_path, unit):
+@pytest.mark.parametrize("unit, min_span", [("doc", None), ("span", None), ("span", 12)])
+def test_example_script_dedups_a_shard_folder_across_tasks(tmp_path, unit, min_span):
     """python/examples/datatrove_dedup.py, as documented, against one dedup over the shards."""
     import subprocess
     import sys
@@ -182,9 +182,18 @@ def test_example_script_dedups_a_shard_folder_across_tasks(tmp_path, unit):
     out = tmp_path / "kept"
     script = ROOT / "python" / "examples" / "datatrove_dedup.py"
     args = ["--input", str(shards[0].parent), "--output", str(out), "--tasks", "4", "--workers", "2"]
-    subprocess.run([sys.executable, str(script), *args, "--unit", unit, "-n", "7", "--strip"], check=True, cwd=tmp_path)
-    expected = kept_by_one_dedup(in_task_order(shards, 4), tmp_path, unit=unit, n=7)
+    args += ["--unit", unit, "-n", "7", "--strip"]
+    options = {"unit": unit, "n": 7}
+    if min_span:
+        args += ["--min-span", str(min_span)]
+        options["min_span"] = min_span
+    subprocess.run([sys.executable, str(script), *args], check=True, cwd=tmp_path)
+    expected = kept_by_one_dedup(in_task_order(shards, 4), tmp_path, **options)
     assert len(expected) < 20841
+    if min_span:
+        # Shorter passages count: more is cut than at the default 50 words.
+        default = kept_by_one_dedup(in_task_order(shards, 4), tmp_path, unit=unit, n=7)
+        assert sum(map(len, (t for _, t in expected))) < sum(map(len, (t for _, t in default)))
     assert written(out) == expected
 
 
