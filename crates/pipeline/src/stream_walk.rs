@@ -354,12 +354,10 @@ impl<'a, const L: usize> IdWalk<'a, L> {
             }
             let Some(first) = (k + 1).checked_sub(n) else { continue };
             if first as i64 > last_break && part.holds(buf[first]) {
-                let mut ids = [0u32; MAX_PART_N];
-                let ids = &mut ids[..n];
-                for (id, &code) in ids.iter_mut().zip(&buf[first..=k]) {
+                for (id, &code) in part.ids.iter_mut().zip(&buf[first..=k]) {
                     *id = code - FIRST_WORD;
                 }
-                let key = self.layout.pack::<L>(ids);
+                let key = self.layout.pack::<L>(&part.ids);
                 let fingerprint = if self.roll.is_some() { key_fingerprint(&key) } else { 0 };
                 sink.ngram(key, fingerprint, (first as i64 - doc_start) as u64);
             }
@@ -424,7 +422,8 @@ impl<'a, const L: usize> IdWalk<'a, L> {
     }
 }
 
-/// The longest n-gram a walk in parts keys on the stack; longer ones take the rolling path.
+/// The longest n-gram a walk in parts keys from scratch (the reader's
+/// memory counts its codes); longer ones take the rolling path.
 const MAX_PART_N: usize = 64;
 
 /// The largest share of the n-grams a part may start for its walk to key
@@ -442,6 +441,8 @@ struct PartWindow {
     /// One past the part's last first word (`u32::MAX` + 1 when unbounded).
     end: u64,
     buf: Vec<u32>,
+    /// The IDs of the n-gram being keyed.
+    ids: Vec<u32>,
     doc_start: i64,
     last_break: i64,
 }
@@ -452,6 +453,7 @@ impl PartWindow {
             start: part.start,
             end: part.end.map_or(u64::from(u32::MAX) + 1, u64::from),
             buf: Vec::with_capacity(n),
+            ids: vec![0; n],
             doc_start: 0,
             last_break: -1,
         }

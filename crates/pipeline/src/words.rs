@@ -13,8 +13,10 @@ use dupgram_jobkit::control::Control;
 use dupgram_jobkit::error::PipelineError;
 
 /// Bytes a stream reader holds: its file buffer, a frame (its buffer may
-/// grow to twice that), the frame's codes (at most one per byte).
-pub(crate) const READ_BYTES: u64 = (64 << 10) + 2 * (FRAME_TARGET as u64 + 16) + 4 * (FRAME_TARGET as u64 + 16);
+/// grow to twice that), the frame's codes (at most one per byte), and a
+/// walk in parts' copy of them (with the last n-gram's codes before them).
+pub(crate) const READ_BYTES: u64 =
+    (64 << 10) + 2 * (FRAME_TARGET as u64 + 16) + 4 * (FRAME_TARGET as u64 + 16) + 4 * (FRAME_TARGET as u64 + 80);
 
 /// A stream is cut into segment files of about this many bytes, so that
 /// the pass that reads it for the last time gives each back to the disk as
