@@ -20,7 +20,10 @@ const STOP: u32 = u32::MAX;
 /// occurrences are counted elsewhere, so its slot never holds any.
 const OVERFLOW: u32 = u32::MAX - 1;
 
+/// In declaration order (`repr(C)`), so that `hash` is its first byte and
+/// the end of `bytes` its last, for [`WordCache::prefetch`].
 #[derive(Clone, Copy, Default)]
+#[repr(C)]
 struct Slot {
     hash: u64,
     /// Occurrences counted here, not yet in the builder.
@@ -30,6 +33,9 @@ struct Slot {
     len: u8,
     bytes: [u8; MAX_CACHED_BYTES],
 }
+
+// `WordCache::prefetch` names a slot by its two ends: it must span at most two cache lines.
+const _: () = assert!(std::mem::size_of::<Slot>() == 40);
 
 /// See the module documentation.
 pub struct WordCache {
@@ -50,6 +56,27 @@ impl WordCache {
     /// Bytes the cache holds.
     pub fn heap_bytes(&self) -> usize {
         self.slots.len() * Self::SLOT_BYTES
+    }
+
+    /// Starts loading the slot a word of this hash would take, for a
+    /// [`Self::hit`] some words later: the slots of a large cache are
+    /// rarely in the processor's cache, and a worker knows the hashes of
+    /// a whole buffer of words before it counts them.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        let slot = &self.slots[hash as usize & self.mask];
+        // A slot (40 bytes) lies on one cache line or two: its first and its last byte name both.
+        dupgram_prefetch::prefetch(&slot.hash);
+        dupgram_prefetch::prefetch(&slot.bytes[MAX_CACHED_BYTES - 1]);
+    }
+
+    /// The hash of the word whose occurrences a [`Self::miss`] of a word of
+    /// this hash would hand to the builder (the one in its slot), if any:
+    /// that hand-over is a look-up in the builder's table too.
+    #[inline]
+    pub fn displaced(&self, hash: u64) -> Option<u64> {
+        let slot = &self.slots[hash as usize & self.mask];
+        (slot.pending > 0).then_some(slot.hash)
     }
 
     /// Counts one occurrence of a word if the cache holds it, and returns
@@ -146,6 +173,25 @@ mod tests {
         }
         cache.flush(&mut builder);
         (builder, ids)
+    }
+
+    #[test]
+    fn displaced_names_the_word_a_miss_would_hand_over() {
+        let mut builder = LexiconBuilder::new([]);
+        let mut cache = WordCache::new(1);
+        let (cat, dog) = (word_hash(b"cat"), word_hash(b"dog"));
+        // An empty slot, then a word counted in the builder (nothing pending).
+        assert_eq!(cache.displaced(dog), None);
+        cache.miss(&mut builder, b"cat", cat);
+        assert_eq!(cache.displaced(dog), None);
+        cache.prefetch(dog);
+        // Once the slot counts occurrences of its own, a miss hands them over.
+        assert!(cache.hit(b"cat", cat).is_some());
+        assert_eq!(cache.displaced(dog), Some(cat));
+        cache.miss(&mut builder, b"dog", dog);
+        assert_eq!(cache.displaced(cat), None);
+        cache.flush(&mut builder);
+        assert_eq!(builder.tokens(), 3);
     }
 
     #[test]

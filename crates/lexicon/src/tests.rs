@@ -209,3 +209,22 @@ fn renumbering_maps_first_seen_ids_to_the_written_lexicon() {
     assert_eq!(dropped.lookup("a"), Lookup::Unknown);
     assert_eq!(dropped.word(0), "a");
 }
+
+#[test]
+fn prefetching_the_table_changes_nothing() {
+    let mut b = LexiconBuilder::new([]);
+    // An empty table has no bucket to hint at.
+    b.prefetch(word_hash(b"cat"));
+    let words: Vec<String> = (0..5000).map(|i| format!("word{i}")).collect();
+    for w in &words {
+        b.prefetch(word_hash(w.as_bytes()));
+        b.add(w);
+    }
+    // Hints at present and absent words alike, on a table of many buckets.
+    for w in words.iter().chain([&"absent".to_string()]) {
+        b.prefetch(word_hash(w.as_bytes()));
+    }
+    assert_eq!(b.len(), words.len());
+    let lex = b.finish(Normalization::default(), 0);
+    assert!(words.iter().all(|w| matches!(lex.lookup(w), Lookup::Id(_))));
+}

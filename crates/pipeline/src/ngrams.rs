@@ -1504,6 +1504,10 @@ const FEED_BYTES: usize = 8 << 10;
 /// may be one record of millions of words, and a buffer of a whole record
 /// (about 16 bytes a token) is memory the plan has not counted.
 const HAND_OVER_WORDS: usize = 4 << 10;
+/// How many words ahead a worker asks for the cache lines its look-ups
+/// (in its word cache, then in the shared table) will touch: far enough
+/// for the line to arrive, near enough that it is still there.
+const LOOK_AHEAD: usize = 12;
 /// Bytes a new word brings to the arena, on average, as the table's growth is foreseen.
 const AVERAGE_WORD_BYTES: usize = 16;
 const HAND_OVER_BYTES: usize = 32 << 10;
@@ -1586,7 +1590,10 @@ impl LexiconWorker<'_> {
     fn count_words(&mut self) -> Result<(u64, usize, u64), PipelineError> {
         let streaming = self.stream.is_some();
         let mut start = 0u32;
-        for &(end, hash) in &self.words.words {
+        for (i, &(end, hash)) in self.words.words.iter().enumerate() {
+            if let Some(&(_, ahead)) = self.words.words.get(i + LOOK_AHEAD) {
+                self.cache.prefetch(ahead);
+            }
             if (end, hash) == DOCUMENT_END {
                 self.codes.push(END_OF_DOCUMENT);
                 continue;
@@ -1611,7 +1618,13 @@ impl LexiconWorker<'_> {
         let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
         let mut stops = false;
         let cached_overflow = self.overflowed.len();
-        for &(start, end, hash, at) in &self.misses {
+        for (i, &(start, end, hash, at)) in self.misses.iter().enumerate() {
+            if let Some(&(_, _, ahead, _)) = self.misses.get(i + LOOK_AHEAD) {
+                lexicon.prefetch(ahead);
+                if let Some(displaced) = self.cache.displaced(ahead) {
+                    lexicon.prefetch(displaced);
+                }
+            }
             let seen = self.cache.miss(&mut lexicon, &self.words.bytes[start as usize..end as usize], hash);
             if streaming {
                 self.codes[at] = match seen {

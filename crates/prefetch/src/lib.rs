@@ -1,14 +1,16 @@
 //! A hint to the cache: start loading the line that holds a value.
 //!
-//! Two stages spend more time waiting on memory than computing: the sieve,
-//! whose counters are spread at random over hundreds of megabytes, and the
+//! Three stages spend more time waiting on memory than computing: the sieve,
+//! whose counters are spread at random over hundreds of megabytes; the
 //! index's document-major blocks, where each occurrence is written to a
-//! document's slot far from the last one. Both hide the misses the same way:
+//! document's slot far from the last one; and the lexicon pass, whose
+//! workers look each word up in a cache of megabytes and the words that
+//! cache misses in a table of hundreds. All hide the misses the same way:
 //! they name the lines they will touch a few steps ahead, so that the misses
 //! overlap instead of following one another.
 //!
 //! The hint is the one `unsafe` operation those stages share. It lives here,
-//! below both, so that it is written — and argued sound — once, rather than
+//! below them, so that it is written — and argued sound — once, rather than
 //! once per stage; the stages above it stay free of `unsafe` for it.
 //!
 //! On other targets than x86-64 it does nothing: results never depend on it,
