@@ -289,17 +289,20 @@ fn a_growing_vocabulary_freezes_the_table_and_changes_nothing() {
 /// first word, read back from the lexicon pass's word streams, the sieve
 /// made anew for each part: `pairs` and `dedup` write byte for byte what
 /// they write at 1G in one part, say so in the summary, keep the budget and
-/// leave nothing behind. (Long documents: at 16M the list of 37,000
-/// documents of 80 tokens leaves no room for postings beside it.)
+/// leave nothing behind. (Long documents: at 18M the list of 37,000
+/// documents of 80 tokens leaves no room for postings beside it. 18M, not
+/// the minimum of 16M: a debug build holds 7–8 MB of code resident when
+/// it plans, and at 16M that left no room for postings at all.)
 #[test]
 fn a_corpus_too_large_for_one_sieve_is_indexed_in_parts() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.jsonl");
     let spec = dupgram_testkit::CorpusSpec {
         seed: 11,
-        // Over the 5.3M n-grams the largest staged sieve of 16M takes, with
-        // room to spare (its size moves with the document lists' allocations).
-        tokens: 7_000_000,
+        // Over the n-grams the largest staged sieve of 18M takes (7M tokens
+        // took 2 parts, and 1 at 20M), with room to spare (its size moves
+        // with the document lists' allocations and the build's code).
+        tokens: 9_000_000,
         vocabulary: 3000,
         mean_doc_len: 2000,
         ..Default::default()
@@ -325,13 +328,13 @@ fn a_corpus_too_large_for_one_sieve_is_indexed_in_parts() {
         let (whole, one, _) = index("1G");
         let parts_of = |stats: &serde_json::Value| stats["first_pass"]["sieve"]["parts"].as_u64().unwrap();
         assert_eq!(parts_of(&one), 1, "{job}: {one}");
-        let (parted, stats, summary) = index("16M");
+        let (parted, stats, summary) = index("18M");
         let parts = parts_of(&stats);
         assert!(parts > 1 && stats["first_pass"]["sieve"]["used"] == true, "{job}: {}", stats["first_pass"]);
         assert!(summary.contains(&format!("indexed in {parts} parts by first word")), "{summary}");
         assert!(summary.contains(" once filled)") && summary.contains("% of unseen n-grams pass"), "{summary}");
         assert!(parted == whole, "{job}: the index in {parts} parts differs from the index in one");
-        assert!(stats["peak_rss"].as_u64().unwrap() <= 16 << 20, "{job}: {stats}");
+        assert!(stats["peak_rss"].as_u64().unwrap() <= 18 << 20, "{job}: {stats}");
     }
 }
 
