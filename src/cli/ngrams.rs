@@ -125,6 +125,16 @@ fn summary(s: &NgramStats) -> String {
     }
     let sieve = match (&s.sieve.dropped, s.sieve.used) {
         (Some(why), _) => format!("off: {why}"),
+        (None, true) if s.sieve.repeat_prints > 0 => format!(
+            "{} repeat prints proven once ({} of print runs), marked in {} let {} n-grams through ({:.1} %), counted in {} part{} by first word",
+            group(s.sieve.repeat_prints),
+            human_bytes(s.sieve.print_bytes),
+            human_bytes(s.sieve.bytes),
+            group(s.sorted_ngrams),
+            100.0 * ratio(s.sorted_ngrams, s.ngrams),
+            s.sieve.parts,
+            if s.sieve.parts == 1 { "" } else { "s" }
+        ),
         (None, true) => format!(
             "{} ({} once filled){} let {} n-grams through ({:.1} %){}",
             human_bytes(s.sieve.bytes),

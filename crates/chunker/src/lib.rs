@@ -148,17 +148,22 @@ impl KeyLayout {
     /// Writes the IDs packed in `key` into `ids` (length n).
     #[inline]
     pub fn unpack<const L: usize>(&self, key: &[u64; L], ids: &mut [u32]) {
-        let w = self.width as usize;
-        let id_mask = (1u64 << w) - 1;
         for (j, out) in ids.iter_mut().enumerate() {
-            let bit = (self.n - 1 - j) * w;
-            let (word, shift) = (L - 1 - bit / 64, bit % 64);
-            let mut v = key[word] >> shift;
-            if shift + w > 64 {
-                v |= key[word - 1] << (64 - shift);
-            }
-            *out = (v & id_mask) as u32;
+            *out = self.id_at(key, j);
         }
+    }
+
+    /// The `j`-th ID packed in `key` (`j` < n; 0 is the first word).
+    #[inline]
+    pub fn id_at<const L: usize>(&self, key: &[u64; L], j: usize) -> u32 {
+        let w = self.width as usize;
+        let bit = (self.n - 1 - j) * w;
+        let (word, shift) = (L - 1 - bit / 64, bit % 64);
+        let mut v = key[word] >> shift;
+        if shift + w > 64 {
+            v |= key[word - 1] << (64 - shift);
+        }
+        (v & ((1u64 << w) - 1)) as u32
     }
 }
 

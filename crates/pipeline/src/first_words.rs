@@ -18,7 +18,9 @@
 //! output's order, one after the other: nothing is merged twice, and the
 //! output is the same byte for byte whatever `P` is.
 //!
-//! The price is two more reads of the word streams per part (fill, count).
+//! The price is two more reads of the word streams per part (fill, count);
+//! a count that would need three parts or more proves its repeats once
+//! instead and reads the streams once a part (see [`crate::repeat_prints`]).
 //! The sieve filled here is a staged one ([`dupgram_sieve::Filling::Staged`]):
 //! in the same memory it lets far fewer unique n-grams through than
 //! counters, so a billion tokens under 1 GiB take one part instead of two.
@@ -121,7 +123,7 @@ pub(crate) struct PartPlan {
 
 /// Run bytes per token guessed before any part is counted: runs take about
 /// 9 bytes a sorted n-gram, and a web crawl sorts up to two fifths of its n-grams.
-const FIRST_RATE: f64 = 4.0;
+pub(crate) const FIRST_RATE: f64 = 4.0;
 
 impl PartPlan {
     /// A plan for parts that `sieve_tokens` n-grams fill and whose runs fit in

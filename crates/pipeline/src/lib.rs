@@ -11,6 +11,9 @@
 //!    lexicon pass could not: with `--stop-top` (whose stop words are known
 //!    only at its end), or when the corpus is too large for one sieve, and
 //!    then once per part of a count in parts by first word (`first_words`);
+//!    or, for a count that would need three sieves or more, the repeats
+//!    proven once from sorted print runs and marked part by part
+//!    (`repeat_prints`);
 //! 3. **count pass** — read the word streams, keep the n-grams (of the part)
 //!    the sieve lets through in fixed-memory chunks (`dupgram-chunker`), sort
 //!    them and spill each chunk as a run (`dupgram-runs`);
@@ -25,8 +28,8 @@
 //!
 //! The jobs are a module each, over the bottom floor of `dupgram-jobkit`
 //! (control, errors, the memory plan, outputs, document streams): `ngrams`
-//! (the lexicon pass and the count, with `words`, `scan`, `stream_walk` and
-//! `first_words` for the passes over the word streams), `index` (the
+//! (the lexicon pass and the count, with `words`, `scan`, `stream_walk`,
+//! `first_words` and `repeat_prints` for the passes over the word streams), `index` (the
 //! duplicate-only index, over the same passes), `pairs`, `spot` and `parts`
 //! (document pairs), `dedup`, `exact_only` and `span` (decisions), `overlap`
 //! (one corpus measured against another).
@@ -39,6 +42,7 @@ mod ngrams;
 mod overlap;
 mod pairs;
 mod parts;
+mod repeat_prints;
 mod scan;
 mod span;
 mod spot;

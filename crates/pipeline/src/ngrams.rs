@@ -23,6 +23,7 @@ use dupgram_vocab::{
 use serde::{Deserialize, Serialize};
 
 use crate::first_words::{FirstWords, KeyRange, PartPlan, parts_for};
+use crate::repeat_prints::{BucketPlan, PRINT_READER_BYTES, PrintBuckets, RepeatPrints, print_bits, prove_repeats};
 use crate::scan::{ScanSink, Scanner};
 use crate::stream_walk::{StreamJob, Streamed, fill_sieve, phase_of, renumber_streams};
 use crate::words::{WordsFile, WordsOut, each_stream, read_words};
@@ -70,6 +71,11 @@ pub struct Limits {
     /// Count in this many parts by first word, each with the sieve refilled
     /// for it (see [`crate::first_words`]), whatever the corpus's size.
     pub sieve_parts: Option<usize>,
+    /// Count in parts over the repeat prints (see `repeat_prints`), proven
+    /// once, instead of a sieve filled for each part (`Some(true)`); never
+    /// (`Some(false)`); or when the count goes in parts and the prints fit
+    /// on disk (`None`).
+    pub repeat_prints: Option<bool>,
     /// Cut the index into a file per block of documents as soon as a block
     /// cache knows it must read it more than once (`Some(true)`), never
     /// (`Some(false)`), or when the files' writers fit (`None`).
@@ -132,6 +138,8 @@ pub struct PassSeconds {
     /// Rewriting the word streams with final IDs (a count or index in parts).
     #[serde(default)]
     pub renumber: f64,
+    /// Proving n-grams unique: the sieve's fills from the word streams, or
+    /// the print pass, its merge and the marking of each part's table.
     pub sieve: f64,
     pub count: f64,
     pub merge: f64,
@@ -156,9 +164,17 @@ pub struct SieveStats {
     #[serde(default)]
     pub halvings: u32,
     /// Parts the count went in, the sieve refilled for each (1: one count,
-    /// the sieve filled while the corpus was read).
+    /// the sieve filled while the corpus was read), or marked with the
+    /// repeat prints of each.
     #[serde(default)]
     pub parts: u32,
+    /// N-gram prints proven to repeat, when the count went in parts over
+    /// them instead of a sieve per part (see `repeat_prints`); 0 otherwise.
+    #[serde(default)]
+    pub repeat_prints: u64,
+    /// Bytes of print runs written for that proof.
+    #[serde(default)]
+    pub print_bytes: u64,
 }
 
 /// The summary of a job, as printed and as written by `--stats-json`.
@@ -207,8 +223,8 @@ pub struct NgramStats {
     pub run_bytes: u64,
     pub intermediate_merges: u64,
     pub merge_bytes: u64,
-    /// All bytes written to temporary files: word-ID streams, runs and
-    /// intermediate merges (`ngrams`); runs, intermediate merges and standard
+    /// All bytes written to temporary files: word-ID streams, runs,
+    /// intermediate merges and print runs (`ngrams`); runs, intermediate merges and standard
     /// input's copy (the jobs that read the corpus twice).
     pub bytes_spilled: u64,
     pub merge_passes: u32,
@@ -532,32 +548,74 @@ impl Job<'_> {
         };
         let beside = renumbering.beside(streams.len());
         let mut sieve = if refill { self.fresh_sieve(&lexicon, beside, stats) } else { sieve };
+        // The room on disk the streams leave of half the text, for a part's
+        // runs (see `PartPlan`) or the print runs (see `repeat_prints`).
+        let on_disk: u64 = streams.iter().map(|f| f.bytes).sum::<u64>() + stats.vocabulary_bytes;
+        let room = (stats.text_bytes / 2).saturating_sub(on_disk).max(MIN_DISK_ROOM);
+        let layout = KeyLayout::new(config.n, lexicon.len().saturating_sub(1) as u32)?;
+        let once = match &sieve {
+            Some(s) if refill => self.proves_repeats_once(s, &lexicon, beside, layout, room, stats)?,
+            _ => false,
+        };
+        let proof = match once {
+            true => {
+                // Its marks take the memory instead.
+                sieve = None;
+                let t = Instant::now();
+                let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &renumbering, layout };
+                let proof = self.prove_repeats(&job, beside, stats)?;
+                stats.seconds.sieve += t.elapsed().as_secs_f64();
+                Some(proof)
+            }
+            false => None,
+        };
         self.make_room_for_chunks(&mut sieve, &lexicon, &renumbering, streams.len(), stats)?;
         if !refill && let Some(s) = sieve.as_mut() {
             // Filled by the lexicon pass: from now on asked only "2 or more?".
             s.freeze();
         }
-        // Parts planned one at a time, each within the sieve and the room on
-        // disk the streams leave of half the text (see `PartPlan`).
-        let on_disk: u64 = streams.iter().map(|f| f.bytes).sum::<u64>() + stats.vocabulary_bytes;
-        let room = (stats.text_bytes / 2).saturating_sub(on_disk).max(MIN_DISK_ROOM);
-        let mut plan = match &sieve {
-            Some(s) if refill => PartPlan::new(s.capacity(), room, config.limits.sieve_parts, &lexicon),
-            _ => PartPlan::new(u64::MAX, u64::MAX / 8, Some(1), &lexicon),
+        // Parts planned one at a time, each within the sieve (or the marks)
+        // and the room on disk.
+        let mut plan = match (&sieve, &proof) {
+            (_, Some((prints, buckets, marks))) => {
+                // Parts forced: as many marks as that many parts take.
+                let marks = match config.limits.sieve_parts {
+                    Some(parts) => prints.total.div_ceil(parts.max(1) as u64),
+                    None => Sieve::marked_capacity(marks.bytes() as u64),
+                };
+                CountPlan::Prints(BucketPlan::new(prints, buckets, &lexicon, marks, room))
+            }
+            (Some(s), None) if refill => {
+                CountPlan::Sieve(PartPlan::new(s.capacity(), room, config.limits.sieve_parts, &lexicon))
+            }
+            _ => CountPlan::Sieve(PartPlan::new(u64::MAX, u64::MAX / 8, Some(1), &lexicon)),
         };
+        let mut proof = proof;
         let mut i = 0;
-        while let Some((part, parts)) = plan.next(&lexicon) {
+        while let Some((part, parts, buckets)) = plan.next(&lexicon, proof.as_ref().map(|(_, b, _)| b)) {
             i += 1;
             let last = i == parts;
-            if refill && let Some(s) = sieve.as_mut() {
-                s.clear();
-            }
+            let (table, fill, prints) = match (proof.as_mut(), buckets) {
+                (Some((repeats, buckets, marks)), Some(range)) => {
+                    let t = Instant::now();
+                    repeats.mark(marks, range, self.control)?;
+                    stats.seconds.sieve += t.elapsed().as_secs_f64();
+                    stats.sieve.saturation = stats.sieve.saturation.max(marks.saturation());
+                    (Some(marks), false, Some(&*buckets))
+                }
+                _ => {
+                    if refill && let Some(s) = sieve.as_mut() {
+                        s.clear();
+                    }
+                    (sieve.as_mut(), refill, None)
+                }
+            };
             let written = stats.run_bytes;
             let counted = self.count_streams(
                 &streams,
                 &lexicon,
                 &renumbering,
-                StreamPart { sieve: sieve.as_mut(), fill: refill, part, label: (i, parts), last },
+                StreamPart { sieve: table, fill, prints, part, label: (i, parts), last },
                 stats,
             )?;
             plan.counted(stats.run_bytes - written);
@@ -578,10 +636,11 @@ impl Job<'_> {
             stats.seconds.merge += t.elapsed().as_secs_f64();
         }
         drop(sieve);
+        drop(proof);
         drop(renumbering);
         remove_streams(&streams);
         stats.distinct_ngrams = stats.ngrams - stats.duplicate_occurrences + stats.duplicate_types;
-        stats.bytes_spilled += stats.run_bytes + stats.merge_bytes;
+        stats.bytes_spilled += stats.run_bytes + stats.merge_bytes + stats.sieve.print_bytes;
         let keep = config.lexicon_dir.is_some().then_some(lexicon_file);
         Ok((lexicon, keep))
     }
@@ -602,13 +661,97 @@ impl Job<'_> {
         sieve
     }
 
+    /// Whether the count proves its repeated n-grams once, from print runs
+    /// (see [`crate::repeat_prints`]), instead of filling `sieve` for each
+    /// part: when it would go in parts anyway, and the print runs fit in
+    /// the `room` on disk beside the streams.
+    fn proves_repeats_once(
+        &self,
+        sieve: &Sieve,
+        lexicon: &Lexicon,
+        beside: u64,
+        layout: KeyLayout,
+        room: u64,
+        stats: &NgramStats,
+    ) -> Result<bool, PipelineError> {
+        let limits = &self.config.limits;
+        if let Some(forced) = limits.repeat_prints {
+            return Ok(forced);
+        }
+        // The print pass and its merge cost about what three reads of the
+        // streams do: worth it when the sieve would need more fills than that.
+        if limits.sieve_parts.is_some() || parts_for(stats.tokens, sieve.capacity()) < MIN_SIEVE_PARTS_FOR_PRINTS {
+            return Ok(false);
+        }
+        let chunk = self.print_chunk(lexicon, beside, layout)?;
+        // A print takes about log2(2^bits / chunk) + 2.7 bits in its run
+        // (see `dupgram_runs::prints`).
+        let ngrams = self.ngrams_at_most(stats);
+        let bits = (f64::from(print_bits(ngrams)) - (chunk.max(2) as f64).log2()).max(0.0) + 2.8;
+        // A quarter more for the repeat prints, written while the runs are merged.
+        Ok(ngrams as f64 * bits / 8.0 * 1.25 <= room as f64)
+    }
+
+    /// N-grams a count of `stats`' documents can meet: a document of `t`
+    /// tokens has `t - n + 1` at most.
+    fn ngrams_at_most(&self, stats: &NgramStats) -> u64 {
+        stats.tokens.saturating_sub(stats.documents.saturating_mul(self.config.n as u64 - 1))
+    }
+
+    /// Prints a stream's chunk holds: the room chunks of keys would have.
+    fn print_chunk(&self, lexicon: &Lexicon, beside: u64, layout: KeyLayout) -> Result<usize, PipelineError> {
+        let keys = self.chunk_capacity(lexicon, beside, 0, layout)?;
+        Ok(keys.saturating_mul(layout.key_bytes()) / 8)
+    }
+
+    /// The print pass and its merge (see [`crate::repeat_prints`]), and a
+    /// table of marks for the parts: at most half the room beside the
+    /// lexicon and the streams, and no more than all the repeats need.
+    fn prove_repeats(
+        &self,
+        job: &StreamJob,
+        beside: u64,
+        stats: &mut NgramStats,
+    ) -> Result<(RepeatPrints, PrintBuckets, Sieve), PipelineError> {
+        let layout = job.layout;
+        let buckets = PrintBuckets::new(job.lexicon, layout, print_bits(self.ngrams_at_most(stats)));
+        let chunk = self.print_chunk(job.lexicon, beside, layout)?;
+        let held = job.lexicon.heap_bytes() as u64 + beside;
+        let fan_in = self.config.limits.fan_in.map_or_else(
+            || (self.plan.working().saturating_sub(held) / PRINT_READER_BYTES).clamp(2, open_file_allowance() as u64),
+            |f| f as u64,
+        );
+        // A range of buckets a thread, merged side by side.
+        let merges = (self.config.threads.max(1), fan_in as usize);
+        let (work, control) = (self.work, self.control);
+        let proof = match layout.words() {
+            1 => prove_repeats::<1>(job, &buckets, chunk, merges, work, control),
+            2 => prove_repeats::<2>(job, &buckets, chunk, merges, work, control),
+            3 => prove_repeats::<3>(job, &buckets, chunk, merges, work, control),
+            4 => prove_repeats::<4>(job, &buckets, chunk, merges, work, control),
+            6 => prove_repeats::<6>(job, &buckets, chunk, merges, work, control),
+            8 => prove_repeats::<8>(job, &buckets, chunk, merges, work, control),
+            12 => prove_repeats::<12>(job, &buckets, chunk, merges, work, control),
+            _ => prove_repeats::<16>(job, &buckets, chunk, merges, work, control),
+        }?;
+        let wanted = proof.total.max(1 << 16);
+        let bytes = (self.plan.working().saturating_sub(held) / 2).min(wanted) >> 12 << 12;
+        let marks = Sieve::marked(bytes.max(4096) as usize)
+            .map_err(|e| self.memory_error(format!("no memory map for the table of repeats: {e}")))?;
+        stats.sieve.repeat_prints = proof.total;
+        stats.sieve.print_bytes = proof.run_bytes;
+        stats.sieve.bytes = marks.bytes() as u64;
+        stats.sieve.frozen_bytes = marks.bytes() as u64;
+        Ok((proof, buckets, marks))
+    }
+
     /// Whether the lexicon pass leaves the sieve alone, for the count to fill
     /// from the word streams: with `--stop-top` (the stop words are known
     /// only at its end), and when the inputs' sizes say the corpus is too
     /// large for one sieve, so it will be counted in parts anyway.
     fn sieve_after_lexicon(&self) -> bool {
         let config = self.config;
-        if config.stop_top > 0 || config.limits.sieve_parts.is_some() {
+        if config.stop_top > 0 || config.limits.sieve_parts.is_some() || config.limits.repeat_prints == Some(true) {
             return true;
         }
         match (self.expected_ngrams(), self.sieve_size()) {
@@ -772,6 +915,7 @@ impl Job<'_> {
         let outputs = each_stream(streams, |worker, file, abort| {
             let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, &[]);
             let mut keep = KeepNgrams::new(sieve, range, spill);
+            keep.prints = part.prints.filter(|_| sieve.is_some());
             let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
             walk.keep_only(part.part, part.part.share(lexicon));
             let documents = read_words(file, streamed.vocabulary, part.last, self.control, abort, |codes| {
@@ -1292,6 +1436,12 @@ fn settle_sieve(sieve: &SharedSieve, stats: &mut NgramStats) {
     stats.sieve.used = guard.is_some();
 }
 
+/// The fewest parts a sieve per part would take for a count to prove its
+/// repeats once instead (see `repeat_prints`): measured on 100M tokens of
+/// web-like text, three parts by disk took 25.8 s with a sieve per part and
+/// 27.4 s over prints (the pass and its merge cost what about three fills do).
+const MIN_SIEVE_PARTS_FOR_PRINTS: usize = 3;
+
 /// Room on disk a count in parts may give one part's runs, however little
 /// text there is: below it, more parts would cost time and save nothing that matters.
 const MIN_DISK_ROOM: u64 = 64 << 20;
@@ -1797,11 +1947,45 @@ struct StreamPart<'a> {
     sieve: Option<&'a mut Sieve>,
     /// Filled (cleared) for this part first, then frozen (else filled by the lexicon pass, and frozen).
     fill: bool,
+    /// The sieve is a table of marked repeat prints: it is asked with an n-gram's print.
+    prints: Option<&'a PrintBuckets>,
     part: FirstWords,
     /// This part's number (from 1), and how many there are.
     label: (usize, usize),
     /// The streams' last reading: each segment goes once read.
     last: bool,
+}
+
+/// How a count's parts are planned: each with the sieve filled for it, or
+/// over the repeat prints proven once (see [`crate::repeat_prints`]).
+enum CountPlan {
+    Sieve(PartPlan),
+    Prints(BucketPlan),
+}
+
+impl CountPlan {
+    /// The next part, how many parts are expected in all, and its buckets
+    /// (of `buckets`) when it is counted over the repeat prints.
+    fn next(
+        &mut self,
+        lexicon: &Lexicon,
+        buckets: Option<&PrintBuckets>,
+    ) -> Option<(FirstWords, usize, Option<std::ops::Range<usize>>)> {
+        match self {
+            CountPlan::Sieve(plan) => plan.next(lexicon).map(|(part, parts)| (part, parts, None)),
+            CountPlan::Prints(plan) => {
+                let (range, parts) = plan.next()?;
+                Some((buckets?.first_words(range.clone()), parts, Some(range)))
+            }
+        }
+    }
+
+    fn counted(&mut self, run_bytes: u64) {
+        match self {
+            CountPlan::Sieve(plan) => plan.counted(run_bytes),
+            CountPlan::Prints(plan) => plan.counted(run_bytes),
+        }
+    }
 }
 
 /// Totals of the count pass.
@@ -1882,6 +2066,8 @@ struct CountWorker<'a, const L: usize> {
 /// The count pass's sink: n-grams the sieve lets through go into the chunk.
 struct KeepNgrams<'a, const L: usize> {
     sieve: Option<&'a Sieve>,
+    /// The sieve is a table of marked repeat prints, asked with an n-gram's print.
+    prints: Option<&'a PrintBuckets>,
     /// Only these n-grams are counted (all but in a count by parts).
     range: KeyRange<L>,
     /// N-grams whose sieve counter is being prefetched.
@@ -1898,6 +2084,10 @@ impl<const L: usize> ScanSink<L> for KeepNgrams<'_, L> {
         }
         let kept = match self.sieve {
             Some(s) => {
+                let fingerprint = match self.prints {
+                    Some(prints) => prints.print(&key, fingerprint),
+                    None => fingerprint,
+                };
                 let slot = s.locate(fingerprint);
                 s.prefetch(slot);
                 match self.line.push((slot, key)) {
@@ -1915,7 +2105,7 @@ impl<const L: usize> ScanSink<L> for KeepNgrams<'_, L> {
 
 impl<'a, const L: usize> KeepNgrams<'a, L> {
     fn new(sieve: Option<&'a Sieve>, range: KeyRange<L>, spill: ChunkSpill<'a, L>) -> Self {
-        KeepNgrams { sieve, range, line: DelayLine::default(), spill, failure: None }
+        KeepNgrams { sieve, prints: None, range, line: DelayLine::default(), spill, failure: None }
     }
 
     /// Settles the n-grams still waiting for their sieve counter.

@@ -91,6 +91,7 @@ proptest! {
             set(c);
             c.base.threads = threads;
             c.base.limits = Limits {
+                repeat_prints: None,
                 chunk_ngrams: Some(40),
                 fan_in: Some(3),
                 batch_bytes: Some(batch),

@@ -131,6 +131,7 @@ fn run_engine(
     config.tmp_dir = tmp.to_owned();
     config.sieve = case.sieve;
     config.limits = Limits {
+        repeat_prints: None,
         chunk_ngrams: Some(case.chunk),
         fan_in: Some(case.fan_in),
         batch_bytes: Some(case.batch),
@@ -321,6 +322,69 @@ fn a_count_in_parts_equals_one_count() {
             ("written", stats.output_ngrams, one.output_ngrams),
         ] {
             assert_eq!(a, b, "{what}, {parts} parts");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left");
+    }
+}
+
+/// A count in parts over repeat prints proven once (print runs merged,
+/// each part's table marked with its buckets' repeats) gives the same
+/// n-grams in the same order as one count, with the same totals, in one
+/// part or many, with runs merged in several rounds, from a frozen table
+/// too; and leaves no file behind.
+#[test]
+fn a_count_over_repeat_prints_equals_one_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.txt");
+    let case = Case {
+        seed: 23,
+        tokens: 60_000,
+        vocabulary: 3000,
+        n: 5,
+        threads: 2,
+        chunk: 4000,
+        fan_in: 4,
+        batch: 600,
+        sieve: true,
+        sieve_parts: None,
+        table_words: None,
+        stop_top: 0,
+        stopwords: vec![],
+        min_count: 2,
+        format: Format::Text,
+    };
+    write_corpus(&case, &path);
+    let mut config = NgramConfig::new(vec![Input::Path(path.clone())], 5);
+    config.memory = 64 << 20;
+    config.threads = 2;
+    config.tmp_dir = dir.path().to_owned();
+    config.limits.batch_bytes = Some(600);
+    let (plain, one) = run_listed(&config);
+    assert!(plain.len() > 100, "{} n-grams", plain.len());
+    assert_eq!(one.sieve.repeat_prints, 0, "{:?}", one.sieve);
+    config.limits.repeat_prints = Some(true);
+    for (parts, chunk, fan_in, table_words) in
+        [(None, None, None, None), (Some(4), Some(1000), None, None), (Some(9), Some(300), Some(3), Some(200))]
+    {
+        config.limits.sieve_parts = parts;
+        config.limits.chunk_ngrams = chunk;
+        config.limits.fan_in = fan_in;
+        config.limits.table_words = table_words;
+        let (got, stats) = run_listed(&config);
+        assert_eq!(got, plain, "{parts:?} parts, chunks of {chunk:?}");
+        assert!(stats.sieve.repeat_prints >= stats.duplicate_types, "{:?}", stats.sieve);
+        assert!(stats.sieve.print_bytes > 0, "{:?}", stats.sieve);
+        if let Some(p) = parts {
+            assert!(stats.sieve.parts > 1 && stats.sieve.parts as usize <= p + 1, "{:?}", stats.sieve);
+        }
+        for (what, a, b) in [
+            ("ngrams", stats.ngrams, one.ngrams),
+            ("distinct", stats.distinct_ngrams, one.distinct_ngrams),
+            ("types", stats.duplicate_types, one.duplicate_types),
+            ("occurrences", stats.duplicate_occurrences, one.duplicate_occurrences),
+            ("written", stats.output_ngrams, one.output_ngrams),
+        ] {
+            assert_eq!(a, b, "{what}, {parts:?} parts");
         }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left");
     }

@@ -132,6 +132,7 @@ proptest! {
                 // Tiny chunks, fan-ins and index blocks: many runs, merge passes and block pairs,
                 // the blocks built from the whole index each time or from its cut by block.
                 c.base.limits = Limits {
+                    repeat_prints: None,
                     chunk_ngrams: Some(7),
                     fan_in: Some(3),
                     batch_bytes: Some(64),

@@ -50,6 +50,7 @@
 //! identity and `n` stop runs of different jobs from being mixed.
 
 mod bits;
+pub mod prints;
 mod reader;
 mod writer;
 

@@ -146,3 +146,41 @@ fn huge_steps_between_occurrences_are_refused() {
         assert!(err.contains(&path.display().to_string()) && err.contains("corrupt run file"), "{err}");
     }
 }
+
+/// Reads every print of a print run, checking what its reader promises.
+fn read_prints(path: &Path) -> Result<Vec<(u64, bool)>, RunError> {
+    let mut reader = dupgram_runs::prints::PrintReader::open(path)?;
+    let width = reader.width();
+    let mut prints: Vec<(u64, bool)> = Vec::new();
+    while let Some((print, repeated)) = reader.next_print()? {
+        assert!(print >> width == 0, "a print past the width");
+        assert!(prints.last().is_none_or(|&(last, _)| last < print), "prints out of order");
+        prints.push((print, repeated));
+    }
+    Ok(prints)
+}
+
+fn print_run(prints: impl IntoIterator<Item = u64>, width: u32, rice: u32) -> Vec<u8> {
+    let mut w = dupgram_runs::prints::PrintWriter::new(Vec::new(), Path::new("seed"), width, rice).unwrap();
+    let sorted: std::collections::BTreeSet<u64> = prints.into_iter().collect();
+    for p in sorted {
+        w.push(p, p % 3 == 1).unwrap();
+    }
+    w.finish().unwrap().2
+}
+
+#[test]
+fn print_runs_survive_mutation() {
+    let small = (0..80u64).map(|i| i * 7919 % 100_000);
+    let wide = (0..30u64).map(|i| (1 << 40) - 1 - i * 1_000_003);
+    // Two blocks: the second starts with a whole print again.
+    let two_blocks = (0..200_000u64).map(|i| i * 5);
+    let seeds =
+        vec![print_run(small, 20, 8), print_run(wide, 40, 30), print_run([], 30, 3), print_run(two_blocks, 26, 2)];
+    Fuzz::new("runs-prints", "prints.dgp", seeds)
+        .cases(3000)
+        .checksummed()
+        .sealed(|b| b.to_vec(), dupgram_runs::prints::reseal)
+        .regressions(regressions("prints"))
+        .run(read_prints);
+}

@@ -231,6 +231,45 @@ impl Sieve {
         unsafe { std::slice::from_raw_parts(self.cells, self.words) }
     }
 
+    /// A table of "seen twice" words only, about `bytes` bytes, zeroed:
+    /// the fingerprints known to repeat are [`mark`](Self::mark)ed in it
+    /// one by one (a count in parts proves them out of core first), and it
+    /// is asked as a frozen staged sieve is. A fingerprint sets four bits
+    /// of one word; at [`Sieve::marked_capacity`] (eight bits a print)
+    /// about 3 % of the fingerprints never marked are answered "may repeat".
+    pub fn marked(bytes: usize) -> std::io::Result<Sieve> {
+        let mut sieve = Sieve::new(Filling::Staged, bytes)?;
+        sieve.repeat_words = sieve.filling_words;
+        sieve.table = Table::Repeats;
+        Ok(sieve)
+    }
+
+    /// Fingerprints a [`marked`](Self::marked) table of `bytes` bytes is planned to take.
+    pub fn marked_capacity(bytes: u64) -> u64 {
+        bytes
+    }
+
+    /// Records that the n-gram of this fingerprint may repeat (a
+    /// [`marked`](Self::marked) table); the one pushed [`DEPTH`] marks ago
+    /// is set now, its word prefetched meanwhile. Whoever stops marking
+    /// [`flush_marks`](Self::flush_marks) `line`.
+    #[inline]
+    pub fn mark_delayed(&self, line: &mut DelayLine<Slot>, fingerprint: u64) {
+        debug_assert!(self.table == Table::Repeats && self.repeat_words == self.filling_words);
+        let slot = self.locate(fingerprint);
+        self.prefetch_word(slot.repeat_word);
+        if let Some(ready) = line.push(slot) {
+            self.mark_repeat(ready);
+        }
+    }
+
+    /// Sets every mark still held in `line`.
+    pub fn flush_marks(&self, line: &mut DelayLine<Slot>) {
+        for slot in line.drain() {
+            self.mark_repeat(slot);
+        }
+    }
+
     /// How the sieve is filled.
     pub fn filling(&self) -> Filling {
         self.table.filling()
@@ -576,6 +615,8 @@ impl Sieve {
         self.words = self.filling_words;
         self.table = match self.table.filling() {
             Filling::Counters => Table::Counters,
+            // A marked table is all "seen twice".
+            Filling::Staged if self.repeat_words == self.filling_words => Table::Repeats,
             Filling::Staged => Table::Staged,
         };
         for cell in self.cells() {
@@ -789,6 +830,25 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn a_marked_table_answers_every_mark_and_few_others() {
+        let bytes = 1 << 20;
+        let mut sieve = Sieve::marked(bytes).unwrap();
+        let marks = Sieve::marked_capacity(bytes as u64);
+        let mut line = DelayLine::default();
+        for i in 0..marks {
+            sieve.mark_delayed(&mut line, mix(i));
+        }
+        sieve.flush_marks(&mut line);
+        assert!(sieve.is_frozen());
+        assert!((0..marks).all(|i| sieve.may_repeat(mix(i))), "a marked fingerprint is never dropped");
+        let others = 200_000u64;
+        let through = (marks..marks + others).filter(|&i| sieve.may_repeat(mix(i))).count() as f64;
+        assert!(through / (others as f64) < 0.05, "{through} of {others} unmarked let through");
+        sieve.clear();
+        assert!(sieve.is_frozen() && !(0..1000).any(|i| sieve.may_repeat(mix(i))), "cleared, still a marked table");
+    }
 
     /// Whether the mapping holding `address` is advised to use huge pages
     /// (`hg` in its `VmFlags`), or `None` where the kernel does not say.
