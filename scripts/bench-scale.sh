@@ -8,7 +8,7 @@
 #
 #   scripts/bench-scale.sh                                 # 10M and 100M tokens, ngrams, --memory 1G: minutes
 #   scripts/bench-scale.sh --sizes 1B,10B --output-stdout   # the 10B run: 80 minutes, 35 GB of temporary
-#                                                      # disk; its 33 GB of .zst output is counted, not kept
+#                                                      # disk; its 33 GB of .zst output is hashed, not kept
 #   scripts/bench-scale.sh --sizes 1B --memory 1G,256M     # one size, two budgets (outputs compared)
 #   scripts/bench-scale.sh --sizes 1B,3B --jobs dedup-doc,dedup-span
 #   scripts/bench-scale.sh --sizes 1B --jobs pairs
@@ -22,7 +22,8 @@
 #                           about 3M distinct words at 100M tokens, 18M at 1B, 42M at 3B)
 #   --output-zst            write each output as .zst (the default writes plain files)
 #   --output-stdout         write each output to standard output, through `zstd -3`, and keep only
-#                           its SHA-256 and size (for sizes whose output does not fit beside the run)
+#                           its SHA-256 (for sizes whose output does not fit beside the run)
+#   --tmp-share X           ngrams' --tmp-share (temporary disk as a share of the text; default 0.5)
 #   --keep                  keep the outputs
 # Peak temporary disk is sampled every 2 s: the job's --tmp-dir, and with the output beside it.
 set -euo pipefail
@@ -35,6 +36,7 @@ open_vocabulary=0.6
 ext=
 keep=0
 to_stdout=0
+tmp_share=
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
     --output-zst) ext=.zst; shift ;;
     --output-stdout) ext=.zst; to_stdout=1; shift ;;
     --keep) keep=1; shift ;;
+    --tmp-share) tmp_share=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -83,7 +86,7 @@ watch_disk() {
 
 for job in ${jobs//,/ }; do
   case $job in
-    ngrams) args=(ngrams - -n 10) ;;
+    ngrams) args=(ngrams - -n 10 ${tmp_share:+--tmp-share "$tmp_share"}) ;;
     dedup-doc) args=(dedup - --unit doc -n 7 --threshold 0.5 --strip) ;;
     dedup-span) args=(dedup - --unit span --min-span 50 --strip) ;;
     pairs) args=(pairs - -n 5) ;;
@@ -99,19 +102,16 @@ for job in ${jobs//,/ }; do
       stats=$work/scale-$job-$size-$memory.json
       echo "$job, $size tokens, --memory $memory ..." >&2
       rm -f "$out.sha"
-      if [ "$to_stdout" = 1 ]; then
-        # The output goes by, compressed as --output-zst would write it; only its hash and size stay.
-        (
-          "$bin/dupgram-gen" --tokens "$tokens" --seed 1 --open-vocabulary "$open_vocabulary" --format text 2> /dev/null \
-            | /usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin/dupgram" "${args[@]}" -q --memory "$memory" \
-                --tmp-dir "$tmp" -o - --stats-json "$stats" 2> "$work/stderr.log" \
-            | zstd -3 -q -c | tee >(wc -c > "$out.bytes") | sha256sum | cut -d' ' -f1 > "$out.sha"
-        ) &
-      else
+      # With --output-stdout the output goes by on standard output through `zstd -3` (so its
+      # hash compares only with other --output-stdout runs) and only its SHA-256 stays.
+      target=$out
+      [ "$to_stdout" = 1 ] && target=-
+      (
         "$bin/dupgram-gen" --tokens "$tokens" --seed 1 --open-vocabulary "$open_vocabulary" --format text 2> /dev/null \
           | /usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin/dupgram" "${args[@]}" -q --memory "$memory" \
-              --tmp-dir "$tmp" -o "$out" --stats-json "$stats" 2> "$work/stderr.log" &
-      fi
+              --tmp-dir "$tmp" -o "$target" --stats-json "$stats" 2> "$work/stderr.log" \
+          | if [ "$to_stdout" = 1 ]; then zstd -3 -q -c | sha256sum | cut -d' ' -f1 > "$out.sha"; else cat; fi
+      ) &
       pid=$!
       read -r peak peak_all < <(watch_disk "$pid" "$tmp" "$out")
       wait "$pid" || { echo "failed: dupgram ${args[*]} --memory $memory" >&2; cat "$work/stderr.log" >&2; exit 1; }

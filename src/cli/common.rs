@@ -234,6 +234,7 @@ pub fn corpus_config(
         threads: resources.threads()?,
         tmp_dir: resources.tmp_dir()?,
         sieve: true,
+        tmp_share: dupgram_pipeline::DEFAULT_TMP_SHARE,
         lexicon_dir: None,
         limits: dupgram_pipeline::Limits::default(),
     })

@@ -39,6 +39,11 @@ pub struct NgramsArgs {
     /// Sort every n-gram instead of first proving most of them unique (same output, more disk).
     #[arg(long)]
     no_sieve: bool,
+    /// Temporary disk the count may use, as a share of the text read. More room means fewer parts,
+    /// and lets a corpus that would refill a sieve for many parts prove its repeats once from print
+    /// runs instead (same output).
+    #[arg(long, default_value_t = dupgram_pipeline::DEFAULT_TMP_SHARE, value_name = "SHARE")]
+    tmp_share: f64,
     #[command(flatten)]
     pub(super) input: InputArgs,
     #[command(flatten)]
@@ -54,6 +59,7 @@ pub(super) fn config(args: &NgramsArgs) -> anyhow::Result<(NgramConfig, Option<P
     let config = NgramConfig {
         min_count: args.min_count,
         sieve: !args.no_sieve,
+        tmp_share: args.tmp_share,
         lexicon_dir: lexicon_path.as_ref().map(|p| {
             p.parent().filter(|d| !d.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), |d| d.to_owned())
         }),

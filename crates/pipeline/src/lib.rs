@@ -68,7 +68,9 @@ pub use index::{
     DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut, exact_groups,
     index_fraction, run_names,
 };
-pub use ngrams::{CountPassTotals, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams};
+pub use ngrams::{
+    CountPassTotals, DEFAULT_TMP_SHARE, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams,
+};
 pub use overlap::{OverlapConfig, OverlapFormat, OverlapOutput, OverlapSeconds, OverlapStats, overlap};
 pub use pairs::{
     Candidates, LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, find_pairs,

@@ -55,11 +55,19 @@ pub struct NgramConfig {
     pub tmp_dir: PathBuf,
     /// Use the sieve (on by default: results are identical either way).
     pub sieve: bool,
+    /// Temporary disk a count may use, as a share of the text it read
+    /// (0.5 by default): the word streams, then a part's runs or the print
+    /// runs. More lets a count go in fewer parts, and prove its repeats
+    /// once (see `repeat_prints`) where a sieve per part would be refilled.
+    pub tmp_share: f64,
     /// Where the lexicon is written: a temporary name in that directory,
     /// returned in [`NgramOutcome::lexicon_file`] for the caller to keep.
     pub lexicon_dir: Option<PathBuf>,
     pub limits: Limits,
 }
+
+/// Temporary disk a count may use by default, as a share of the text.
+pub const DEFAULT_TMP_SHARE: f64 = 0.5;
 
 /// Overrides of sizes normally derived from the memory budget, so tests
 /// can force many runs and multi-pass merges on tiny corpora.
@@ -111,6 +119,7 @@ impl NgramConfig {
             threads: std::thread::available_parallelism().map_or(2, |p| p.get()),
             tmp_dir: std::env::temp_dir(),
             sieve: true,
+            tmp_share: DEFAULT_TMP_SHARE,
             lexicon_dir: None,
             limits: Limits::default(),
         }
@@ -125,6 +134,9 @@ impl NgramConfig {
         }
         if self.threads == 0 {
             return Err(PipelineError::Usage("--threads must be at least 1".into()));
+        }
+        if !(self.tmp_share > 0.0 && self.tmp_share.is_finite()) {
+            return Err(PipelineError::Usage(format!("--tmp-share must be above 0, not {}", self.tmp_share)));
         }
         self.norm.validate().map_err(|e| PipelineError::Usage(e.into()))?;
         Ok(())
@@ -548,10 +560,11 @@ impl Job<'_> {
         };
         let beside = renumbering.beside(streams.len());
         let mut sieve = if refill { self.fresh_sieve(&lexicon, beside, stats) } else { sieve };
-        // The room on disk the streams leave of half the text, for a part's
-        // runs (see `PartPlan`) or the print runs (see `repeat_prints`).
+        // The room on disk the streams leave of the text's share (half by
+        // default), for a part's runs (see `PartPlan`) or the print runs (see `repeat_prints`).
         let on_disk: u64 = streams.iter().map(|f| f.bytes).sum::<u64>() + stats.vocabulary_bytes;
-        let room = (stats.text_bytes / 2).saturating_sub(on_disk).max(MIN_DISK_ROOM);
+        let share = (stats.text_bytes as f64 * config.tmp_share).min(u64::MAX as f64) as u64;
+        let room = share.saturating_sub(on_disk).max(MIN_DISK_ROOM);
         let layout = KeyLayout::new(config.n, lexicon.len().saturating_sub(1) as u32)?;
         let once = match &sieve {
             Some(s) if refill => self.proves_repeats_once(s, &lexicon, beside, layout, room, stats)?,
