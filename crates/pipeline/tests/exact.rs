@@ -279,6 +279,19 @@ fn output_is_the_same_for_any_threads_and_memory() {
     }
 }
 
+/// The summary's n-gram totals of `stats` are those of `one` (a count in one part).
+fn assert_same_totals(stats: &dupgram_pipeline::NgramStats, one: &dupgram_pipeline::NgramStats, how: &str) {
+    for (what, a, b) in [
+        ("ngrams", stats.ngrams, one.ngrams),
+        ("distinct", stats.distinct_ngrams, one.distinct_ngrams),
+        ("types", stats.duplicate_types, one.duplicate_types),
+        ("occurrences", stats.duplicate_occurrences, one.duplicate_occurrences),
+        ("written", stats.output_ngrams, one.output_ngrams),
+    ] {
+        assert_eq!(a, b, "{what}, {how}");
+    }
+}
+
 /// A count in parts by first word (the sieve cleared and refilled for each)
 /// gives the same n-grams in the same order as one count, and the same
 /// totals; the parts are fewer only when one word holds more than a share.
@@ -314,15 +327,7 @@ fn a_count_in_parts_equals_one_count() {
         if parts > 1 {
             assert!(stats.sieve.parts > 1, "{:?}", stats.sieve);
         }
-        for (what, a, b) in [
-            ("ngrams", stats.ngrams, one.ngrams),
-            ("distinct", stats.distinct_ngrams, one.distinct_ngrams),
-            ("types", stats.duplicate_types, one.duplicate_types),
-            ("occurrences", stats.duplicate_occurrences, one.duplicate_occurrences),
-            ("written", stats.output_ngrams, one.output_ngrams),
-        ] {
-            assert_eq!(a, b, "{what}, {parts} parts");
-        }
+        assert_same_totals(&stats, &one, &format!("{parts} parts"));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left");
     }
 }
@@ -377,15 +382,7 @@ fn a_count_over_repeat_prints_equals_one_count() {
         if let Some(p) = parts {
             assert!(stats.sieve.parts > 1 && stats.sieve.parts as usize <= p + 1, "{:?}", stats.sieve);
         }
-        for (what, a, b) in [
-            ("ngrams", stats.ngrams, one.ngrams),
-            ("distinct", stats.distinct_ngrams, one.distinct_ngrams),
-            ("types", stats.duplicate_types, one.duplicate_types),
-            ("occurrences", stats.duplicate_occurrences, one.duplicate_occurrences),
-            ("written", stats.output_ngrams, one.output_ngrams),
-        ] {
-            assert_eq!(a, b, "{what}, {parts:?} parts");
-        }
+        assert_same_totals(&stats, &one, &format!("{parts:?} parts"));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left");
     }
 }
