@@ -515,15 +515,18 @@ fn a_corpus_too_large_for_one_sieve_is_counted_in_parts() {
     generated(&path, 5_000_000, 11, 3000);
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let count = |memory: &str| {
+    let count_with = |memory: &str, share: &str| {
         let (out, stats_path) = (dir.path().join(format!("out-{memory}.tsv")), dir.path().join("stats.json"));
         let args = ["ngrams", s(&path), "-n", "4", "--memory", memory, "--tmp-dir", s(&tmp), "-o", s(&out)];
-        let (code, _, stderr) = run(&[&args[..], &["--stats-json", s(&stats_path)]].concat());
+        let share = ["--tmp-share", share];
+        let (code, _, stderr) = run(&[&args[..], &["--stats-json", s(&stats_path)], &share[..]].concat());
         assert_eq!(code, 0, "--memory {memory}: {stderr}");
         assert!(leftovers(&tmp).is_empty(), "--memory {memory}: {:?}", leftovers(&tmp));
         let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats_path).unwrap()).unwrap();
         (std::fs::read(&out).unwrap(), stats, stderr)
     };
+    // A share of the text too small for print runs: a sieve per part.
+    let count = |memory: &str| count_with(memory, "0.3");
     let (whole, one, _) = count("1G");
     assert_eq!(one["sieve"]["parts"], 1, "{one}");
     let (parted, stats, summary) = count("16M");
@@ -540,4 +543,11 @@ fn a_corpus_too_large_for_one_sieve_is_counted_in_parts() {
     for key in ["ngrams", "distinct_ngrams", "duplicate_types", "duplicate_occurrences"] {
         assert_eq!(stats[key], one[key], "{key}");
     }
+    // Room for print runs: the repeats proven once, the same output.
+    let (printed, stats, summary) = count_with("16M", "1");
+    assert!(stats["sieve"]["repeat_prints"].as_u64().unwrap() > 0, "{}", stats["sieve"]);
+    assert!(summary.contains("repeat prints proven once"), "{summary}");
+    assert!(printed == whole, "the count over repeat prints differs from the count in one part");
+    assert!(stats["peak_rss"].as_u64().unwrap() < stats["memory_budget"].as_u64().unwrap(), "{stats}");
+    assert_eq!(stats["duplicate_types"], one["duplicate_types"]);
 }

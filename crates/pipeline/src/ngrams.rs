@@ -567,7 +567,11 @@ impl Job<'_> {
         let room = share.saturating_sub(on_disk).max(MIN_DISK_ROOM);
         let layout = KeyLayout::new(config.n, lexicon.len().saturating_sub(1) as u32)?;
         let once = match &sieve {
-            Some(s) if refill => self.proves_repeats_once(s, &lexicon, beside, layout, room, stats)?,
+            // Within the share itself: the floor a part's runs get is no room for print runs.
+            Some(s) if refill => {
+                let within = share.saturating_sub(on_disk);
+                self.proves_repeats_once(s, &lexicon, beside, layout, within, stats)?
+            }
             _ => false,
         };
         let proof = match once {
