@@ -335,6 +335,15 @@ fn summary(s: &PairsStats, spotsigs: bool) -> String {
             group(s.shared_set_ngrams)
         ),
     );
+    if s.skipped.bounds > 0 {
+        line(
+            "pairs never made",
+            format!(
+                "{} whose documents' totals bound them below the thresholds (each once per shared n-gram)",
+                group(s.skipped.bounds)
+            ),
+        );
+    }
     line(
         "candidate pairs",
         format!(

@@ -184,7 +184,14 @@ impl Stage<'_> {
         let layout = passes.layout(&corpus.table, &corpus.totals, &slices);
         let mut stats = PairsStats::default();
         let started = Instant::now();
-        let candidates = passes.candidates(&[self.bucket_index(bucket)?], &corpus.rep_of, None, &layout, &mut stats)?;
+        let candidates = passes.candidates(
+            &[self.bucket_index(bucket)?],
+            &corpus.rep_of,
+            &corpus.table,
+            &corpus.totals,
+            &layout,
+            &mut stats,
+        )?;
         stats.seconds.candidates = started.elapsed().as_secs_f64();
         // Kept with the runs: the score tasks add up every bucket's.
         write_file(&scratch.path().join(COMMON_FILE), |out| write_common(&candidates.common, out))?;

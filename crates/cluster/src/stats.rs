@@ -71,6 +71,9 @@ pub fn absorb_pairs(total: &mut PairsStats, part: &PairsStats) {
     total.shared_set_ngrams += part.shared_set_ngrams;
     total.candidate_pairs += part.candidate_pairs;
     total.pruned_pairs += part.pruned_pairs;
+    total.skipped.partition += part.skipped.partition;
+    total.skipped.length += part.skipped.length;
+    total.skipped.bounds += part.skipped.bounds;
     total.scored_pairs += part.scored_pairs;
     total.kept_pairs += part.kept_pairs;
     total.group_pairs += part.group_pairs;

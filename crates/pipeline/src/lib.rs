@@ -73,7 +73,8 @@ pub use ngrams::{
 };
 pub use overlap::{OverlapConfig, OverlapFormat, OverlapOutput, OverlapSeconds, OverlapStats, overlap};
 pub use pairs::{
-    Candidates, LengthFilter, LengthSkips, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats, ScoreLayout, find_pairs,
+    BoundDoc, CandidateSkips, Candidates, DocBounds, LengthFilter, NAMED_CAPPED, PairPasses, PairsConfig, PairsStats,
+    ScoreLayout, find_pairs,
 };
 pub use parts::{BucketTotals, add_common, write_common};
 pub use span::{MAX_MIN_SPAN, dedup_spans, dedup_spans_to};

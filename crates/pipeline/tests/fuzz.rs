@@ -248,7 +248,10 @@ fn index_candidates(path: &Path) -> Result<Vec<Vec<u32>>, PipelineError> {
     let control = Control::default();
     let passes = PairPasses::new(&config, &control, work.path())?;
     let layout = ScoreLayout { blocks: vec![0..3, 3..6], range_starts: vec![0], resident: 1 << 20 };
-    let runs = passes.candidates(&[path.to_path_buf()], &INDEX_GROUPS, None, &layout, &mut PairsStats::default())?.runs;
+    // No thresholds: the documents' totals bound nothing, so empty ones do.
+    let (table, totals) = (DocTable::default(), IndexTotals::empty(0));
+    let mut stats = PairsStats::default();
+    let runs = passes.candidates(&[path.to_path_buf()], &INDEX_GROUPS, &table, &totals, &layout, &mut stats)?.runs;
     let mut keys = Vec::new();
     for (_, run) in runs {
         let mut reader = RunReader::open(&run.path)?;

@@ -326,6 +326,42 @@ fn a_candidates_count_rules_out_documents_that_share_little() {
     }
 }
 
+/// Short documents with a sentence in common, as comments quoting a
+/// catchphrase: each is mostly its own words, so its totals alone bound any
+/// pair of it below `--min-sscr` and the pair is never made; the twins,
+/// mostly duplicate text, are made, scored and kept.
+#[test]
+fn documents_whose_totals_rule_a_pair_out_never_make_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    let mut docs = Vec::new();
+    for i in 0..60 {
+        let body: Vec<String> = (0..30).map(|j| format!("w{i}x{j}")).collect();
+        let text = format!("{} the quick brown fox jumps over the lazy dog", body.join(" "));
+        if i % 10 == 0 {
+            docs.push(text.replace(&format!("w{i}x15"), "changed"));
+        }
+        docs.push(text);
+    }
+    write_docs(&path, &docs);
+    for min_sscr in [0.0, 0.8] {
+        let (got, stats) = engine_stats(&path, dir.path(), 4, |c| c.min_sscr = min_sscr);
+        assert_same(&got, &expected(&docs, 4, |o| o.min_sscr = min_sscr));
+        let all = (docs.len() * (docs.len() - 1) / 2) as u64;
+        if min_sscr == 0.0 {
+            assert_eq!((stats.skipped.bounds, stats.candidate_pairs), (0, all), "no thresholds: every pair");
+            continue;
+        }
+        assert_eq!(got.pairs.len(), 6, "the twins, and no other");
+        // The sentence's six 4-grams made every pair; those of two single
+        // documents were skipped once for each of them.
+        let singles = (docs.len() - 12) as u64;
+        assert!(stats.skipped.bounds >= singles * (singles - 1) / 2 * 6, "{:?}", stats.skipped);
+        assert!(stats.candidate_pairs < all - singles * (singles - 1) / 2, "{}", stats.candidate_pairs);
+        assert!(stats.scored_pairs >= 6, "{}", stats.scored_pairs);
+    }
+}
+
 #[test]
 fn edge_cases() {
     let dir = tempfile::tempdir().unwrap();
