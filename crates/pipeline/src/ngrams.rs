@@ -23,7 +23,7 @@ use dupgram_vocab::{
 use serde::{Deserialize, Serialize};
 
 use crate::first_words::{FirstWords, KeyRange, PartPlan, parts_for};
-use crate::repeat_prints::{BucketPlan, PRINT_READER_BYTES, PrintBuckets, RepeatPrints, print_bits, prove_repeats};
+use crate::repeat_prints::{BucketPlan, PRINT_READER_BYTES, PrintBuckets, Proof, ProofRoom, print_runs_fit, prove};
 use crate::scan::{ScanSink, Scanner};
 use crate::stream_walk::{StreamJob, Streamed, fill_sieve, phase_of, renumber_streams};
 use crate::words::{WordsFile, WordsOut, each_stream, read_words};
@@ -76,8 +76,10 @@ pub struct Limits {
     pub chunk_ngrams: Option<usize>,
     pub fan_in: Option<usize>,
     pub batch_bytes: Option<usize>,
-    /// Count in this many parts by first word, each with the sieve refilled
-    /// for it (see [`crate::first_words`]), whatever the corpus's size.
+    /// Count in this many parts by first word, whatever the corpus's size:
+    /// each with the sieve refilled for it (see [`crate::first_words`]),
+    /// or, over the repeat prints, each marking as many of them as that
+    /// many parts share.
     pub sieve_parts: Option<usize>,
     /// Count in parts over the repeat prints (see `repeat_prints`), proven
     /// once, instead of a sieve filled for each part (`Some(true)`); never
@@ -574,17 +576,16 @@ impl Job<'_> {
             }
             _ => false,
         };
-        let proof = match once {
-            true => {
-                // Its marks take the memory instead.
-                sieve = None;
-                let t = Instant::now();
-                let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &renumbering, layout };
-                let proof = self.prove_repeats(&job, beside, stats)?;
-                stats.seconds.sieve += t.elapsed().as_secs_f64();
-                Some(proof)
-            }
-            false => None,
+        let proof = if once {
+            // Its marks take the memory instead.
+            sieve = None;
+            let t = Instant::now();
+            let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &renumbering, layout };
+            let proof = self.prove_repeats(&job, beside, stats)?;
+            stats.seconds.sieve += t.elapsed().as_secs_f64();
+            Some(proof)
+        } else {
+            None
         };
         self.make_room_for_chunks(&mut sieve, &lexicon, &renumbering, streams.len(), stats)?;
         if !refill && let Some(s) = sieve.as_mut() {
@@ -594,7 +595,7 @@ impl Job<'_> {
         // Parts planned one at a time, each within the sieve (or the marks)
         // and the room on disk.
         let mut plan = match (&sieve, &proof) {
-            (_, Some((prints, buckets, marks))) => {
+            (_, Some(Proof { prints, buckets, marks })) => {
                 // Parts forced: as many marks as that many parts take.
                 let marks = match config.limits.sieve_parts {
                     Some(parts) => prints.total.div_ceil(parts.max(1) as u64),
@@ -609,11 +610,11 @@ impl Job<'_> {
         };
         let mut proof = proof;
         let mut i = 0;
-        while let Some((part, parts, buckets)) = plan.next(&lexicon, proof.as_ref().map(|(_, b, _)| b)) {
+        while let Some((part, parts, buckets)) = plan.next(&lexicon, proof.as_ref().map(|p| &p.buckets)) {
             i += 1;
             let last = i == parts;
             let (table, fill, prints) = match (proof.as_mut(), buckets) {
-                (Some((repeats, buckets, marks)), Some(range)) => {
+                (Some(Proof { prints: repeats, buckets, marks }), Some(range)) => {
                     let t = Instant::now();
                     repeats.mark(marks, range, self.control)?;
                     stats.seconds.sieve += t.elapsed().as_secs_f64();
@@ -701,12 +702,7 @@ impl Job<'_> {
             return Ok(false);
         }
         let chunk = self.print_chunk(lexicon, beside, layout)?;
-        // A print takes about log2(2^bits / chunk) + 2.7 bits in its run
-        // (see `dupgram_runs::prints`).
-        let ngrams = self.ngrams_at_most(stats);
-        let bits = (f64::from(print_bits(ngrams)) - (chunk.max(2) as f64).log2()).max(0.0) + 2.8;
-        // A quarter more for the repeat prints, written while the runs are merged.
-        Ok(ngrams as f64 * bits / 8.0 * 1.25 <= room as f64)
+        Ok(print_runs_fit(self.ngrams_at_most(stats), chunk, room))
     }
 
     /// N-grams a count of `stats`' documents can meet: a document of `t`
@@ -723,43 +719,28 @@ impl Job<'_> {
 
     /// The print pass and its merge (see [`crate::repeat_prints`]), and a
     /// table of marks for the parts: at most half the room beside the
-    /// lexicon and the streams, and no more than all the repeats need.
-    fn prove_repeats(
-        &self,
-        job: &StreamJob,
-        beside: u64,
-        stats: &mut NgramStats,
-    ) -> Result<(RepeatPrints, PrintBuckets, Sieve), PipelineError> {
-        let layout = job.layout;
-        let buckets = PrintBuckets::new(job.lexicon, layout, print_bits(self.ngrams_at_most(stats)));
-        let chunk = self.print_chunk(job.lexicon, beside, layout)?;
+    /// lexicon and the streams.
+    fn prove_repeats(&self, job: &StreamJob, beside: u64, stats: &mut NgramStats) -> Result<Proof, PipelineError> {
         let held = job.lexicon.heap_bytes() as u64 + beside;
-        let fan_in = self.config.limits.fan_in.map_or_else(
-            || (self.plan.working().saturating_sub(held) / PRINT_READER_BYTES).clamp(2, open_file_allowance() as u64),
-            |f| f as u64,
-        );
-        // A range of buckets a thread, merged side by side.
-        let merges = (self.config.threads.max(1), fan_in as usize);
-        let (work, control) = (self.work, self.control);
-        let proof = match layout.words() {
-            1 => prove_repeats::<1>(job, &buckets, chunk, merges, work, control),
-            2 => prove_repeats::<2>(job, &buckets, chunk, merges, work, control),
-            3 => prove_repeats::<3>(job, &buckets, chunk, merges, work, control),
-            4 => prove_repeats::<4>(job, &buckets, chunk, merges, work, control),
-            6 => prove_repeats::<6>(job, &buckets, chunk, merges, work, control),
-            8 => prove_repeats::<8>(job, &buckets, chunk, merges, work, control),
-            12 => prove_repeats::<12>(job, &buckets, chunk, merges, work, control),
-            _ => prove_repeats::<16>(job, &buckets, chunk, merges, work, control),
-        }?;
-        let wanted = proof.total.max(1 << 16);
-        let bytes = (self.plan.working().saturating_sub(held) / 2).min(wanted) >> 12 << 12;
-        let marks = Sieve::marked(bytes.max(4096) as usize)
+        let free = self.plan.working().saturating_sub(held);
+        let fan_in = self
+            .config
+            .limits
+            .fan_in
+            .unwrap_or_else(|| (free / PRINT_READER_BYTES).clamp(2, open_file_allowance() as u64) as usize);
+        let room = ProofRoom {
+            chunk: self.print_chunk(job.lexicon, beside, job.layout)?,
+            threads: self.config.threads,
+            fan_in,
+            marks: free / 2,
+        };
+        let proof = prove(job, self.ngrams_at_most(stats), &room, self.work, self.control)?
             .map_err(|e| self.memory_error(format!("no memory map for the table of repeats: {e}")))?;
-        stats.sieve.repeat_prints = proof.total;
-        stats.sieve.print_bytes = proof.run_bytes;
-        stats.sieve.bytes = marks.bytes() as u64;
-        stats.sieve.frozen_bytes = marks.bytes() as u64;
-        Ok((proof, buckets, marks))
+        stats.sieve.repeat_prints = proof.prints.total;
+        stats.sieve.print_bytes = proof.prints.run_bytes;
+        stats.sieve.bytes = proof.marks.bytes() as u64;
+        stats.sieve.frozen_bytes = proof.marks.bytes() as u64;
+        Ok(proof)
     }
 
     /// Whether the lexicon pass leaves the sieve alone, for the count to fill

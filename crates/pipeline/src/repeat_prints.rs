@@ -39,7 +39,7 @@
 //! a read of the repeat prints per part; then one read of the streams a
 //! part, with parts of repeated n-grams instead of parts of all n-grams.
 //! It is chosen when a sieve per part would need three parts or more and
-//! the prints fit in the room on disk (see `ngrams`).
+//! the prints fit in the room on disk ([`print_runs_fit`]).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -253,6 +253,63 @@ impl Drop for RepeatPrints {
     fn drop(&mut self) {
         remove_all(&self.paths);
     }
+}
+
+/// A count's repeats, proven once: the repeat prints, the buckets they
+/// are cut by, and the table of marks each part fills with its share.
+pub(crate) struct Proof {
+    pub prints: RepeatPrints,
+    pub buckets: PrintBuckets,
+    pub marks: Sieve,
+}
+
+/// What a proof may use.
+pub(crate) struct ProofRoom {
+    /// Prints a stream's chunk holds.
+    pub chunk: usize,
+    /// Ranges of buckets merged side by side, a thread each.
+    pub threads: usize,
+    /// Runs merged at once, in all.
+    pub fan_in: usize,
+    /// The most bytes the table of marks may take.
+    pub marks: u64,
+}
+
+/// Whether the print runs of a count of at most `ngrams` n-grams, sorted
+/// `chunk` prints at a time, fit in `room` bytes of disk: a print takes
+/// about log₂(2^bits / chunk) + 2.7 bits in its run (see
+/// [`dupgram_runs::prints`]), and the repeat prints, written while the runs
+/// are merged, a quarter more.
+pub(crate) fn print_runs_fit(ngrams: u64, chunk: usize, room: u64) -> bool {
+    let bits = (f64::from(print_bits(ngrams)) - (chunk.max(2) as f64).log2()).max(0.0) + 2.8;
+    ngrams as f64 * bits / 8.0 * 1.25 <= room as f64
+}
+
+/// The print pass and its merge over a count of at most `ngrams` n-grams
+/// ([`prove_repeats`]), and a table of marks no larger than the room allows
+/// nor than all the repeats need; `Err` names the table when no memory map
+/// is to be had for it (`Ok(Err(..))`, for the caller to word).
+pub(crate) fn prove(
+    job: &StreamJob,
+    ngrams: u64,
+    room: &ProofRoom,
+    work: &Path,
+    control: &Control,
+) -> Result<Result<Proof, std::io::Error>, PipelineError> {
+    let buckets = PrintBuckets::new(job.lexicon, job.layout, print_bits(ngrams));
+    let merges = (room.threads.max(1), room.fan_in);
+    let prints = match job.layout.words() {
+        1 => prove_repeats::<1>(job, &buckets, room.chunk, merges, work, control),
+        2 => prove_repeats::<2>(job, &buckets, room.chunk, merges, work, control),
+        3 => prove_repeats::<3>(job, &buckets, room.chunk, merges, work, control),
+        4 => prove_repeats::<4>(job, &buckets, room.chunk, merges, work, control),
+        6 => prove_repeats::<6>(job, &buckets, room.chunk, merges, work, control),
+        8 => prove_repeats::<8>(job, &buckets, room.chunk, merges, work, control),
+        12 => prove_repeats::<12>(job, &buckets, room.chunk, merges, work, control),
+        _ => prove_repeats::<16>(job, &buckets, room.chunk, merges, work, control),
+    }?;
+    let bytes = room.marks.min(prints.total.max(1 << 16)) >> 12 << 12;
+    Ok(Sieve::marked(bytes.max(4096) as usize).map(|marks| Proof { prints, buckets, marks }))
 }
 
 /// Reads the word streams once and writes every n-gram's print into sorted

@@ -31,6 +31,30 @@ struct Case {
     format: Format,
 }
 
+impl Case {
+    /// A corpus of `tokens` generated tokens, counted with two threads, a
+    /// sieve, small chunks and batches, and nothing else forced.
+    fn new(seed: u64, tokens: u64, vocabulary: u32, n: usize) -> Case {
+        Case {
+            seed,
+            tokens,
+            vocabulary,
+            n,
+            threads: 2,
+            chunk: 4000,
+            fan_in: 4,
+            batch: 600,
+            sieve: true,
+            sieve_parts: None,
+            table_words: None,
+            stop_top: 0,
+            stopwords: vec![],
+            min_count: 2,
+            format: Format::Text,
+        }
+    }
+}
+
 fn case() -> impl Strategy<Value = Case> {
     let corpus = (
         any::<u64>(),
@@ -169,23 +193,7 @@ fn run_listed(config: &NgramConfig) -> (Vec<(String, u64)>, dupgram_pipeline::Ng
 fn a_frozen_table_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("corpus.txt");
-    let case = Case {
-        seed: 17,
-        tokens: 40_000,
-        vocabulary: 5000,
-        n: 4,
-        threads: 2,
-        chunk: 3000,
-        fan_in: 4,
-        batch: 700,
-        sieve: true,
-        sieve_parts: None,
-        table_words: None,
-        stop_top: 0,
-        stopwords: vec![],
-        min_count: 2,
-        format: Format::Text,
-    };
+    let case = Case { chunk: 3000, batch: 700, ..Case::new(17, 40_000, 5000, 4) };
     write_corpus(&case, &path);
     for stop_top in [0, 3] {
         let mut config = NgramConfig::new(vec![Input::Path(path.clone())], 4);
@@ -248,23 +256,7 @@ proptest! {
 
 #[test]
 fn output_is_the_same_for_any_threads_and_memory() {
-    let case = Case {
-        seed: 99,
-        tokens: 20_000,
-        vocabulary: 500,
-        n: 5,
-        threads: 1,
-        chunk: 100,
-        fan_in: 3,
-        batch: 300,
-        sieve: true,
-        sieve_parts: None,
-        table_words: None,
-        stop_top: 0,
-        stopwords: vec![],
-        min_count: 2,
-        format: Format::Text,
-    };
+    let case = Case { threads: 1, chunk: 100, fan_in: 3, batch: 300, ..Case::new(99, 20_000, 500, 5) };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("corpus.in");
     write_corpus(&case, &path);
@@ -297,23 +289,7 @@ fn assert_same_totals(stats: &dupgram_pipeline::NgramStats, one: &dupgram_pipeli
 /// totals; the parts are fewer only when one word holds more than a share.
 #[test]
 fn a_count_in_parts_equals_one_count() {
-    let case = Case {
-        seed: 5,
-        tokens: 30_000,
-        vocabulary: 2000,
-        n: 4,
-        threads: 2,
-        chunk: 5000,
-        fan_in: 8,
-        batch: 500,
-        sieve: true,
-        sieve_parts: None,
-        table_words: None,
-        stop_top: 0,
-        stopwords: vec![],
-        min_count: 2,
-        format: Format::Jsonl,
-    };
+    let case = Case { chunk: 5000, fan_in: 8, batch: 500, format: Format::Jsonl, ..Case::new(5, 30_000, 2000, 4) };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("corpus.in");
     write_corpus(&case, &path);
@@ -341,23 +317,7 @@ fn a_count_in_parts_equals_one_count() {
 fn a_count_over_repeat_prints_equals_one_count() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("corpus.txt");
-    let case = Case {
-        seed: 23,
-        tokens: 60_000,
-        vocabulary: 3000,
-        n: 5,
-        threads: 2,
-        chunk: 4000,
-        fan_in: 4,
-        batch: 600,
-        sieve: true,
-        sieve_parts: None,
-        table_words: None,
-        stop_top: 0,
-        stopwords: vec![],
-        min_count: 2,
-        format: Format::Text,
-    };
+    let case = Case::new(23, 60_000, 3000, 5);
     write_corpus(&case, &path);
     let mut config = NgramConfig::new(vec![Input::Path(path.clone())], 5);
     config.memory = 64 << 20;
