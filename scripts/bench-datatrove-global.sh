@@ -7,6 +7,10 @@
 # all workers (sampled every 0.2 s), documents removed; then how many of
 # each tool's removals the other misses.
 #
+# With --pairs, rows for dupgram's pairs through datatrove (DupgramSpool,
+# DupgramPairs with --clusters, then every document of a cluster but its
+# first removed, as MinHash's cluster and filter stages remove them).
+#
 # With --substrings, a second table: datatrove's exact-substring steps
 # (ESDatasetToSequence, ESMergeSequences, deduplicate-text-datasets' suffix
 # array, self-similar and collect, ESRangeRemover) beside dupgram's steps
@@ -14,7 +18,7 @@
 # characters removed, and the documents each changes that the other does not.
 #
 #   scripts/bench-datatrove-global.sh --python DT_VENV/bin/python [--corpus REDDIT.jsonl.zst]
-#       [--docs N] [--shards 8] [--tasks 4] [--workers 2] [--runs 3] [--dupgram "OPTIONS"]…
+#       [--docs N] [--shards 8] [--tasks 4] [--workers 2] [--runs 3] [--dupgram "OPTIONS"]… [--pairs "OPTIONS"]…
 #       [--substrings DTD_DIR [--length-threshold 100] [--min-span 38]]
 #
 #   --python PY     a Python with datatrove and dupgram: pip install "./python[datatrove]" spacy tokenizers
@@ -22,6 +26,7 @@
 #   --docs N        the first N documents only [all]
 #   --dupgram OPTS  dupgram's dedup options (--unit, -n, --threshold, --no-smoothing, --exact-only), one
 #                   row each [three rows: -n 5 --threshold 0.5, -n 10 --threshold 0.9 (both --no-smoothing), --exact-only]
+#   --pairs OPTS    dupgram pairs' options (-n, --min-ssr, --min-sscr), one row each [none]
 #   --substrings DIR  a checkout of google-research/deduplicate-text-datasets built with `cargo build --release`
 #                   (and target/debug/dedup_dataset linked to the release binary: its scripts call that path)
 #   --length-threshold B  the suffix-array tool's minimum repeat, in bytes of 16-bit tokens [100: 50 tokens]
@@ -30,7 +35,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=${DUPGRAM_BENCH_DIR:-$here/target/bench}
-corpus=$work/reddit.jsonl.zst python= docs=0 shards=8 tasks=4 workers=2 runs=3 configs=()
+corpus=$work/reddit.jsonl.zst python= docs=0 shards=8 tasks=4 workers=2 runs=3 configs=() pair_configs=()
 dtd= length=100 min_span=38
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,13 +47,14 @@ while [ $# -gt 0 ]; do
     --workers) workers=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --dupgram) configs+=("$2"); shift 2 ;;
+    --pairs) pair_configs+=("$2"); shift 2 ;;
     --substrings) dtd=$(cd "$2" && pwd); shift 2 ;;
     --length-threshold) length=$2; shift 2 ;;
     --min-span) min_span=$2; shift 2 ;;
-    *) sed -n '2,28p' "$0"; exit 2 ;;
+    *) sed -n '2,33p' "$0"; exit 2 ;;
   esac
 done
-[ -n "$python" ] || { sed -n '2,28p' "$0"; exit 2; }
+[ -n "$python" ] || { sed -n '2,33p' "$0"; exit 2; }
 # Onion's rule keeps no document of --max-stub tokens or fewer (most comments): --no-smoothing keeps them.
 [ ${#configs[@]} -gt 0 ] || configs=("--unit doc -n 5 --threshold 0.5 --no-smoothing" "--unit doc -n 10 --threshold 0.9 --no-smoothing" "--unit doc --exact-only")
 [ -f "$corpus" ] || { echo "$corpus: not found (scripts/fetch-corpora.sh reddit SOURCE makes it)" >&2; exit 2; }
@@ -97,6 +103,15 @@ for config in "${configs[@]}"; do
   both=$(common "dupgram-$i" minhash)
   printf '| dupgram steps, `%s` | %.1f s | %d MiB | %d | %d | %d | %s |\n' "$config" "$wall" "$peak" "$removed" "$both" \
     "$((m_removed - both))" "$stages"
+done
+i=0
+for config in "${pair_configs[@]}"; do
+  i=$((i + 1))
+  # shellcheck disable=SC2086 # the options are words
+  read -r wall peak removed stages < <(run "pairs-$i" pairs $config)
+  both=$(common "pairs-$i" minhash)
+  printf '| dupgram pairs steps, `%s`, a cluster'"'"'s later documents | %.1f s | %d MiB | %d | %d | %d | %s |\n' "$config" \
+    "$wall" "$peak" "$removed" "$both" "$((m_removed - both))" "$stages"
 done
 printf '| datatrove MinhashDedup (5-grams, 14 × 8 hashes) | %.1f s | %d MiB | %d | — | — | %s |\n' "$m_wall" "$m_peak" \
   "$m_removed" "$m_stages"

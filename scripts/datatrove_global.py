@@ -6,8 +6,14 @@ environment with datatrove and dupgram (`pip install "./python[datatrove]"`).
     python datatrove_global.py dupgram SHARDS WORK --tasks N --workers N [--unit doc -n 5 --threshold 0.5]
         [--no-smoothing] [--exact-only] [--min-span K] [--strip]
     python datatrove_global.py minhash SHARDS WORK --tasks N --workers N
+    python datatrove_global.py pairs SHARDS WORK --tasks N --workers N [-n 5 --min-ssr 0.72] [--min-sscr S]
     python datatrove_global.py substrings SHARDS WORK --tasks N --workers N --dtd DIR --tokenizer FILE
         [--length-threshold BYTES]
+
+`pairs` runs DupgramSpool, then DupgramPairs with `--clusters` (the
+near-duplicate pairs of all tasks' documents, scored exactly), then removes
+every document of a cluster but its first, as MinHash's cluster and filter
+stages do.
 
 `substrings` runs datatrove's ESDatasetToSequence and ESMergeSequences, then
 deduplicate-text-datasets (a built checkout, DIR) as datatrove's docs say
@@ -104,6 +110,47 @@ def minhash_stages(args, work: Path) -> list[tuple[str, list, int]]:
     ]
 
 
+def pairs_stages(args, work: Path) -> list[tuple[str, list, int]]:
+    from datatrove.pipeline.base import PipelineStep
+    from dupgram.datatrove import DupgramPairs, DupgramSpool
+
+    class LaterCopies(PipelineStep):
+        """Drops every document of a cluster but its first (clusters list
+        their members in corpus order)."""
+
+        name = "later copies"
+
+        def __init__(self, clusters: Path):
+            super().__init__()
+            self.clusters = clusters
+
+        def run(self, data, rank: int = 0, world_size: int = 1):
+            later = set()
+            with open(self.clusters, encoding="utf-8") as lines:
+                for line in lines:
+                    fields = line.rstrip("\n").split("\t")
+                    if fields[0].isdigit():
+                        later.update(fields[2:])
+            for document in data:
+                if str(document.id) not in later:
+                    yield document
+
+    options = {"n": args.n, "memory": args.memory, "threads": args.workers, "quiet": True}
+    for name in ("min_ssr", "min_sscr"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    clusters = work / "clusters.tsv"
+    return [
+        ("spool", [reader(args.shards), DupgramSpool(work / "dupgram")], args.tasks),
+        (
+            "pairs",
+            [DupgramPairs(work / "dupgram", tasks=args.tasks, output=work / "pairs.tsv", clusters=clusters, **options)],
+            1,
+        ),
+        ("filter", [reader(args.shards), LaterCopies(clusters), JsonlWriter(str(work / "kept"))], args.tasks),
+    ]
+
+
 def substring_stages(args, work: Path) -> list[tuple[str, list, int]]:
     from datatrove.pipeline.dedup.exact_substrings import ESDatasetToSequence, ESMergeSequences, ESRangeRemover
 
@@ -149,7 +196,7 @@ def run_commands(commands: list[list[str]], dtd: Path, ranges: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("tool", choices=["dupgram", "minhash", "substrings"])
+    parser.add_argument("tool", choices=["dupgram", "minhash", "pairs", "substrings"])
     parser.add_argument("shards", type=Path)
     parser.add_argument("work", type=Path)
     parser.add_argument("--tasks", type=int, default=4)
@@ -159,6 +206,8 @@ def main() -> None:
     parser.add_argument("--threshold", type=float)
     parser.add_argument("--min-span", type=int)
     parser.add_argument("--memory", default="1G")
+    parser.add_argument("--min-ssr", type=float)
+    parser.add_argument("--min-sscr", type=float)
     parser.add_argument("--no-smoothing", action="store_true")
     parser.add_argument("--exact-only", action="store_true")
     parser.add_argument("--strip", action="store_true")
@@ -170,7 +219,8 @@ def main() -> None:
         parser.error("substrings needs --dtd and --tokenizer")
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
-    stages = {"dupgram": dupgram_stages, "minhash": minhash_stages, "substrings": substring_stages}[args.tool]
+    stages = {"dupgram": dupgram_stages, "minhash": minhash_stages, "pairs": pairs_stages, "substrings": substring_stages}
+    stages = stages[args.tool]
     walls = run_stages(stages(args, args.work), args.work, args.workers, args.dtd)
     kept = {}
     for path in (args.work / "kept").glob("*.jsonl.gz"):

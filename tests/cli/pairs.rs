@@ -99,7 +99,7 @@ fn same_pairs_for_any_threads_and_memory() {
     // With the copies' pairs too (the generator copies documents exactly).
     for expand in [&[][..], &["--expand-groups"]] {
         let mut outputs = Vec::new();
-        for (threads, memory) in [("1", "1G"), ("2", "16M"), ("3", "48M")] {
+        for (threads, memory) in [("1", "1G"), ("2", "24M"), ("3", "48M")] {
             let out = dir.path().join(format!("p{threads}.tsv"));
             let cl = dir.path().join(format!("c{threads}.tsv"));
             let mut args = vec!["pairs", s(&corpus), "-n", "5", "-o", s(&out), "--clusters", s(&cl)];

@@ -719,10 +719,15 @@ impl Job<'_> {
 
     /// The print pass and its merge (see [`crate::repeat_prints`]), and a
     /// table of marks for the parts: at most half the room beside the
-    /// lexicon and the streams.
+    /// lexicon and the streams, and never the room the count's chunks need
+    /// (halved until they fit: a smaller table only makes more parts).
     fn prove_repeats(&self, job: &StreamJob, beside: u64, stats: &mut NgramStats) -> Result<Proof, PipelineError> {
         let held = job.lexicon.heap_bytes() as u64 + beside;
         let free = self.plan.working().saturating_sub(held);
+        let mut marks = free / 2;
+        while marks > 4096 && self.chunk_capacity(job.lexicon, beside, marks, job.layout).is_err() {
+            marks /= 2;
+        }
         let fan_in = self
             .config
             .limits
@@ -732,7 +737,7 @@ impl Job<'_> {
             chunk: self.print_chunk(job.lexicon, beside, job.layout)?,
             threads: self.config.threads,
             fan_in,
-            marks: free / 2,
+            marks,
         };
         let proof = prove(job, self.ngrams_at_most(stats), &room, self.work, self.control)?
             .map_err(|e| self.memory_error(format!("no memory map for the table of repeats: {e}")))?;
