@@ -566,14 +566,12 @@ impl Job<'_> {
         // default), for a part's runs (see `PartPlan`) or the print runs (see `repeat_prints`).
         let on_disk: u64 = streams.iter().map(|f| f.bytes).sum::<u64>() + stats.vocabulary_bytes;
         let share = (stats.text_bytes as f64 * config.tmp_share).min(u64::MAX as f64) as u64;
-        let room = share.saturating_sub(on_disk).max(MIN_DISK_ROOM);
+        let within = share.saturating_sub(on_disk);
+        // A part's runs get a floor of room; print runs must fit within the share itself.
+        let room = within.max(MIN_DISK_ROOM);
         let layout = KeyLayout::new(config.n, lexicon.len().saturating_sub(1) as u32)?;
         let once = match &sieve {
-            // Within the share itself: the floor a part's runs get is no room for print runs.
-            Some(s) if refill => {
-                let within = share.saturating_sub(on_disk);
-                self.proves_repeats_once(s, &lexicon, beside, layout, within, stats)?
-            }
+            Some(s) if refill => self.proves_repeats_once(s, &lexicon, beside, layout, within, stats)?,
             _ => false,
         };
         let proof = if once {
@@ -738,9 +736,9 @@ impl Job<'_> {
             threads: self.config.threads,
             fan_in,
             marks,
+            budget: self.config.memory,
         };
-        let proof = prove(job, self.ngrams_at_most(stats), &room, self.work, self.control)?
-            .map_err(|e| self.memory_error(format!("no memory map for the table of repeats: {e}")))?;
+        let proof = prove(job, self.ngrams_at_most(stats), &room, self.work, self.control)?;
         stats.sieve.repeat_prints = proof.prints.total;
         stats.sieve.print_bytes = proof.prints.run_bytes;
         stats.sieve.bytes = proof.marks.bytes() as u64;

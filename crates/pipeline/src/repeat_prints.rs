@@ -56,6 +56,7 @@ use crate::stream_walk::StreamJob;
 use crate::words::{each_stream, read_words};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::error::PipelineError;
+use dupgram_jobkit::memory::human_bytes;
 
 /// Bits of a print that name the first-word bucket.
 const BUCKET_BITS: u32 = 10;
@@ -273,6 +274,8 @@ pub(crate) struct ProofRoom {
     pub fan_in: usize,
     /// The most bytes the table of marks may take.
     pub marks: u64,
+    /// The job's `--memory`, named when the table cannot be had.
+    pub budget: u64,
 }
 
 /// Whether the print runs of a count of at most `ngrams` n-grams, sorted
@@ -287,15 +290,14 @@ pub(crate) fn print_runs_fit(ngrams: u64, chunk: usize, room: u64) -> bool {
 
 /// The print pass and its merge over a count of at most `ngrams` n-grams
 /// ([`prove_repeats`]), and a table of marks no larger than the room allows
-/// nor than all the repeats need; `Err` names the table when no memory map
-/// is to be had for it (`Ok(Err(..))`, for the caller to word).
+/// nor than all the repeats need.
 pub(crate) fn prove(
     job: &StreamJob,
     ngrams: u64,
     room: &ProofRoom,
     work: &Path,
     control: &Control,
-) -> Result<Result<Proof, std::io::Error>, PipelineError> {
+) -> Result<Proof, PipelineError> {
     let buckets = PrintBuckets::new(job.lexicon, job.layout, print_bits(ngrams));
     let merges = (room.threads.max(1), room.fan_in);
     let prints = match job.layout.words() {
@@ -309,7 +311,11 @@ pub(crate) fn prove(
         _ => prove_repeats::<16>(job, &buckets, room.chunk, merges, work, control),
     }?;
     let bytes = room.marks.min(prints.total.max(1 << 16)) >> 12 << 12;
-    Ok(Sieve::marked(bytes.max(4096) as usize).map(|marks| Proof { prints, buckets, marks }))
+    let marks = Sieve::marked(bytes.max(4096) as usize).map_err(|e| PipelineError::Memory {
+        budget: human_bytes(room.budget),
+        what: format!("no memory map for the table of repeats: {e}"),
+    })?;
+    Ok(Proof { prints, buckets, marks })
 }
 
 /// Reads the word streams once and writes every n-gram's print into sorted
