@@ -64,10 +64,12 @@ count() { awk -v s="$1" 'BEGIN { m = 1; u = toupper(substr(s, length(s)))
   if (m > 1) s = substr(s, 1, length(s) - 1); printf "%.0f\n", s * m }'; }
 
 # Samples the bytes under a directory (and of a file) until the process ends; prints the peaks.
+# The directory's are the blocks its files hold (a run whose read part was given back to the
+# disk counts only what it still holds); the output's, its length.
 watch_disk() {
   local pid=$1 dir=$2 out=$3 peak=0 peak_all=0 s o
   while kill -0 "$pid" 2> /dev/null; do
-    s=$(du -sb "$dir" 2> /dev/null | cut -f1); s=${s:-0}
+    s=$(du -s -B1 "$dir" 2> /dev/null | cut -f1); s=${s:-0}
     # The output is written under a hidden temporary name beside it, then renamed.
     o=$( (du -cb "$out" "$(dirname "$out")"/."$(basename "$out")".*.tmp 2> /dev/null || true) | tail -n 1 | cut -f1)
     o=${o:-0}

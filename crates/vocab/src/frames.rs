@@ -66,6 +66,12 @@ impl FrameWriter {
         &mut self.frame
     }
 
+    /// Whether the next record is the first of its frame.
+    #[inline]
+    pub fn frame_is_empty(&self) -> bool {
+        self.frame.is_empty()
+    }
+
     /// Ends the record just encoded; cuts the frame when it is full.
     #[inline]
     pub fn end_record(&mut self) -> Result<(), VocabError> {
@@ -111,11 +117,35 @@ pub(crate) struct FrameReader {
     at: usize,
     records: u64,
     done: bool,
+    /// Bytes of the file read so far (header and whole frames).
+    read: u64,
+    /// For a file read once and then removed: the bytes before this are
+    /// given back to the disk ([`FrameReader::open_consumed`]).
+    released: Option<u64>,
 }
+
+/// A consumed file's blocks are given back once this much more of it is
+/// read: small, as a merge may read hundreds of runs of a few MiB each.
+const RELEASE_STEP: u64 = 1 << 20;
 
 impl FrameReader {
     pub fn open(path: &Path, kind: Kind) -> Result<Self, VocabError> {
         let file = File::open(path).map_err(|e| VocabError::io(path, e))?;
+        FrameReader::over(file, path, kind, None)
+    }
+
+    /// Opens a file that is read once and removed after: as it is read,
+    /// the blocks already read are given back to the disk (a hole is
+    /// punched where they were), so a merge's output does not sit on disk
+    /// beside all of its inputs. Where the file system cannot punch holes,
+    /// the file stays whole until it is removed.
+    pub fn open_consumed(path: &Path, kind: Kind) -> Result<Self, VocabError> {
+        let file =
+            std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| VocabError::io(path, e))?;
+        FrameReader::over(file, path, kind, Some(0))
+    }
+
+    fn over(file: File, path: &Path, kind: Kind, released: Option<u64>) -> Result<Self, VocabError> {
         let mut reader = FrameReader {
             input: BufReader::with_capacity(64 << 10, file),
             path: path.to_owned(),
@@ -124,6 +154,8 @@ impl FrameReader {
             at: 0,
             records: 0,
             done: false,
+            read: 16,
+            released,
         };
         let mut head = [0u8; 16];
         reader.read_exact(&mut head)?;
@@ -162,6 +194,12 @@ impl FrameReader {
         Ok(Some(&self.frame[self.at..]))
     }
 
+    /// Whether the record [`rest`](Self::rest) starts with is the first of its frame.
+    #[inline]
+    pub fn at_frame_start(&self) -> bool {
+        self.at == 0
+    }
+
     /// Marks `bytes` of the frame as one record decoded.
     #[inline]
     pub fn consumed(&mut self, bytes: usize) {
@@ -193,7 +231,21 @@ impl FrameReader {
             return Err(self.corrupt("frame checksum mismatch"));
         }
         self.at = 0;
+        self.read += 12 + len as u64;
+        self.release();
         Ok(true)
+    }
+
+    /// Gives back the blocks of a consumed file read so far, a step at a time.
+    fn release(&mut self) {
+        let Some(released) = self.released else { return };
+        // Whole 4 KiB blocks below what has been read: the bytes there are
+        // in `frame` or used up, and the buffer holds only bytes after them.
+        let upto = self.read & !4095;
+        if upto < released + RELEASE_STEP {
+            return;
+        }
+        self.released = punch_hole(self.input.get_ref(), released, upto - released).then_some(upto);
     }
 
     fn read_end(&mut self) -> Result<(), VocabError> {
@@ -223,6 +275,52 @@ pub(crate) fn push_varint(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// Frees the blocks of `file` in `[offset, offset + len)`, its length kept;
+/// false where the file system or the platform cannot.
+#[cfg(target_os = "linux")]
+fn punch_hole(file: &File, offset: u64, len: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return false };
+    // SAFETY: fallocate takes a file descriptor and three integers and
+    // touches no memory of this process; the descriptor is `file`'s, open
+    // for writing, and stays open for the call (`file` is borrowed). Its
+    // only effect is on the file's blocks in the range, which every caller
+    // has read and will not read again.
+    let done = unsafe {
+        libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, offset, len)
+    };
+    done == 0
+}
+
+#[cfg(not(target_os = "linux"))]
+fn punch_hole(_file: &File, _offset: u64, _len: u64) -> bool {
+    false
+}
+
+/// Appends a 128-bit `v` as a varint: seven bits a byte, low first, at most 19 bytes.
+pub(crate) fn push_varint128(out: &mut Vec<u8>, mut v: u128) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A 128-bit varint at the start of `bytes`: its value and length, `None`
+/// if cut short or past 128 bits.
+#[inline]
+pub(crate) fn read_varint128(bytes: &[u8]) -> Option<(u128, usize)> {
+    let mut v = 0u128;
+    for (i, &b) in bytes.iter().enumerate().take(19) {
+        v |= u128::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            // The 19th byte holds bits 126 and 127 only.
+            return (i < 18 || b <= 3).then_some((v, i + 1));
+        }
+    }
+    None
 }
 
 /// A varint at the start of `bytes`: its value and length, `None` if cut short or too long.
@@ -266,6 +364,22 @@ mod tests {
     }
 
     #[test]
+    fn wide_varints_round_trip_and_refuse_what_no_writer_makes() {
+        for v in [0, 1, 127, 128, u128::from(u64::MAX), u128::from(u64::MAX) + 1, 1 << 126, u128::MAX] {
+            let mut b = Vec::new();
+            push_varint128(&mut b, v);
+            assert_eq!(read_varint128(&b), Some((v, b.len())));
+            assert_eq!(read_varint128(&b[..b.len() - 1]), None);
+        }
+        let mut widest = vec![0xff; 18];
+        assert_eq!(read_varint128(&widest), None);
+        widest.push(0x03);
+        assert_eq!(read_varint128(&widest), Some((u128::MAX, 19)));
+        *widest.last_mut().unwrap() = 0x04;
+        assert_eq!(read_varint128(&widest), None);
+    }
+
+    #[test]
     fn frames_come_back_and_damage_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
@@ -297,5 +411,50 @@ mod tests {
         std::fs::write(&path, &flipped).unwrap();
         let err = FrameReader::open(&path, TEST).unwrap().rest().map(|_| ()).unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
+    }
+
+    /// Blocks on disk of a file.
+    #[cfg(target_os = "linux")]
+    fn disk_bytes(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().blocks() * 512
+    }
+
+    /// A consumed file gives its blocks back as it is read, and every
+    /// record still comes back whole, in order, with its checksum.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_consumed_file_gives_back_what_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = dir.path().join("probe");
+        std::fs::write(&probe, vec![1u8; 1 << 16]).unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&probe).unwrap();
+        if !punch_hole(&file, 0, 1 << 16) {
+            eprintln!("skipped: this file system cannot punch holes");
+            return;
+        }
+        let path = dir.path().join("f");
+        let records: Vec<Vec<u8>> = (0..400u32).map(|i| vec![(i % 251) as u8; 100_000]).collect();
+        write(&path, &records.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let whole = disk_bytes(&path);
+        assert!(whole >= 40_000_000, "{whole}");
+        let mut r = FrameReader::open_consumed(&path, TEST).unwrap();
+        let mut least = whole;
+        for want in &records {
+            let rest = r.rest().unwrap().unwrap();
+            assert_eq!(&rest[..want.len()], &want[..]);
+            r.consumed(want.len());
+            least = least.min(disk_bytes(&path));
+        }
+        assert!(r.rest().unwrap().is_none());
+        assert!(least < whole / 4, "{least} of {whole} bytes left on disk");
+        // A file opened plainly is left as it is.
+        write(&path, &records.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let mut r = FrameReader::open(&path, TEST).unwrap();
+        while let Some(rest) = r.rest().unwrap() {
+            let n = rest.len().min(100_000);
+            r.consumed(n);
+        }
+        assert!(disk_bytes(&path) >= 40_000_000, "{} bytes left on disk", disk_bytes(&path));
     }
 }

@@ -50,6 +50,12 @@
 //! vocabulary; the memory each step holds is a sort buffer and a reader per
 //! run merged at once.
 //!
+//! The disk holds the word streams and these runs at once, so the runs are
+//! kept small: a record's key is written as its gap from the one before
+//! ([`records`]), and a run, read once by a merge and removed after it,
+//! gives its blocks back to the disk as it is read (a hole punched behind
+//! the reader), so no merge's output sits on disk beside all of its inputs.
+//!
 //! For the output, words are kept by ID in a file of checked blocks
 //! ([`DiskWords`]): the words of the lowest (most frequent) IDs are read
 //! into memory ([`HeldWords`]) as far as the budget allows, and the others
@@ -83,7 +89,7 @@
 //! | file | magic | what |
 //! |---|---|---|
 //! | occurrence run | `DGRUN` (a run of [`dupgram_runs`], n = 6) | fingerprint (4 × 32 bits) and place (2 × 32 bits) per token |
-//! | record run | `DGWREC` | `(major u128, bytes, payload)` in increasing order ([`records`]) |
+//! | record run | `DGWREC` (version 2) | `(major u128, bytes, payload)` in increasing order, each major as its gap from the one before ([`records`]) |
 //! | side file | `DGWSIDE` | per overflow token with an ID: gap, code, word hash ([`side`](SideReader)) |
 //! | words by ID | `DGWBYID` | words in blocks of [`BLOCK_WORDS`], an index of offsets and block checksums ([`DiskWords`]) |
 //!
