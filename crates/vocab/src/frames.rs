@@ -186,18 +186,17 @@ impl FrameReader {
     /// The undecoded rest of the current frame, after loading the next one
     /// when this one is used up; `None` at the end of the file.
     pub fn rest(&mut self) -> Result<Option<&[u8]>, VocabError> {
+        Ok(self.rest_of_frame()?.map(|(rest, _)| rest))
+    }
+
+    /// [`rest`](Self::rest), and whether the record it starts with is the first of its frame.
+    pub fn rest_of_frame(&mut self) -> Result<Option<(&[u8], bool)>, VocabError> {
         while self.at >= self.frame.len() {
             if self.done || !self.next_frame()? {
                 return Ok(None);
             }
         }
-        Ok(Some(&self.frame[self.at..]))
-    }
-
-    /// Whether the record [`rest`](Self::rest) starts with is the first of its frame.
-    #[inline]
-    pub fn at_frame_start(&self) -> bool {
-        self.at == 0
+        Ok(Some((&self.frame[self.at..], self.at == 0)))
     }
 
     /// Marks `bytes` of the frame as one record decoded.

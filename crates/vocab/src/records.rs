@@ -502,12 +502,9 @@ impl RecordRunReader {
 
     /// Reads the next record; false at the end.
     pub fn advance(&mut self) -> Result<bool, VocabError> {
-        if self.input.rest()?.is_none() {
-            return Ok(false);
-        }
+        let Some((rest, first)) = self.input.rest_of_frame()? else { return Ok(false) };
         // A frame's first record gives its major whole, the others their gap from the one before.
-        let base = if self.input.at_frame_start() { 0 } else { self.major };
-        let Some(rest) = self.input.rest()? else { return Ok(false) };
+        let base = if first { 0 } else { self.major };
         let Some((gap, len, used)) = decode_head(rest) else {
             return Err(self.input.corrupt("record cut short or malformed"));
         };
