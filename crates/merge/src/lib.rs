@@ -179,8 +179,10 @@ pub struct MergeReport {
 /// Merges `runs` down to at most `fan_in` and then into `sink`.
 ///
 /// Intermediate runs are written by `new_run_path` and deleted once merged;
-/// the inputs are deleted as soon as they have been merged so disk use stays
-/// near the size of the data.
+/// the inputs are deleted as soon as they have been merged, and give their
+/// blocks back to the disk as they are read ([`RunReader::open_consumed`]),
+/// so disk use stays near the size of the data: a merge's output never sits
+/// beside all of its inputs.
 pub fn merge_all<S: MergeSink, I: Interrupt + ?Sized>(
     mut runs: Vec<RunFile>,
     header: RunHeader,
@@ -233,11 +235,12 @@ fn merge_group<I: Interrupt + ?Sized>(
     Ok(writer.finish()?.1)
 }
 
-/// Opens runs and checks they belong to the job described by `header`.
-pub fn open_runs(runs: &[RunFile], header: RunHeader) -> Result<Vec<RunReader<std::fs::File>>, RunError> {
+/// Opens runs that are read once and removed after, and checks they belong
+/// to the job described by `header`.
+fn open_runs(runs: &[RunFile], header: RunHeader) -> Result<Vec<RunReader<std::fs::File>>, RunError> {
     runs.iter()
         .map(|r| {
-            let reader = RunReader::open(&r.path)?;
+            let reader = RunReader::open_consumed(&r.path)?;
             reader.expect_header(header)?;
             Ok(reader)
         })

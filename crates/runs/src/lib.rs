@@ -52,6 +52,7 @@
 mod bits;
 pub mod prints;
 mod reader;
+pub mod reclaim;
 mod writer;
 
 pub use bits::{BitCodes, BitCursor, BitWriter, CodeError};

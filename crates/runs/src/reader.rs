@@ -2,6 +2,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use crate::reclaim::Reclaim;
 use crate::{
     BLOCK_HEADER_LEN, BitCursor, CodeError, FOOTER_LEN, FOOTER_MAGIC, FORMAT_VERSION, HEADER_LEN, MAGIC,
     MAX_BLOCK_BYTES, MAX_N, RunError, RunHeader, RunKind,
@@ -39,12 +40,25 @@ pub struct RunReader<R: Read + Seek> {
     blocks_seen: u64,
     entries_seen: u64,
     count_seen: u64,
+    /// For a run read once and removed after: gives back the blocks read.
+    reclaim: Option<Reclaim>,
 }
 
 impl RunReader<File> {
     pub fn open(path: &Path) -> Result<Self, RunError> {
         let file = File::open(path).map_err(|e| RunError::io(path, e))?;
         RunReader::new(file, path)
+    }
+
+    /// Opens a run that is read once and removed after (by a merge): its
+    /// blocks are given back to the disk as they are read, so a merge's
+    /// output does not sit on disk beside all of its inputs. A run with
+    /// another name, or on a file system that cannot punch holes, is read
+    /// as [`open`](Self::open) reads it (see [`crate::reclaim`]).
+    pub fn open_consumed(path: &Path) -> Result<Self, RunError> {
+        let mut reader = RunReader::open(path)?;
+        reader.reclaim = Reclaim::open(path);
+        Ok(reader)
     }
 }
 
@@ -112,6 +126,7 @@ impl<R: Read + Seek> RunReader<R> {
             blocks_seen: 0,
             entries_seen: 0,
             count_seen: 0,
+            reclaim: None,
         })
     }
 
@@ -263,6 +278,12 @@ impl<R: Read + Seek> RunReader<R> {
         self.left_in_block = entries;
         self.at_block_start = true;
         self.blocks_seen += 1;
+        // Read unbuffered: every byte before `offset` is in `payload` or used up.
+        if let Some(reclaim) = self.reclaim.as_mut()
+            && !reclaim.release(self.offset)
+        {
+            self.reclaim = None;
+        }
         Ok(true)
     }
 

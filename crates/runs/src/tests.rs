@@ -147,3 +147,67 @@ fn errors_name_the_file_and_offset() {
     let msg = err.unwrap_err().to_string();
     assert!(msg.starts_with("/tmp/run-7.dgr: corrupt run file at byte 32"), "{msg}");
 }
+
+/// Blocks on disk of a file.
+#[cfg(target_os = "linux")]
+fn disk_bytes(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+/// Writes a run of ~16 MB to `path`: entries whose IDs and counts are
+/// scattered, so that they do not compress to nothing.
+#[cfg(target_os = "linux")]
+fn write_scattered_run(path: &Path, entries: u32) {
+    let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut w = RunWriter::new(file, path, HEADER).unwrap();
+    for i in 0..entries {
+        let h = u64::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        w.push(&[i, (h >> 33) as u32, (h >> 2) as u32 & 0x7fff_ffff], ((h >> 20) & 0xffff_ffff) + 1).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// A run opened to be consumed gives its blocks back as it is read, every
+/// entry still checked and in order; a run with another name keeps them.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_consumed_run_gives_back_what_was_read_unless_linked() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = dir.path().join("probe");
+    std::fs::write(&probe, vec![1u8; 1 << 16]).unwrap();
+    let file = std::fs::OpenOptions::new().write(true).open(&probe).unwrap();
+    if !reclaim::punch_hole(&file, 0, 1 << 16) {
+        eprintln!("skipped: this file system cannot punch holes");
+        return;
+    }
+    let path = dir.path().join("run.dgr");
+    let entries = 1_000_000;
+    write_scattered_run(&path, entries);
+    let whole = disk_bytes(&path);
+    assert!(whole >= 8_000_000, "{whole}");
+    let read_all = |r: &mut RunReader<std::fs::File>, path: &Path| {
+        let (mut seen, mut least) = (0u32, u64::MAX);
+        while r.advance().unwrap() {
+            assert_eq!(r.ngram()[0], seen);
+            seen += 1;
+            if seen % 4096 == 0 {
+                least = least.min(disk_bytes(path));
+            }
+        }
+        assert_eq!(seen, entries);
+        least
+    };
+    let least = read_all(&mut RunReader::open_consumed(&path).unwrap(), &path);
+    assert!(least < whole / 4, "{least} of {whole} bytes left on disk");
+
+    write_scattered_run(&path, entries);
+    let link = dir.path().join("kept.dgr");
+    std::fs::hard_link(&path, &link).unwrap();
+    read_all(&mut RunReader::open_consumed(&path).unwrap(), &path);
+    assert!(disk_bytes(&link) >= whole, "a linked run lost blocks");
+    // Plainly opened, nothing is given back either.
+    std::fs::remove_file(&link).unwrap();
+    read_all(&mut RunReader::open(&path).unwrap(), &path);
+    assert!(disk_bytes(&path) >= whole);
+}

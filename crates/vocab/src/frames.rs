@@ -14,6 +14,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
+use dupgram_runs::reclaim::Reclaim;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::VocabError;
@@ -119,14 +120,10 @@ pub(crate) struct FrameReader {
     done: bool,
     /// Bytes of the file read so far (header and whole frames).
     read: u64,
-    /// For a file read once and then removed: the bytes before this are
-    /// given back to the disk ([`FrameReader::open_consumed`]).
-    released: Option<u64>,
+    /// For a file read once and then removed: gives back the blocks read
+    /// ([`FrameReader::open_consumed`]).
+    reclaim: Option<Reclaim>,
 }
-
-/// A consumed file's blocks are given back once this much more of it is
-/// read: small, as a merge may read hundreds of runs of a few MiB each.
-const RELEASE_STEP: u64 = 1 << 20;
 
 impl FrameReader {
     pub fn open(path: &Path, kind: Kind) -> Result<Self, VocabError> {
@@ -137,15 +134,14 @@ impl FrameReader {
     /// Opens a file that is read once and removed after: as it is read,
     /// the blocks already read are given back to the disk (a hole is
     /// punched where they were), so a merge's output does not sit on disk
-    /// beside all of its inputs. Where the file system cannot punch holes,
-    /// the file stays whole until it is removed.
+    /// beside all of its inputs. Where the file system cannot punch holes
+    /// (or the file has another name), it stays whole until it is removed.
     pub fn open_consumed(path: &Path, kind: Kind) -> Result<Self, VocabError> {
-        let file =
-            std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| VocabError::io(path, e))?;
-        FrameReader::over(file, path, kind, Some(0))
+        let file = File::open(path).map_err(|e| VocabError::io(path, e))?;
+        FrameReader::over(file, path, kind, Reclaim::open(path))
     }
 
-    fn over(file: File, path: &Path, kind: Kind, released: Option<u64>) -> Result<Self, VocabError> {
+    fn over(file: File, path: &Path, kind: Kind, reclaim: Option<Reclaim>) -> Result<Self, VocabError> {
         let mut reader = FrameReader {
             input: BufReader::with_capacity(64 << 10, file),
             path: path.to_owned(),
@@ -155,7 +151,7 @@ impl FrameReader {
             records: 0,
             done: false,
             read: 16,
-            released,
+            reclaim,
         };
         let mut head = [0u8; 16];
         reader.read_exact(&mut head)?;
@@ -231,20 +227,13 @@ impl FrameReader {
         }
         self.at = 0;
         self.read += 12 + len as u64;
-        self.release();
-        Ok(true)
-    }
-
-    /// Gives back the blocks of a consumed file read so far, a step at a time.
-    fn release(&mut self) {
-        let Some(released) = self.released else { return };
-        // Whole 4 KiB blocks below what has been read: the bytes there are
-        // in `frame` or used up, and the buffer holds only bytes after them.
-        let upto = self.read & !4095;
-        if upto < released + RELEASE_STEP {
-            return;
+        // The bytes read so far are in `frame` or used up; the buffer holds only bytes after them.
+        if let Some(reclaim) = self.reclaim.as_mut()
+            && !reclaim.release(self.read)
+        {
+            self.reclaim = None;
         }
-        self.released = punch_hole(self.input.get_ref(), released, upto - released).then_some(upto);
+        Ok(true)
     }
 
     fn read_end(&mut self) -> Result<(), VocabError> {
@@ -274,28 +263,6 @@ pub(crate) fn push_varint(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
-}
-
-/// Frees the blocks of `file` in `[offset, offset + len)`, its length kept;
-/// false where the file system or the platform cannot.
-#[cfg(target_os = "linux")]
-fn punch_hole(file: &File, offset: u64, len: u64) -> bool {
-    use std::os::fd::AsRawFd;
-    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return false };
-    // SAFETY: fallocate takes a file descriptor and three integers and
-    // touches no memory of this process; the descriptor is `file`'s, open
-    // for writing, and stays open for the call (`file` is borrowed). Its
-    // only effect is on the file's blocks in the range, which every caller
-    // has read and will not read again.
-    let done = unsafe {
-        libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, offset, len)
-    };
-    done == 0
-}
-
-#[cfg(not(target_os = "linux"))]
-fn punch_hole(_file: &File, _offset: u64, _len: u64) -> bool {
-    false
 }
 
 /// Appends a 128-bit `v` as a varint: seven bits a byte, low first, at most 19 bytes.
@@ -428,7 +395,7 @@ mod tests {
         let probe = dir.path().join("probe");
         std::fs::write(&probe, vec![1u8; 1 << 16]).unwrap();
         let file = std::fs::OpenOptions::new().write(true).open(&probe).unwrap();
-        if !punch_hole(&file, 0, 1 << 16) {
+        if !dupgram_runs::reclaim::punch_hole(&file, 0, 1 << 16) {
             eprintln!("skipped: this file system cannot punch holes");
             return;
         }

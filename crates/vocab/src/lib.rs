@@ -51,10 +51,13 @@
 //! run merged at once.
 //!
 //! The disk holds the word streams and these runs at once, so the runs are
-//! kept small: a record's key is written as its gap from the one before
-//! ([`records`]), and a run, read once by a merge and removed after it,
-//! gives its blocks back to the disk as it is read (a hole punched behind
-//! the reader), so no merge's output sits on disk beside all of its inputs.
+//! kept small: a word's fingerprint is not written in its run but computed
+//! again from its bytes when read, any other record's key is written as its
+//! gap from the one before ([`records`]), and every run (of records or of
+//! occurrences), read once by a merge and removed after it, gives its blocks
+//! back to the disk as it is read (a hole punched behind the reader,
+//! [`dupgram_runs::reclaim`]), so no merge's output sits on disk beside all
+//! of its inputs.
 //!
 //! For the output, words are kept by ID in a file of checked blocks
 //! ([`DiskWords`]): the words of the lowest (most frequent) IDs are read
@@ -90,6 +93,7 @@
 //! |---|---|---|
 //! | occurrence run | `DGRUN` (a run of [`dupgram_runs`], n = 6) | fingerprint (4 × 32 bits) and place (2 × 32 bits) per token |
 //! | record run | `DGWREC` (version 2) | `(major u128, bytes, payload)` in increasing order, each major as its gap from the one before ([`records`]) |
+//! | word run by fingerprint | `DGWFPR` (version 1) | `(bytes, count)` in increasing order of the words' fingerprints, which are not written ([`records`]) |
 //! | side file | `DGWSIDE` | per overflow token with an ID: gap, code, word hash ([`side`](SideReader)) |
 //! | words by ID | `DGWBYID` | words in blocks of [`BLOCK_WORDS`], an index of offsets and block checksums ([`DiskWords`]) |
 //!

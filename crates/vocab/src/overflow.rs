@@ -106,9 +106,9 @@ impl OverflowLog {
             self.spill_occurrences()?;
         }
         let (dir, stream) = (&self.dir, self.stream);
-        let words = self
-            .words
-            .get_or_insert_with(|| WordSort::combining(dir, &format!("overflow-words-s{stream}"), half as usize));
+        let words = self.words.get_or_insert_with(|| {
+            WordSort::combining_by_fingerprint(dir, &format!("overflow-words-s{stream}"), half as usize)
+        });
         words.push(fp, bytes, 1)
     }
 

@@ -19,6 +19,15 @@
 //! major takes one to a few bytes where it took sixteen (the overflow's runs
 //! are the largest temporary files of a job whose vocabulary is far past
 //! its table).
+//!
+//! Runs of words under their fingerprints ([`Majors::Fingerprints`]) do
+//! not write the major at all: a sparse run of random fingerprints would
+//! still spend about fourteen bytes a record on its gaps, more than the
+//! word itself, and the fingerprint is a function of the word. Those runs
+//! are their own kind ("DGWFPR", version 1), records `varint length | bytes
+//! | varint payload`, and the reader computes each record's major from its
+//! bytes ([`crate::fingerprint`] of [`dupgram_lexicon::word_hash`]) before
+//! it checks the order.
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
@@ -32,6 +41,32 @@ use crate::frames::{
 };
 
 pub(crate) const RECORD_RUN: Kind = Kind { magic: b"DGWREC\r\n", version: 2, name: "word record run" };
+pub(crate) const FINGERPRINT_RUN: Kind = Kind { magic: b"DGWFPR\r\n", version: 1, name: "word run by fingerprint" };
+
+/// Where the majors of a sort's records come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Majors {
+    /// Given with each record, and written in its runs.
+    Written,
+    /// Each word's fingerprint ([`word_fingerprint`]): given with each
+    /// record, computed again from the bytes when a run is read.
+    Fingerprints,
+}
+
+impl Majors {
+    fn kind(self) -> Kind {
+        match self {
+            Majors::Written => RECORD_RUN,
+            Majors::Fingerprints => FINGERPRINT_RUN,
+        }
+    }
+}
+
+/// A word's fingerprint computed from its bytes alone.
+#[inline]
+pub fn word_fingerprint(bytes: &[u8]) -> u128 {
+    crate::fingerprint(bytes, dupgram_lexicon::word_hash(bytes))
+}
 
 /// Records an intermediate merge of runs writes at most, per run it reads: none.
 const MIN_FAN_IN: usize = 2;
@@ -74,6 +109,7 @@ pub struct WordSort {
     /// When set, a record equal in `(major, bytes)` to one in the buffer
     /// adds its payload to it instead of taking a place of its own.
     combining: Option<HashTable<u32>>,
+    majors: Majors,
     runs: Vec<RecordRunFile>,
     spilled: u64,
 }
@@ -84,6 +120,7 @@ pub struct RecordRunFile {
     pub path: PathBuf,
     pub records: u64,
     pub bytes: u64,
+    pub majors: Majors,
 }
 
 impl WordSort {
@@ -96,6 +133,7 @@ impl WordSort {
             arena: Vec::new(),
             limit: limit.max(1 << 10),
             combining: None,
+            majors: Majors::Written,
             runs: Vec::new(),
             spilled: 0,
         }
@@ -104,6 +142,13 @@ impl WordSort {
     /// [`new`](Self::new), adding up the payloads of equal records (counts).
     pub fn combining(dir: &Path, name: &str, limit: usize) -> Self {
         WordSort { combining: Some(HashTable::new()), ..WordSort::new(dir, name, limit) }
+    }
+
+    /// [`combining`](Self::combining), for words under their fingerprints
+    /// ([`Majors::Fingerprints`]): every record's major must be
+    /// [`word_fingerprint`] of its bytes.
+    pub fn combining_by_fingerprint(dir: &Path, name: &str, limit: usize) -> Self {
+        WordSort { majors: Majors::Fingerprints, ..WordSort::combining(dir, name, limit) }
     }
 
     /// Bytes held: the buffer as allocated.
@@ -119,6 +164,7 @@ impl WordSort {
 
     /// Adds a record.
     pub fn push(&mut self, major: u128, bytes: &[u8], payload: u64) -> Result<(), VocabError> {
+        debug_assert!(self.majors == Majors::Written || major == word_fingerprint(bytes), "a fingerprint's major");
         if let Some(table) = self.combining.as_mut() {
             let (items, arena) = (&mut self.items, &self.arena);
             let same = |&i: &u32| {
@@ -156,7 +202,7 @@ impl WordSort {
         }
         self.sort();
         let path = self.dir.join(format!("{}-{:06}.dgr", self.name, self.runs.len()));
-        let mut out = RecordRunWriter::create(&path)?;
+        let mut out = RecordRunWriter::create(&path, self.majors)?;
         for it in &self.items {
             let bytes = &self.arena[it.start as usize..(it.start + it.len) as usize];
             out.push(&WordRecord { major: it.major, bytes, payload: it.payload })?;
@@ -180,12 +226,13 @@ impl WordSort {
             return Ok(SortedWords {
                 dir: self.dir,
                 name: self.name,
+                majors: self.majors,
                 memory: Some((self.items, self.arena)),
                 runs: Vec::new(),
             });
         }
         self.spill()?;
-        Ok(SortedWords { dir: self.dir, name: self.name, memory: None, runs: self.runs })
+        Ok(SortedWords { dir: self.dir, name: self.name, majors: self.majors, memory: None, runs: self.runs })
     }
 }
 
@@ -199,6 +246,7 @@ fn fold(major: u128) -> u64 {
 pub struct SortedWords {
     dir: PathBuf,
     name: String,
+    majors: Majors,
     memory: Option<(Vec<Item>, Vec<u8>)>,
     runs: Vec<RecordRunFile>,
 }
@@ -210,12 +258,14 @@ impl SortedWords {
         if parts.len() == 1 {
             return Ok(parts.into_iter().next().expect("one part"));
         }
+        let majors = parts.first().map_or(Majors::Written, |p| p.majors);
         let mut runs = Vec::new();
         for part in parts {
+            debug_assert_eq!(part.majors, majors, "one kind of record");
             runs.extend(part.runs);
             if let Some((items, arena)) = part.memory {
                 let path = dir.join(format!("{name}-{:06}.dgr", runs.len()));
-                let mut out = RecordRunWriter::create(&path)?;
+                let mut out = RecordRunWriter::create(&path, majors)?;
                 for it in &items {
                     let bytes = &arena[it.start as usize..(it.start + it.len) as usize];
                     out.push(&WordRecord { major: it.major, bytes, payload: it.payload })?;
@@ -223,7 +273,7 @@ impl SortedWords {
                 runs.push(out.finish()?);
             }
         }
-        Ok(SortedWords { dir: dir.to_owned(), name: name.to_owned(), memory: None, runs })
+        Ok(SortedWords { dir: dir.to_owned(), name: name.to_owned(), majors, memory: None, runs })
     }
 
     /// Runs on disk (0 when everything stayed in memory).
@@ -281,7 +331,8 @@ fn merge_to(group: &[RecordRunFile], path: &Path, stop: &dyn Interrupt) -> Resul
     let merging = Merging::open(group)?;
     let mut merged =
         MergedWords { source: Source::Runs(merging), peeked: None, current: Vec::new(), files: Vec::new() };
-    let mut out = RecordRunWriter::create(path)?;
+    let majors = group.first().map_or(Majors::Written, |r| r.majors);
+    let mut out = RecordRunWriter::create(path, majors)?;
     let mut n = 0u64;
     // Equal records of different runs become one (only a combining sort has them).
     while let Some(r) = merged.next_combined()? {
@@ -382,7 +433,7 @@ impl Merging {
         let mut readers = Vec::with_capacity(runs.len());
         let mut live = Vec::with_capacity(runs.len());
         for r in runs {
-            let mut reader = RecordRunReader::open(&r.path)?;
+            let mut reader = RecordRunReader::open(&r.path, r.majors)?;
             live.push(reader.advance()?);
             readers.push(reader);
         }
@@ -423,14 +474,15 @@ fn precedes(readers: &[RecordRunReader], live: &[bool], a: usize, b: usize) -> b
 /// Writes a run file of records given in strictly increasing order.
 pub(crate) struct RecordRunWriter {
     out: FrameWriter,
+    majors: Majors,
     last: Option<(u128, Vec<u8>)>,
     /// The major the next record's gap is taken from: the last record's, or zero at a frame's start.
     base: u128,
 }
 
 impl RecordRunWriter {
-    pub fn create(path: &Path) -> Result<Self, VocabError> {
-        Ok(RecordRunWriter { out: FrameWriter::create(path, RECORD_RUN)?, last: None, base: 0 })
+    pub fn create(path: &Path, majors: Majors) -> Result<Self, VocabError> {
+        Ok(RecordRunWriter { out: FrameWriter::create(path, majors.kind())?, majors, last: None, base: 0 })
     }
 
     pub fn push(&mut self, r: &WordRecord<'_>) -> Result<(), VocabError> {
@@ -447,7 +499,9 @@ impl RecordRunWriter {
         let gap = r.major.wrapping_sub(self.base);
         self.base = r.major;
         let buf = self.out.record();
-        push_varint128(buf, gap);
+        if self.majors == Majors::Written {
+            push_varint128(buf, gap);
+        }
         push_varint(buf, r.bytes.len() as u64);
         buf.extend_from_slice(r.bytes);
         push_varint(buf, r.payload);
@@ -466,7 +520,7 @@ impl RecordRunWriter {
 
     pub fn finish(self) -> Result<RecordRunFile, VocabError> {
         let (path, records, bytes) = self.out.finish()?;
-        Ok(RecordRunFile { path, records, bytes })
+        Ok(RecordRunFile { path, records, bytes, majors: self.majors })
     }
 }
 
@@ -477,6 +531,7 @@ const MAX_RECORD_WORD: u64 = 1 << 20;
 /// Reads a run file, checking its order.
 pub(crate) struct RecordRunReader {
     input: FrameReader,
+    majors: Majors,
     major: u128,
     bytes: Vec<u8>,
     payload: u64,
@@ -484,10 +539,11 @@ pub(crate) struct RecordRunReader {
 }
 
 impl RecordRunReader {
-    pub fn open(path: &Path) -> Result<Self, VocabError> {
+    pub fn open(path: &Path, majors: Majors) -> Result<Self, VocabError> {
         Ok(RecordRunReader {
             // Every run is read once, by a merge, and removed after it.
-            input: FrameReader::open_consumed(path, RECORD_RUN)?,
+            input: FrameReader::open_consumed(path, majors.kind())?,
+            majors,
             major: 0,
             bytes: Vec::new(),
             payload: 0,
@@ -505,14 +561,19 @@ impl RecordRunReader {
         let Some((rest, first)) = self.input.rest_of_frame()? else { return Ok(false) };
         // A frame's first record gives its major whole, the others their gap from the one before.
         let base = if first { 0 } else { self.major };
-        let Some((gap, len, used)) = decode_head(rest) else {
+        let written = self.majors == Majors::Written;
+        let Some((gap, len, used)) = decode_head(rest, written) else {
             return Err(self.input.corrupt("record cut short or malformed"));
-        };
-        let Some(major) = base.checked_add(gap) else {
-            return Err(self.input.corrupt("a record's major past 128 bits"));
         };
         let Some(word) = rest.get(used..used + len) else {
             return Err(self.input.corrupt("record cut short"));
+        };
+        let major = match written {
+            true => base.checked_add(gap),
+            false => Some(word_fingerprint(word)),
+        };
+        let Some(major) = major else {
+            return Err(self.input.corrupt("a record's major past 128 bits"));
         };
         let Some((payload, tail)) = read_varint(&rest[used + len..]) else {
             return Err(self.input.corrupt("record cut short or malformed"));
@@ -531,9 +592,9 @@ impl RecordRunReader {
     }
 }
 
-/// A record's major gap and word length, and the bytes they took.
-fn decode_head(rest: &[u8]) -> Option<(u128, usize, usize)> {
-    let (gap, m) = read_varint128(rest)?;
+/// A record's major gap (0 where majors are not written) and word length, and the bytes they took.
+fn decode_head(rest: &[u8], written: bool) -> Option<(u128, usize, usize)> {
+    let (gap, m) = if written { read_varint128(rest)? } else { (0, 0) };
     let (len, n) = read_varint(&rest[m..])?;
     (len <= MAX_RECORD_WORD).then_some((gap, len as usize, m + n))
 }
@@ -543,15 +604,22 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn sorted(
-        records: &[(u128, Vec<u8>, u64)],
-        limit: usize,
-        combining: bool,
-        memory: u64,
-    ) -> Vec<(u128, Vec<u8>, u64)> {
+    /// How a test sorts its records.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mode {
+        Distinct,
+        Combining,
+        ByFingerprint,
+    }
+
+    fn sorted(records: &[(u128, Vec<u8>, u64)], limit: usize, mode: Mode, memory: u64) -> Vec<(u128, Vec<u8>, u64)> {
         let dir = tempfile::tempdir().unwrap();
-        let mut sort =
-            if combining { WordSort::combining(dir.path(), "t", limit) } else { WordSort::new(dir.path(), "t", limit) };
+        let mut sort = match mode {
+            Mode::Distinct => WordSort::new(dir.path(), "t", limit),
+            Mode::Combining => WordSort::combining(dir.path(), "t", limit),
+            Mode::ByFingerprint => WordSort::combining_by_fingerprint(dir.path(), "t", limit),
+        };
+        let combining = mode != Mode::Distinct;
         for (m, b, p) in records {
             sort.push(*m, b, *p).unwrap();
         }
@@ -579,7 +647,22 @@ mod tests {
                 *want.entry((*m, b.clone())).or_default() += p;
             }
             let want: Vec<_> = want.into_iter().map(|((m, b), p)| (m, b, p)).collect();
-            prop_assert_eq!(sorted(&words, limit, true, memory), want);
+            prop_assert_eq!(sorted(&words, limit, Mode::Combining, memory), want);
+        }
+
+        #[test]
+        fn words_by_fingerprint_are_sorted_and_summed(
+            words in proptest::collection::vec((proptest::collection::vec(97u8..101, 0..5), 1u64..5), 0..400),
+            limit in 0usize..4000,
+            memory in 0u64..2_000_000,
+        ) {
+            let words: Vec<(u128, Vec<u8>, u64)> = words.into_iter().map(|(b, p)| (word_fingerprint(&b), b, p)).collect();
+            let mut want: std::collections::BTreeMap<(u128, Vec<u8>), u64> = Default::default();
+            for (m, b, p) in &words {
+                *want.entry((*m, b.clone())).or_default() += p;
+            }
+            let want: Vec<_> = want.into_iter().map(|((m, b), p)| (m, b, p)).collect();
+            prop_assert_eq!(sorted(&words, limit, Mode::ByFingerprint, memory), want);
         }
 
         #[test]
@@ -590,25 +673,28 @@ mod tests {
             let mut words: Vec<(u128, Vec<u8>, u64)> = set.iter().enumerate().map(|(i, (m, b))| (*m, b.clone(), i as u64)).collect();
             let want = words.clone();
             words.reverse();
-            prop_assert_eq!(sorted(&words, limit, false, 0), want);
+            prop_assert_eq!(sorted(&words, limit, Mode::Distinct, 0), want);
         }
     }
 
-    /// The error a run of these raw records (major gap, word) gives at its second record.
-    fn second_record_error(records: [(u128, &[u8]); 2]) -> String {
+    /// The error a run of these raw records (major gap, word) gives at its
+    /// second record (majors are left out of a run by fingerprint).
+    fn second_record_error(records: [(u128, &[u8]); 2], majors: Majors) -> String {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.dgr");
-        let mut out = FrameWriter::create(&path, RECORD_RUN).unwrap();
+        let mut out = FrameWriter::create(&path, majors.kind()).unwrap();
         for (gap, word) in records {
             let buf = out.record();
-            push_varint128(buf, gap);
+            if majors == Majors::Written {
+                push_varint128(buf, gap);
+            }
             push_varint(buf, word.len() as u64);
             buf.extend_from_slice(word);
             push_varint(buf, 1);
             out.end_record().unwrap();
         }
         out.finish().unwrap();
-        let mut r = RecordRunReader::open(&path).unwrap();
+        let mut r = RecordRunReader::open(&path, majors).unwrap();
         assert!(r.advance().unwrap());
         let err = r.advance().unwrap_err().to_string();
         assert!(err.contains("r.dgr"), "{err}");
@@ -618,13 +704,50 @@ mod tests {
     #[test]
     fn a_run_out_of_order_is_refused() {
         // (5, "b"), then a gap of 0 and a smaller word: (5, "a").
-        let err = second_record_error([(5, b"b"), (0, b"a")]);
+        let err = second_record_error([(5, b"b"), (0, b"a")], Majors::Written);
         assert!(err.contains("out of order"), "{err}");
     }
 
     #[test]
+    fn a_run_by_fingerprint_out_of_order_is_refused() {
+        let (mut a, mut b): (&[u8], &[u8]) = (b"cat", b"dog");
+        if word_fingerprint(a) < word_fingerprint(b) {
+            (a, b) = (b, a);
+        }
+        let err = second_record_error([(0, a), (0, b)], Majors::Fingerprints);
+        assert!(err.contains("out of order"), "{err}");
+    }
+
+    /// A run of words by fingerprint holds no majors: sparse fingerprints
+    /// would take more room than the words.
+    #[test]
+    fn runs_by_fingerprint_leave_the_majors_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut words: Vec<(u128, Vec<u8>)> =
+            (0..20_000u32).map(|i| format!("w{i}").into_bytes()).map(|w| (word_fingerprint(&w), w)).collect();
+        words.sort();
+        let mut sizes = Vec::new();
+        for majors in [Majors::Written, Majors::Fingerprints] {
+            let path = dir.path().join("r.dgr");
+            let mut out = RecordRunWriter::create(&path, majors).unwrap();
+            for (major, bytes) in &words {
+                out.push(&WordRecord { major: *major, bytes, payload: 1 }).unwrap();
+            }
+            sizes.push(out.finish().unwrap().bytes);
+            let mut r = RecordRunReader::open(&path, majors).unwrap();
+            for (major, bytes) in &words {
+                assert!(r.advance().unwrap());
+                assert_eq!(r.record(), WordRecord { major: *major, bytes, payload: 1 });
+            }
+            assert!(!r.advance().unwrap());
+        }
+        // About 7 bytes a record against about 21.
+        assert!(sizes[1] * 2 < sizes[0], "{sizes:?}");
+    }
+
+    #[test]
     fn a_gap_past_128_bits_is_refused() {
-        let err = second_record_error([(u128::MAX, b""), (1, b"")]);
+        let err = second_record_error([(u128::MAX, b""), (1, b"")], Majors::Written);
         assert!(err.contains("past 128 bits"), "{err}");
     }
 
@@ -638,7 +761,7 @@ mod tests {
         for majors in [spread, packed] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("r.dgr");
-            let mut out = RecordRunWriter::create(&path).unwrap();
+            let mut out = RecordRunWriter::create(&path, Majors::Written).unwrap();
             for (i, &major) in majors.iter().enumerate() {
                 out.push(&WordRecord { major, bytes: b"w", payload: i as u64 }).unwrap();
             }
@@ -646,7 +769,7 @@ mod tests {
             if majors[1] - majors[0] == 3 {
                 assert!(file.bytes < 40_000 * 8, "{} bytes for packed majors", file.bytes);
             }
-            let mut r = RecordRunReader::open(&path).unwrap();
+            let mut r = RecordRunReader::open(&path, Majors::Written).unwrap();
             for (i, &major) in majors.iter().enumerate() {
                 assert!(r.advance().unwrap());
                 assert_eq!(r.record(), WordRecord { major, bytes: b"w", payload: i as u64 });
