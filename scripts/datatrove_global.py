@@ -64,7 +64,7 @@ def run_stages(stages: list[tuple[str, list, int]], work: Path, workers: int, dt
 
 
 def dupgram_stages(args, work: Path) -> list[tuple[str, list, int]]:
-    from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramSpool
+    from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramPlan, DupgramSpool, DupgramStage
 
     options = {"unit": args.unit, "n": args.n, "memory": args.memory, "threads": args.workers, "quiet": True}
     if args.threshold is not None:
@@ -76,8 +76,15 @@ def dupgram_stages(args, work: Path) -> list[tuple[str, list, int]]:
             options[flag] = True
     if args.exact_only:
         del options["n"]
+    count = []
+    if args.unit != "span" and not args.exact_only:
+        # The n-gram units: dupgram's count stages, a thread a task (the tasks are the parallelism).
+        plan = DupgramPlan(work / "dupgram", tasks=args.tasks, **dict(options, threads=1))
+        count = [("plan", [plan], 1)]
+        count += [(stage, [DupgramStage(work / "dupgram", stage)], tasks) for stage, tasks in plan.stages()]
     return [
         ("spool", [reader(args.shards), DupgramSpool(work / "dupgram")], args.tasks),
+        *count,
         ("find", [DupgramFind(work / "dupgram", tasks=args.tasks, **options)], 1),
         (
             "filter",

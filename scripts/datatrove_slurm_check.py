@@ -2,8 +2,9 @@
 
 Run by scripts/python-check.sh, in its virtual environment, once it has
 brought up the throw-away single-node Slurm of scripts/lib/slurm.sh:
-spool (2 tasks), find (1 task) and filter (2 tasks) as three Slurm jobs
-chained by dependencies, over four shards of data-samples/news.jsonl (the
+spool (2 tasks), plan (1 task), dupgram's count stages (lexicon, map and
+reduce 2 tasks each; vocab and finish 1), find (1 task) and filter (2 tasks)
+as Slurm jobs chained by dependencies, over four shards of data-samples/news.jsonl (the
 last repeating the first), and checks that the documents kept are those of
 one `dupgram dedup --strip` over the shards in task order.
 
@@ -24,7 +25,7 @@ from datatrove.executor import SlurmPipelineExecutor
 from datatrove.pipeline.readers import JsonlReader
 from datatrove.pipeline.writers import JsonlWriter
 
-from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramSpool
+from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramPlan, DupgramSpool, DupgramStage
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = 2
@@ -73,12 +74,25 @@ def main() -> None:
         logging_dir=str(work / "logs" / "spool"),
         **slurm,
     )
+    plan = DupgramPlan(work / "dupgram", tasks=TASKS, **options)
+    before = SlurmPipelineExecutor(
+        pipeline=[plan], tasks=1, job_name="dupgram-plan", logging_dir=str(work / "logs" / "plan"), depends=spool, **slurm
+    )
+    for stage, tasks in plan.stages():
+        before = SlurmPipelineExecutor(
+            pipeline=[DupgramStage(work / "dupgram", stage)],
+            tasks=tasks,
+            job_name=f"dupgram-{stage}",
+            logging_dir=str(work / "logs" / stage),
+            depends=before,
+            **slurm,
+        )
     find = SlurmPipelineExecutor(
         pipeline=[DupgramFind(work / "dupgram", tasks=TASKS, **options)],
         tasks=1,
         job_name="dupgram-find",
         logging_dir=str(work / "logs" / "find"),
-        depends=spool,
+        depends=before,
         **slurm,
     )
     keep = SlurmPipelineExecutor(
@@ -105,7 +119,11 @@ def main() -> None:
     dropped = sum(1 for _ in open(paths[3])) - sum(1 for i, _ in got if i.startswith("again-"))
     if dropped == 0:
         sys.exit("datatrove-slurm: the repeated shard lost nothing: the tasks were not judged together")
-    print(f"datatrove-slurm: {len(got)} documents kept through 3 Slurm jobs ({dropped} repeats across tasks dropped), as one dedup")
+    dupgram.ngrams(ordered, output=work / "one.tsv", n=options["n"], quiet=True)
+    if (work / "dupgram" / "dups.tsv").read_bytes() != (work / "one.tsv").read_bytes():
+        sys.exit("datatrove-slurm: the count stages' duplicate n-grams are not one `dupgram ngrams`'s")
+    jobs = 4 + len(plan.stages())
+    print(f"datatrove-slurm: {len(got)} documents kept through {jobs} Slurm jobs ({dropped} repeats across tasks dropped), as one dedup")
 
 
 if __name__ == "__main__":

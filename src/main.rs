@@ -7,12 +7,11 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use dupgram::cli;
 
 fn main() -> ExitCode {
     dupgram_pipeline::tune_allocator();
-    let args = cli::Cli::parse();
+    let args = cli::Cli::try_parse_args(std::env::args_os().collect()).unwrap_or_else(|e| e.exit());
     let control = dupgram_pipeline::Control::default();
     let stop = control.stop.clone();
     // The first Ctrl-C (or SIGTERM from a scheduler) asks the job to stop and

@@ -16,25 +16,47 @@ the documents ``dupgram dedup --strip`` keeps (those whose
 
 ``DupgramDedup`` judges the documents of one task (one rank). To judge the
 documents of all tasks together, exactly as one ``dupgram dedup`` over the
-tasks' documents in task order would, run three pipelines over a shared
-work folder, as datatrove's own ``MinhashDedup`` stages run::
+tasks' documents in task order would, run the global steps as pipelines of
+their own over a shared work folder, as datatrove's own ``MinhashDedup``
+stages run; the count in between is dupgram's own Slurm stages (the same
+code and files as ``dupgram slurm``), each a pipeline of as many tasks as
+the stage has::
 
-    spool = [JsonlReader("data/"), DupgramSpool("work/")]          # tasks=N
-    find = [DupgramFind("work/", tasks=N, unit="p", n=7)]            # tasks=1
+    spool = [JsonlReader("data/"), DupgramSpool("work/")]            # tasks=N
+    plan = DupgramPlan("work/", tasks=N, unit="p", n=7)                # tasks=1
+    count = [[DupgramStage("work/", stage)] for stage, _ in plan.stages()]  # tasks as stages() says
+    find = [DupgramFind("work/", tasks=N, unit="p", n=7)]              # tasks=1
     keep = [JsonlReader("data/"), DupgramFilter("work/"), JsonlWriter("out/")]  # tasks=N
 
 ``DupgramSpool`` writes each task's documents (ID and text) to
-``work/docs/NNNNN.jsonl.gz``; ``DupgramFind`` runs ``dupgram dedup
---attributes`` once over all of them, in task order, and cuts the
-attributes by task into ``work/decisions/``; ``DupgramFilter`` reads its
+``work/docs/NNNNN.jsonl.gz``. ``DupgramPlan`` plans the count of those files
+(``dupgram slurm ngrams --plan-only``: one shard per task, ``buckets``
+n-gram buckets) in ``work/stages/dedup/``; the ``DupgramStage`` tasks then count
+in parallel: each ``lexicon`` task the words and n-gram fingerprints of its
+shard, ``vocab`` the job's lexicon, each ``map`` task its shard's n-grams as
+sorted runs cut by bucket, each ``reduce`` task one bucket of every shard's
+runs, and ``finish`` writes the duplicate n-grams of all tasks and their
+lexicon (``work/dups.tsv``, ``work/dups.lex``). ``DupgramFind`` then runs the
+decisions in one task, because Onion's rule is sequential (a unit is judged
+against the text kept before it): ``dupgram dedup --dups work/dups.tsv
+--attributes`` over all tasks' documents in task order, which reads them
+once for where the duplicate n-grams are and once to judge, and cuts the
+attributes by task into ``work/decisions/``. ``DupgramFilter`` reads its
 task's documents again (the same reader, the same number of tasks) and
 yields those ``dedup --strip`` keeps, in order, with ``dup_fraction`` and
-``dup_spans`` as ``DupgramDedup`` gives them. After the spool step,
-``DupgramNgrams`` and ``DupgramPairs`` (one task each) write the duplicate
-n-grams or the near-duplicate pairs of all tasks' documents instead. Every file is written under a
-temporary name and renamed once whole, so a task killed and run again (or
-skipped by datatrove's completion markers) leaves the same files. The find
-step's memory is dedup's ``memory``, whatever the number of documents.
+``dup_spans`` as ``DupgramDedup`` gives them. ``--unit span`` and
+``exact_only`` count no n-grams (they sort fingerprints of their own):
+without a plan, ``DupgramFind`` runs the whole ``dupgram dedup`` itself.
+
+``DupgramPlan(job="ngrams")`` and ``DupgramPlan(job="pairs")`` (with
+``output=``) plan ``dupgram slurm ngrams`` or ``pairs`` instead, whose
+``finish`` stage writes the duplicate n-grams or the near-duplicate pairs of
+all tasks' documents; ``DupgramNgrams`` and ``DupgramPairs`` write the same
+in one task. Every file is written under a temporary name and renamed once
+whole, and a stage's task that finished is skipped when run again, so a
+task killed and run again (or skipped by datatrove's completion markers)
+leaves the same files. Each task's memory is the job's ``memory``, whatever
+the number of documents.
 
 Each step spools to files, so memory stays within ``memory`` however long
 the stream is.
@@ -42,7 +64,9 @@ the stream is.
 
 from __future__ import annotations
 
+import filecmp
 import gzip
+import io
 import json
 import os
 import pickle
@@ -53,7 +77,8 @@ from typing import Any, Iterator
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from . import dedup, ngrams, pairs
+from . import command_line, dedup, ngrams, pairs
+from ._dupgram import run as run_args
 
 
 class DupgramDedup(PipelineStep):
@@ -98,7 +123,9 @@ class DupgramDedup(PipelineStep):
                 yield document
 
 
-DOCS, DECISIONS, JOB = "docs", "decisions", "job.json"
+DOCS, DECISIONS, JOB, STAGES = "docs", "decisions", "job.json", "stages"
+# What DupgramPlan(job="dedup") has the count's finish stage write.
+DUPS, DUPS_LEXICON = "dups.tsv", "dups.lex"
 
 
 def shard_name(rank: int) -> str:
@@ -122,16 +149,30 @@ class DupgramSpool(PipelineStep):
         final = folder / f"{shard_name(rank)}.jsonl.gz"
         partial = folder / f".{shard_name(rank)}.jsonl.gz.partial"
         try:
-            with self.track_time(unit="task"), gzip.open(partial, "wt", encoding="utf-8", compresslevel=1) as out:
-                for document in data or ():
-                    out.write(record_line(document))
-                    self.stat_update("documents")
+            # mtime=0: the same documents make the same bytes, so a task run
+            # again leaves its file as it was (see `replace_unless_same`).
+            with self.track_time(unit="task"), open(partial, "wb") as raw:
+                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as zipped:
+                    with io.TextIOWrapper(zipped, encoding="utf-8") as out:
+                        for document in data or ():
+                            out.write(record_line(document))
+                            self.stat_update("documents")
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
-        os.replace(partial, final)
+        replace_unless_same(partial, final)
         return
         yield  # a generator that yields nothing
+
+
+def replace_unless_same(partial: Path, final: Path) -> None:
+    """Renames `partial` to `final`, unless `final` holds the same bytes: then
+    `final` stays as it was, so a count planned over it (which notes each
+    file's size and time) still holds."""
+    if final.exists() and filecmp.cmp(partial, final, shallow=False):
+        partial.unlink()
+    else:
+        os.replace(partial, final)
 
 
 def record_line(document: Document) -> str:
@@ -146,6 +187,163 @@ def spooled(work_dir: Path, tasks: int, step: str) -> list[Path]:
     if missing:
         raise RuntimeError(f"{step}: no documents from {len(missing)} spool task(s), first {missing[0]}")
     return shards
+
+
+# The options of `dupgram dedup` that the count of DupgramPlan(job="dedup") takes too.
+COUNT_OPTIONS = (
+    "n", "tokens", "numbers_as_token", "strip_markup", "stopwords", "stop_top",
+    "memory", "threads", "tmp_dir", "skip_bad", "quiet",
+)
+
+# dupgram's Slurm stages, in order, for each kind of job, and what each runs a task for.
+STAGE_ORDER = {
+    "ngrams": ("lexicon", "vocab", "map", "reduce", "finish"),
+    "pairs": ("lexicon", "vocab", "index", "postings", "candidates", "score", "finish"),
+}
+PER_SHARD, PER_BUCKET = ("lexicon", "map", "index", "score"), ("reduce", "postings", "candidates")
+
+
+def stage_tasks(stage: str, shards: int, buckets: int) -> int:
+    """How many tasks `stage` has: one per shard, one per bucket, or one."""
+    return shards if stage in PER_SHARD else buckets if stage in PER_BUCKET else 1
+
+
+class DupgramPlan(PipelineStep):
+    """After ``DupgramSpool``, in one task: plans the count of every task's
+    documents as dupgram's own Slurm stages (``dupgram slurm ngrams
+    --plan-only``) in ``work_dir/stages/``, one shard per spool task and
+    ``buckets`` n-gram buckets (default: as many as tasks). Then run, in the
+    order of :meth:`stages`, one pipeline of ``DupgramStage(work_dir, stage,
+    job=job)`` per stage with the number of tasks given there. The stages of
+    each job keep their files in ``work_dir/stages/JOB/``, so one spool can
+    feed a job of each kind.
+
+    ``job="dedup"`` (the default) takes ``dupgram dedup``'s keyword options,
+    the same as ``DupgramFind``'s, and counts with those that choose the
+    n-grams (``n``, ``tokens``, ``stopwords``, …, ``memory``, ``threads``);
+    its finish stage writes ``work_dir/dups.tsv`` and ``dups.lex`` for
+    ``DupgramFind``. ``job="ngrams"`` or ``"pairs"`` plans that command
+    instead, with its own options, and its finish stage writes ``output``
+    as ``dupgram ngrams`` or ``pairs`` over the tasks' documents would.
+    """
+
+    name = "dupgram plan"
+    type = "🫂 - DEDUP"
+
+    def __init__(
+        self,
+        work_dir: str | os.PathLike[str],
+        *,
+        tasks: int,
+        buckets: int | None = None,
+        job: str = "dedup",
+        output: str | os.PathLike[str] | None = None,
+        **options: Any,
+    ):
+        super().__init__()
+        if tasks < 1 or (buckets is not None and buckets < 1):
+            raise ValueError("DupgramPlan: tasks and buckets must be at least 1")
+        if job not in ("dedup", "ngrams", "pairs"):
+            raise ValueError(f"DupgramPlan: job is dedup, ngrams or pairs, not {job!r}")
+        if (output is None) != (job == "dedup"):
+            raise TypeError("DupgramPlan: output is chosen by the step for dedup, and needed for ngrams and pairs")
+        for taken in ("workdir", "shards", "format", "text_field", "id_field", "lexicon" if job == "dedup" else ""):
+            if taken in options:
+                raise TypeError(f"DupgramPlan: {taken} is chosen by the step")
+        if job == "dedup" and (options.get("unit") == "span" or options.get("exact_only")):
+            raise ValueError(
+                "DupgramPlan: --unit span and --exact-only count no n-grams (DupgramFind sorts their "
+                "fingerprints itself): run DupgramFind without a plan"
+            )
+        self.work_dir = Path(work_dir)
+        self.tasks = tasks
+        self.buckets = buckets or tasks
+        self.job = job
+        self.output = output
+        self.options = options
+
+    def stages(self) -> list[tuple[str, int]]:
+        """The stages the plan's job runs, in order, each with its number of tasks."""
+        order = STAGE_ORDER["pairs" if self.job == "pairs" else "ngrams"]
+        return [(stage, stage_tasks(stage, self.tasks, self.buckets)) for stage in order]
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        yield from data or ()
+        if rank != 0:
+            return
+        shards = [s.resolve() for s in spooled(self.work_dir, self.tasks, "DupgramPlan")]
+        if self.job == "dedup":
+            options = {k: v for k, v in self.options.items() if k in COUNT_OPTIONS}
+            options.update(output=self.work_dir.resolve() / DUPS, lexicon=self.work_dir.resolve() / DUPS_LEXICON)
+        else:
+            options = dict(self.options, output=Path(self.output).resolve())
+        options.update(
+            format="jsonl",
+            workdir=stages_dir(self.work_dir, self.job).resolve(),
+            shards=self.tasks,
+            buckets=self.buckets,
+            plan_only=True,
+        )
+        command = "pairs" if self.job == "pairs" else "ngrams"
+        with self.track_time(unit="job"):
+            run_args(["slurm", *command_line(command, shards, options)])
+
+
+class DupgramStage(PipelineStep):
+    """One stage of the job ``DupgramPlan`` planned: task ``rank`` of it, as
+    ``dupgram stage STAGE --index RANK`` runs it (the pipeline must have as
+    many tasks as :meth:`DupgramPlan.stages` gives the stage). A task that
+    finished is not run again."""
+
+    name = "dupgram stage"
+    type = "🫂 - DEDUP"
+
+    def __init__(self, work_dir: str | os.PathLike[str], stage: str, *, job: str = "dedup"):
+        super().__init__()
+        if stage not in STAGE_ORDER["pairs" if job == "pairs" else "ngrams"]:
+            raise ValueError(f"DupgramStage: a {job} job has no stage {stage!r}")
+        self.work_dir = Path(work_dir)
+        self.stage = stage
+        self.job = job
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        yield from data or ()
+        plan = read_plan(self.work_dir, self.job, f"DupgramStage({self.stage!r})")
+        tasks = stage_tasks(self.stage, len(plan["shards"]), plan["buckets"])
+        if world_size != tasks:
+            raise RuntimeError(f"DupgramStage: stage {self.stage} has {tasks} task(s), not {world_size}")
+        # `dupgram stage` runs in the job's directory; this process goes back after.
+        here = os.getcwd()
+        try:
+            with self.track_time(unit="task"):
+                workdir = stages_dir(self.work_dir, self.job).resolve()
+                run_args(["stage", self.stage, f"--workdir={workdir}", f"--index={rank}"])
+        finally:
+            os.chdir(here)
+
+
+def stages_dir(work_dir: Path, job: str) -> Path:
+    """Where the stages of DupgramPlan's `job` keep their files (dupgram's work directory)."""
+    return work_dir / STAGES / job
+
+
+def read_plan(work_dir: Path, job: str, step: str) -> dict[str, Any]:
+    """The plan DupgramPlan wrote for `job` (a header line, then the plan as JSON)."""
+    path = stages_dir(work_dir, job) / JOB
+    if not path.exists():
+        raise RuntimeError(f"{step}: {path} is missing: run DupgramPlan first")
+    return json.loads(path.read_text(encoding="utf-8").split("\n", 1)[1])
+
+
+def check_unchanged(plan: dict[str, Any], step: str) -> None:
+    """Refuses a count whose spooled documents were written again, changed, since it was planned."""
+    for planned in plan["inputs"]:
+        status = os.stat(planned["path"])
+        seconds, nanoseconds = planned["modified"]
+        if status.st_size != planned["size"] or status.st_mtime_ns != seconds * 10**9 + nanoseconds:
+            raise RuntimeError(
+                f"{step}: {planned['path']} changed since DupgramPlan counted it: plan and count again in a new work folder"
+            )
 
 
 class SpooledJob(PipelineStep):
@@ -183,12 +381,14 @@ class DupgramFind(SpooledJob):
     documents ``DupgramSpool`` wrote for tasks ``0..tasks``, in that order,
     with the keyword options of ``dupgram dedup`` (``unit``, ``n``,
     ``threshold``, ``min_span``, ``exact_only``, ``memory``, ``threads``, …);
-    writes each task's attributes to ``work_dir/decisions/NNNNN.jsonl``."""
+    writes each task's attributes to ``work_dir/decisions/NNNNN.jsonl``.
+    After ``DupgramPlan`` and its stages, it takes the duplicate n-grams they
+    counted (``dedup --dups``) instead of counting them again."""
 
     name = "dupgram find"
 
     def __init__(self, work_dir: str | os.PathLike[str], *, tasks: int, **options: Any):
-        for taken in ("output", "attributes", "format", "text_field", "id_field", "strip"):
+        for taken in ("output", "attributes", "format", "text_field", "id_field", "strip", "dups", "lexicon"):
             if taken in options:
                 raise TypeError(f"DupgramFind: {taken} is chosen by the step")
         super().__init__(work_dir, tasks=tasks, **options)
@@ -198,7 +398,7 @@ class DupgramFind(SpooledJob):
         decisions.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="pydupgram-", dir=self.options.get("tmp_dir")) as work:
             marked = Path(work) / "attributes.jsonl"
-            summary = dedup(shards, attributes=marked, format="jsonl", **self.options)
+            summary = dedup(shards, attributes=marked, format="jsonl", **self.options, **self.counted())
             with open(marked, encoding="utf-8") as records:
                 for r, shard in enumerate(shards):
                     write_decisions(shard, records, decisions / f"{shard_name(r)}.jsonl")
@@ -210,6 +410,18 @@ class DupgramFind(SpooledJob):
         os.replace(partial, self.work_dir / JOB)
         self.stat_update("documents", value=summary.get("documents", 0))
         return summary
+
+    def counted(self) -> dict[str, Path]:
+        """With a plan, the duplicate n-grams its stages counted (which must
+        be there, over the documents as they are); without one, nothing."""
+        if not (stages_dir(self.work_dir, "dedup") / JOB).exists():
+            return {}
+        plan = read_plan(self.work_dir, "dedup", "DupgramFind")
+        dups, lexicon = self.work_dir / DUPS, self.work_dir / DUPS_LEXICON
+        if not (dups.exists() and lexicon.exists()):
+            raise RuntimeError(f"DupgramFind: {dups} is missing: run the stages of DupgramPlan first")
+        check_unchanged(plan, "DupgramFind")
+        return {"dups": dups, "lexicon": lexicon}
 
 
 class DupgramNgrams(SpooledJob):

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Global deduplication of a folder of shards with datatrove and dupgram.
 
-Three datatrove pipelines over a shared work folder: each task spools its
-shards' documents, one task runs ``dupgram dedup`` over all of them in task
-order, and each task reads its shards again and writes the documents kept
-as JSONL.gz (``OUTPUT/NNNNN.jsonl.gz``, one file per task): the documents
-``dupgram dedup --strip`` keeps of the tasks' shards concatenated in task
-order (task r reads the shards r, r + tasks, r + 2 tasks, … of the sorted
-folder, as datatrove's readers share files out).
+datatrove pipelines over a shared work folder: each task spools its shards'
+documents; for the n-gram units (doc, p, s), dupgram's own count stages
+(lexicon, vocab, map, reduce, finish) count the duplicate n-grams of all of
+them in parallel tasks; one task judges the documents in task order
+(``dupgram dedup``, which is sequential: the first instance is kept); and
+each task reads its shards again and writes the documents kept as JSONL.gz
+(``OUTPUT/NNNNN.jsonl.gz``, one file per task): the documents ``dupgram
+dedup --strip`` keeps of the tasks' shards concatenated in task order (task
+r reads the shards r, r + tasks, r + 2 tasks, … of the sorted folder, as
+datatrove's readers share files out).
 
     python datatrove_dedup.py --input shards/ --output kept/ --tasks 4 --workers 2 --unit p -n 7
 """
@@ -21,7 +24,7 @@ from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.readers import JsonlReader, ParquetReader
 from datatrove.pipeline.writers import JsonlWriter
 
-from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramSpool
+from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramPlan, DupgramSpool, DupgramStage
 
 
 def main() -> None:
@@ -31,13 +34,14 @@ def main() -> None:
     parser.add_argument("--work", help="the shared work folder [OUTPUT/../dupgram-work]")
     parser.add_argument("--tasks", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--buckets", type=int, help="n-gram buckets of the count stages [as many as tasks]")
     parser.add_argument("--unit", default="doc", choices=["doc", "p", "s", "line", "span"])
     parser.add_argument("-n", type=int, default=7)
     parser.add_argument("--threshold", type=float)
     parser.add_argument("--min-span", type=int)
     parser.add_argument("--exact-only", action="store_true")
     parser.add_argument("--strip", action="store_true", help="cut the duplicate spans from the documents kept")
-    parser.add_argument("--memory", default="1G", help="dupgram's --memory for the find task")
+    parser.add_argument("--memory", default="1G", help="dupgram's --memory for each task of the count and the find")
     args = parser.parse_args()
 
     inputs = Path(args.input)
@@ -63,11 +67,24 @@ def main() -> None:
         workers=args.workers,
         logging_dir=str(logs / "spool"),
     )
+    before = spool
+    if args.unit != "span" and not args.exact_only:
+        # The n-gram units: the duplicate n-grams of all tasks' documents, counted stage by stage.
+        plan = DupgramPlan(work, tasks=args.tasks, buckets=args.buckets, **options)
+        before = LocalPipelineExecutor(pipeline=[plan], tasks=1, logging_dir=str(logs / "plan"), depends=before)
+        for stage, tasks in plan.stages():
+            before = LocalPipelineExecutor(
+                pipeline=[DupgramStage(work, stage)],
+                tasks=tasks,
+                workers=args.workers,
+                logging_dir=str(logs / stage),
+                depends=before,
+            )
     find = LocalPipelineExecutor(
         pipeline=[DupgramFind(work, tasks=args.tasks, **options)],
         tasks=1,
         logging_dir=str(logs / "find"),
-        depends=spool,
+        depends=before,
     )
     keep = LocalPipelineExecutor(
         pipeline=[

@@ -35,8 +35,8 @@ const POLL: Duration = Duration::from_millis(50);
 /// temporary files and left no output.
 #[pyfunction]
 fn run(py: Python<'_>, args: Vec<OsString>) -> PyResult<()> {
-    let argv = std::iter::once(OsString::from("dupgram")).chain(args);
-    let parsed = Cli::try_parse_from(argv).map_err(|e| PyValueError::new_err(e.render().to_string()))?;
+    let argv = std::iter::once(OsString::from("dupgram")).chain(args).collect();
+    let parsed = Cli::try_parse_args(argv).map_err(|e| PyValueError::new_err(e.render().to_string()))?;
     let control = Control::default();
     let (done, finished) = crossbeam_channel::bounded(1);
     let job = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -123,9 +124,10 @@ def written(folder: Path) -> list[tuple[str, str]]:
 
 
 def test_global_steps_judge_all_tasks_as_one_dedup(tmp_path):
-    """Spool, find and filter with 4 tasks over 8 shards keep what one
-    `dupgram dedup --strip` over the shards in task order keeps, text and all."""
-    from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramSpool
+    """Spool, plan, the count stages, find and filter with 4 tasks over 8
+    shards keep what one `dupgram dedup --strip` over the shards in task
+    order keeps, text and all."""
+    from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramPlan, DupgramSpool, DupgramStage
 
     shards = reuters_shards(tmp_path / "shards", 8)
     options = {"unit": "p", "n": 7}
@@ -134,19 +136,27 @@ def test_global_steps_judge_all_tasks_as_one_dedup(tmp_path):
     def reader():
         return JsonlReader(str(shards[0].parent), glob_pattern="*.jsonl")
 
+    plan = DupgramPlan(work, tasks=4, buckets=3, quiet=True, **options)
+    assert plan.stages() == [("lexicon", 4), ("vocab", 1), ("map", 4), ("reduce", 3), ("finish", 1)]
+
     def run_stages() -> None:
-        """The three pipelines, as a user's script runs them (new executors each time)."""
-        spool = LocalPipelineExecutor(
-            [reader(), DupgramSpool(work)], tasks=4, workers=2, logging_dir=str(logs / "1")
+        """The pipelines, as a user's script runs them (new executors each time)."""
+        before = LocalPipelineExecutor(
+            [reader(), DupgramSpool(work)], tasks=4, workers=2, logging_dir=str(logs / "spool")
         )
+        before = LocalPipelineExecutor([plan], tasks=1, logging_dir=str(logs / "plan"), depends=before)
+        for stage, tasks in plan.stages():
+            before = LocalPipelineExecutor(
+                [DupgramStage(work, stage)], tasks=tasks, workers=2, logging_dir=str(logs / stage), depends=before
+            )
         find = LocalPipelineExecutor(
-            [DupgramFind(work, tasks=4, quiet=True, **options)], tasks=1, logging_dir=str(logs / "2"), depends=spool
+            [DupgramFind(work, tasks=4, quiet=True, **options)], tasks=1, logging_dir=str(logs / "find"), depends=before
         )
         LocalPipelineExecutor(
             [reader(), DupgramFilter(work, strip=True), JsonlWriter(str(out), output_filename="${rank}.jsonl")],
             tasks=4,
             workers=2,
-            logging_dir=str(logs / "3"),
+            logging_dir=str(logs / "filter"),
             depends=find,
         ).run()
 
@@ -158,18 +168,30 @@ def test_global_steps_judge_all_tasks_as_one_dedup(tmp_path):
     assert [i for i, _ in got] == [i for i, _ in expected]
     assert got == expected
     assert sorted(p.name for p in (work / "decisions").iterdir()) == [f"{r:05d}.jsonl" for r in range(4)]
+    # The count the stages made is what one `dupgram ngrams` over the documents gives.
+    dupgram.ngrams(in_task_order(shards, 4), output=tmp_path / "one.tsv", n=7, quiet=True)
+    assert (work / "dups.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
 
-    # A spool task and a filter task killed midway: their completion markers
-    # gone, a torn spool file and a torn output left. Run again, datatrove
-    # runs those two tasks only, and the result is the same.
-    (logs / "1" / "completions" / "00002").unlink()
+    # A spool task, a map task and a filter task killed midway: their
+    # completion markers gone, a torn spool file and a torn output left. Run
+    # again, datatrove runs those tasks only (dupgram finds the map task
+    # done), the spool file stays as it was, and the result is the same.
+    spooled = (work / "docs" / "00002.jsonl.gz").stat().st_mtime_ns
+    (logs / "spool" / "completions" / "00002").unlink()
     (work / "docs" / ".00002.jsonl.gz.partial").write_bytes(b"torn")
-    (logs / "3" / "completions" / "00001").unlink()
+    (logs / "map" / "completions" / "00001").unlink()
+    (logs / "filter" / "completions" / "00001").unlink()
     (out / "00001.jsonl.gz").write_bytes(b"torn")
-    (logs / "2" / "completions" / "00000").unlink()
+    (logs / "find" / "completions" / "00000").unlink()
     run_stages()
     assert written(out) == expected
     assert not (work / "docs" / ".00002.jsonl.gz.partial").exists()
+    assert (work / "docs" / "00002.jsonl.gz").stat().st_mtime_ns == spooled
+
+    # Documents spooled again, changed, after the count: the find step refuses the stale count.
+    (work / "docs" / "00002.jsonl.gz").write_bytes(gzip.compress(b'{"id": "x", "text": "changed"}\n'))
+    with pytest.raises(RuntimeError, match="changed since DupgramPlan counted it"):
+        list(DupgramFind(work, tasks=4, quiet=True, **options).run(None))
 
 
 @pytest.mark.parametrize("unit, min_span", [("doc", None), ("span", None), ("span", 12)])
@@ -228,7 +250,7 @@ def test_example_script_reads_parquet_shards_with_its_options(tmp_path):
 def test_ngrams_and_pairs_steps_cover_all_tasks(tmp_path):
     """After the spool step, DupgramNgrams and DupgramPairs write what the
     command gives over the tasks' documents in task order, byte for byte."""
-    from dupgram.datatrove import DupgramNgrams, DupgramPairs, DupgramSpool
+    from dupgram.datatrove import DupgramNgrams, DupgramPairs, DupgramPlan, DupgramSpool, DupgramStage
 
     folder = tmp_path / "shards"
     folder.mkdir()
@@ -244,14 +266,40 @@ def test_ngrams_and_pairs_steps_cover_all_tasks(tmp_path):
         DupgramNgrams(work, tasks=2, output=tmp_path / "steps.tsv", n=5, quiet=True),
         DupgramPairs(work, tasks=2, output=tmp_path / "steps.pairs", n=5, min_sscr=0.3, quiet=True),
     ]
-    LocalPipelineExecutor(steps, tasks=1, logging_dir=str(logs / "jobs"), depends=spool).run()
+    before = LocalPipelineExecutor(steps, tasks=1, logging_dir=str(logs / "jobs"), depends=spool)
+    # The same jobs through dupgram's own stages, from the same spool.
+    for job, options in [("ngrams", {"n": 5}), ("pairs", {"n": 5, "min_sscr": 0.3})]:
+        plan = DupgramPlan(work, tasks=2, buckets=2, job=job, output=tmp_path / f"staged.{job}", quiet=True, **options)
+        before = LocalPipelineExecutor([plan], tasks=1, logging_dir=str(logs / job), depends=before)
+        for stage, tasks in plan.stages():
+            step = DupgramStage(work, stage, job=job)
+            before = LocalPipelineExecutor([step], tasks=tasks, logging_dir=str(logs / f"{job}-{stage}"), depends=before)
+    before.run()
     ordered = in_task_order(shards, 2)
     dupgram.ngrams(ordered, output=tmp_path / "one.tsv", n=5, quiet=True)
     dupgram.pairs(ordered, output=tmp_path / "one.pairs", n=5, min_sscr=0.3, quiet=True)
     assert (tmp_path / "steps.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
     assert (tmp_path / "steps.pairs").read_bytes() == (tmp_path / "one.pairs").read_bytes()
+    assert (tmp_path / "staged.ngrams").read_bytes() == (tmp_path / "one.tsv").read_bytes()
+    assert (tmp_path / "staged.pairs").read_bytes() == (tmp_path / "one.pairs").read_bytes()
     pairs = (tmp_path / "one.pairs").read_text().splitlines()[1:]
     assert pairs, "the sample's reprinted stories make pairs"
+
+
+def test_a_plan_refuses_what_it_cannot_count(tmp_path):
+    """Span and exact-only units count no n-grams; an output is the step's for dedup and the user's otherwise."""
+    from dupgram.datatrove import DupgramPlan, DupgramStage
+
+    with pytest.raises(ValueError, match="count no n-grams"):
+        DupgramPlan(tmp_path, tasks=2, unit="span")
+    with pytest.raises(ValueError, match="count no n-grams"):
+        DupgramPlan(tmp_path, tasks=2, unit="p", exact_only=True)
+    with pytest.raises(TypeError, match="output"):
+        DupgramPlan(tmp_path, tasks=2, job="ngrams")
+    with pytest.raises(TypeError, match="output"):
+        DupgramPlan(tmp_path, tasks=2, output=tmp_path / "x.tsv")
+    with pytest.raises(ValueError, match="no stage 'map'"):
+        DupgramStage(tmp_path, "map", job="pairs")
 
 
 def test_a_spool_step_that_fails_leaves_no_file(tmp_path):

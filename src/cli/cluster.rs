@@ -1,5 +1,6 @@
 //! `dupgram slurm` and `dupgram stage`: a job as tasks on a shared work directory.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -154,6 +155,10 @@ struct ClusterArgs {
     /// Write the job plan and the scripts, but submit nothing.
     #[arg(long, conflicts_with = "local")]
     dry_run: bool,
+    /// Write the job plan only, for a scheduler that runs `dupgram stage` itself (datatrove's
+    /// executors do, through the Python package's steps).
+    #[arg(long, conflicts_with_all = ["local", "dry_run", "wait"])]
+    plan_only: bool,
     /// Wait for the last stage and print the job's summary.
     #[arg(long)]
     wait: bool,
@@ -263,7 +268,7 @@ enum StageName {
     All,
 }
 
-pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
+pub fn slurm(args: SlurmArgs, argv: &[OsString], control: &Control) -> anyhow::Result<()> {
     let (job, cluster) = match args.job {
         SlurmJob::Ngrams(a) => (Job::Ngrams(a.ngrams), a.cluster),
         SlurmJob::Pairs(a) => (Job::Pairs(a.pairs), a.cluster),
@@ -285,10 +290,12 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
     }
     let config = job.count_config()?;
     let work = WorkDir::new(&cluster.workdir)?;
-    let argv = std::env::args_os()
+    let argv = argv
+        .iter()
         .map(|a| {
-            a.into_string()
-                .map_err(|a| anyhow::anyhow!("{}: not UTF-8; a job plan stores its command line", a.to_string_lossy()))
+            a.to_str().map(str::to_owned).ok_or_else(|| {
+                anyhow::anyhow!("{}: not UTF-8; a job plan stores its command line", a.to_string_lossy())
+            })
         })
         .collect::<anyhow::Result<Vec<String>>>()?;
     let (inputs, shards) = JobPlan::cut(job.inputs(), config.read.format, cluster.shards, cluster.buckets)?;
@@ -313,6 +320,15 @@ pub fn slurm(args: SlurmArgs, control: &Control) -> anyhow::Result<()> {
     let plan = work.load_plan()?;
     if !job.quiet() {
         describe(&plan, &work);
+    }
+    if cluster.plan_only {
+        if !job.quiet() {
+            eprintln!(
+                "  planned only; `dupgram stage STAGE --workdir {} --index I` runs a task",
+                work.root().display()
+            );
+        }
+        return Ok(());
     }
     if cluster.local {
         return run_tasks(&work, &plan, &job, &config, control, &TaskId::all(&plan));

@@ -10,6 +10,7 @@ mod pairs;
 mod progress;
 mod stats;
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -22,6 +23,21 @@ use dupgram_pipeline::{Control, PipelineError};
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The arguments as given, the program's name first: a Slurm job's plan
+    /// stores its command line, which the tasks parse again.
+    #[arg(skip)]
+    argv: Vec<OsString>,
+}
+
+impl Cli {
+    /// Parses `argv` (the program's name first) as the command line does,
+    /// keeping it for a job plan to store. The binary and the Python package
+    /// both parse this way: their own process arguments are not the job's.
+    pub fn try_parse_args(argv: Vec<OsString>) -> Result<Cli, clap::Error> {
+        let mut cli = Cli::try_parse_from(&argv)?;
+        cli.argv = argv;
+        Ok(cli)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -39,13 +55,14 @@ enum Command {
 }
 
 pub fn run(cli: Cli, control: &Control) -> anyhow::Result<()> {
-    match cli.command {
+    let Cli { command, argv } = cli;
+    match command {
         Command::Ngrams(args) => ngrams::run(args, control),
         Command::Pairs(args) => pairs::run(args, control),
         Command::Dedup(args) => dedup::run(args, control),
         Command::Stats(args) => stats::run(args, control),
         Command::Overlap(args) => overlap::run(args, control),
-        Command::Slurm(args) => cluster::slurm(args, control),
+        Command::Slurm(args) => cluster::slurm(args, &argv, control),
         Command::Stage(args) => cluster::stage(args, control),
         Command::Update(args) => cluster::update(args, control),
         Command::Completions(args) => generate::completions(args),

@@ -176,6 +176,40 @@ fn a_map_task_killed_midway_is_redone_and_the_output_is_the_same() {
 }
 
 #[test]
+fn a_plan_only_job_writes_no_scripts_and_its_stages_run_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let p = dir.path().join(format!("part{i}.jsonl"));
+            generated(&p, 5_000, 40 + i, 200);
+            p
+        })
+        .collect();
+    let inputs: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+    let expect = one_machine(dir.path(), &inputs, &["-n", "6"]);
+    let (work, out, lexicon) = (dir.path().join("w"), dir.path().join("job.tsv"), dir.path().join("job.tsv.lex"));
+    let mut plan: Vec<&str> = vec!["slurm", "ngrams"];
+    plan.extend(inputs.iter().map(|p| s(p)));
+    plan.extend(["-n", "6", "-q", "-o", s(&out), "--lexicon", s(&lexicon), "--workdir", s(&work)]);
+    plan.extend(["--shards", "3", "--buckets", "2"]);
+    let (code, _, stderr) = run(&[plan.as_slice(), &["--plan-only", "--local"]].concat());
+    assert_ne!(code, 0, "--plan-only and --local conflict: {stderr}");
+    let (code, _, stderr) = run(&[plan.as_slice(), &["--plan-only"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(work.join("job.json").is_file());
+    assert!(leftovers(&work.join("slurm")).is_empty(), "no scripts");
+    assert!(!out.exists());
+    let tasks = [("lexicon", 3), ("vocab", 1), ("map", 3), ("reduce", 2), ("finish", 1)];
+    for (stage, count) in tasks {
+        for i in 0..count {
+            let (code, _, stderr) = run(&["stage", stage, "--workdir", s(&work), "--index", &i.to_string()]);
+            assert_eq!(code, 0, "{stage} {i}: {stderr}");
+        }
+    }
+    assert_same(dir.path(), "job", &expect, "planned only, run by hand");
+}
+
+#[test]
 fn changed_inputs_and_other_jobs_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("c.jsonl");
