@@ -183,7 +183,12 @@ pub fn open_decoded_counted(
 pub fn is_compressed(path: &Path) -> std::io::Result<bool> {
     let mut head = [0u8; 4];
     let got = read_head(path, &mut head)?;
-    Ok(head[..got].starts_with(&[0x1f, 0x8b]) || head[..got] == [0x28, 0xb5, 0x2f, 0xfd])
+    Ok(starts_compressed(&head[..got]))
+}
+
+/// Whether bytes that start a stream start a gzip or zstd one (their magic bytes).
+pub fn starts_compressed(head: &[u8]) -> bool {
+    head.starts_with(&[0x1f, 0x8b]) || head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
 }
 
 /// The format of an uncompressed file: `forced`, else from its name, else from its first bytes.

@@ -276,12 +276,13 @@ impl<R: Read> Tee<R> {
                 // Compressed only when the first read shows, in four bytes or
                 // more, that the input starts with neither magic: the copy
                 // then decompresses to bytes that sniff as the input did.
-                let compressed_already =
-                    bytes.starts_with(&[0x1f, 0x8b]) || bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]);
-                if compressed_already || bytes.len() < 4 {
+                if crate::starts_compressed(bytes) || bytes.len() < 4 {
                     Spool::Plain(buffered)
                 } else {
-                    Spool::Zstd(zstd::Encoder::new(buffered, SPOOL_LEVEL)?)
+                    let mut encoder = zstd::Encoder::new(buffered, SPOOL_LEVEL)?;
+                    // A damaged copy is then an error when it is read back, not other text.
+                    encoder.include_checksum(true)?;
+                    Spool::Zstd(encoder)
                 }
             }
             other => other,

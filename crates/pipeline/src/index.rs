@@ -71,6 +71,20 @@ pub struct DupsInput {
     pub lexicon: PathBuf,
 }
 
+/// Copies standard input to `path`, compressed unless it already is (see `IndexJob::spool_stdin`).
+fn copy_stdin(path: &Path) -> std::io::Result<()> {
+    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    let mut stdin = std::io::stdin().lock();
+    if dupgram_corpus::starts_compressed(stdin.fill_buf()?) {
+        std::io::copy(&mut stdin, &mut out)?;
+        return out.flush();
+    }
+    let mut encoder = zstd::Encoder::new(out, 1)?;
+    encoder.include_checksum(true)?;
+    std::io::copy(&mut stdin, &mut encoder)?;
+    encoder.finish()?.flush()
+}
+
 /// What building the index found.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -255,7 +269,10 @@ impl<'a> IndexJob<'a> {
     }
 
     /// Standard input can be read once, and this job reads the corpus twice
-    /// or three times: copy it to the work directory first.
+    /// or three times: copy it to the work directory first. The copy is
+    /// compressed (zstd level 1, with its checksum), unless the input
+    /// already is, so it takes about a third of the text's room on disk;
+    /// the corpus reader decodes it as it decodes a `.zst` input.
     pub(crate) fn spool_stdin(&self) -> Result<Vec<Input>, PipelineError> {
         self.base
             .inputs
@@ -263,8 +280,7 @@ impl<'a> IndexJob<'a> {
             .map(|input| match input {
                 Input::Stdin { .. } => {
                     let path = self.work.join("stdin.copy");
-                    let mut out = std::fs::File::create(&path).map_err(|e| PipelineError::io(&path, e))?;
-                    std::io::copy(&mut std::io::stdin().lock(), &mut out).map_err(|e| PipelineError::io(&path, e))?;
+                    copy_stdin(&path).map_err(|e| PipelineError::io(&path, e))?;
                     Ok(Input::Path(path))
                 }
                 other => Ok(other.clone()),
