@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Global deduplication inside datatrove pipelines on web-shaped text:
-# dupgram's steps (DupgramSpool, DupgramPlan and its count stages, DupgramFind, DupgramFilter) beside
+# dupgram's steps (DupgramSpool, DupgramHash or DupgramPlan and its count stages, DupgramFind, DupgramFilter) beside
 # datatrove's own MinhashDedup (signatures, buckets, cluster, filter), on the
 # same JSON Lines shards with the same LocalPipelineExecutor settings. For
 # each: wall (median of --runs), peak memory summed over the processes of

@@ -64,7 +64,7 @@ def run_stages(stages: list[tuple[str, list, int]], work: Path, workers: int, dt
 
 
 def dupgram_stages(args, work: Path) -> list[tuple[str, list, int]]:
-    from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramPlan, DupgramSpool, DupgramStage
+    from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramHash, DupgramPlan, DupgramSpool, DupgramStage
 
     options = {"unit": args.unit, "n": args.n, "memory": args.memory, "threads": args.workers, "quiet": True}
     if args.threshold is not None:
@@ -82,8 +82,10 @@ def dupgram_stages(args, work: Path) -> list[tuple[str, list, int]]:
         plan = DupgramPlan(work / "dupgram", tasks=args.tasks, **dict(options, threads=1))
         count = [("plan", [plan], 1)]
         count += [(stage, [DupgramStage(work / "dupgram", stage)], tasks) for stage, tasks in plan.stages()]
+    # --unit span: each spool task hashes its documents' K-grams (a thread a task, as the count).
+    hash_spans = [DupgramHash(work / "dupgram", **dict(options, threads=1))] if args.unit == "span" else []
     return [
-        ("spool", [reader(args.shards), DupgramSpool(work / "dupgram")], args.tasks),
+        ("spool", [reader(args.shards), DupgramSpool(work / "dupgram"), *hash_spans], args.tasks),
         *count,
         ("find", [DupgramFind(work / "dupgram", tasks=args.tasks, **options)], 1),
         (

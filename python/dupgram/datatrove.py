@@ -44,9 +44,15 @@ once for where the duplicate n-grams are and once to judge, and cuts the
 attributes by task into ``work/decisions/``. ``DupgramFilter`` reads its
 task's documents again (the same reader, the same number of tasks) and
 yields those ``dedup --strip`` keeps, in order, with ``dup_fraction`` and
-``dup_spans`` as ``DupgramDedup`` gives them. ``--unit span`` and
-``exact_only`` count no n-grams (they sort fingerprints of their own):
-without a plan, ``DupgramFind`` runs the whole ``dupgram dedup`` itself.
+``dup_spans`` as ``DupgramDedup`` gives them.
+
+``unit="span"`` counts no n-grams: it sorts a fingerprint of every K-gram.
+Put ``DupgramHash("work/", min_span=K)`` after ``DupgramSpool`` in the spool
+pipeline, and each task hashes its own documents' K-grams into sorted runs
+(``dedup --hash-to``, ``work/kgrams/NNNNN/``); ``DupgramFind`` then merges
+every task's runs (``dedup --hashed``) and judges. ``exact_only`` needs
+neither: ``DupgramFind`` runs the whole ``dupgram dedup`` in its task, as it
+does for any unit without a plan or hashed K-grams.
 
 ``DupgramPlan(job="ngrams")`` and ``DupgramPlan(job="pairs")`` (with
 ``output=``) plan ``dupgram slurm ngrams`` or ``pairs`` instead, whose
@@ -70,6 +76,7 @@ import io
 import json
 import os
 import pickle
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -77,7 +84,7 @@ from typing import Any, Iterator
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from . import command_line, dedup, ngrams, pairs
+from . import _with_summary, command_line, dedup, ngrams, pairs, run
 from ._dupgram import run as run_args
 
 
@@ -126,6 +133,8 @@ class DupgramDedup(PipelineStep):
 DOCS, DECISIONS, JOB, STAGES = "docs", "decisions", "job.json", "stages"
 # What DupgramPlan(job="dedup") has the count's finish stage write.
 DUPS, DUPS_LEXICON = "dups.tsv", "dups.lex"
+# Where DupgramHash puts each task's hashed K-grams, and what it notes of the documents it hashed.
+KGRAMS, SOURCE = "kgrams", "source.json"
 
 
 def shard_name(rank: int) -> str:
@@ -346,6 +355,58 @@ def check_unchanged(plan: dict[str, Any], step: str) -> None:
             )
 
 
+# The options of `dupgram dedup --unit span` that decide its K-grams' hashes, or how it runs.
+HASH_OPTIONS = (
+    "min_span", "tokens", "numbers_as_token", "strip_markup", "stopwords",
+    "memory", "threads", "tmp_dir", "skip_bad", "quiet",
+)
+
+
+class DupgramHash(PipelineStep):
+    """``unit="span"``'s per-task step, right after ``DupgramSpool`` in the
+    same pipeline: once the task's documents are spooled, hashes their
+    K-grams into sorted runs (``dupgram dedup --unit span --hash-to
+    work_dir/kgrams/NNNNN --part RANK``), so ``DupgramFind`` merges every
+    task's runs instead of hashing all documents in its one task. Takes
+    ``dupgram dedup``'s options (those of ``DupgramFind``); uses
+    ``min_span`` and the token options. Yields nothing."""
+
+    name = "dupgram hash"
+    type = "🫂 - DEDUP"
+
+    def __init__(self, work_dir: str | os.PathLike[str], **options: Any):
+        super().__init__()
+        if options.get("unit", "span") != "span":
+            raise ValueError("DupgramHash: it hashes the K-grams of --unit span; other units count with DupgramPlan")
+        self.work_dir = Path(work_dir)
+        self.options = {k: v for k, v in options.items() if k in HASH_OPTIONS}
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        yield from data or ()
+        shard = self.work_dir / DOCS / f"{shard_name(rank)}.jsonl.gz"
+        if not shard.exists():
+            raise RuntimeError(f"DupgramHash: {shard} is missing: put DupgramSpool before it in the pipeline")
+        folder = self.work_dir / KGRAMS
+        folder.mkdir(parents=True, exist_ok=True)
+        final, partial = folder / shard_name(rank), folder / f".{shard_name(rank)}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        try:
+            with self.track_time(unit="task"):
+                run("dedup", shard, unit="span", format="jsonl", hash_to=partial, part=rank, **self.options)
+            (partial / SOURCE).write_text(json.dumps(file_stamp(shard)))
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(partial, final)
+
+
+def file_stamp(path: Path) -> dict[str, int]:
+    """What says a file is as it was: its size and modification time."""
+    status = path.stat()
+    return {"size": status.st_size, "mtime_ns": status.st_mtime_ns}
+
+
 class SpooledJob(PipelineStep):
     """A ``dupgram`` job over every task's documents that ``DupgramSpool``
     wrote, in task order, in one task (rank 0). Documents from the steps
@@ -398,7 +459,8 @@ class DupgramFind(SpooledJob):
         decisions.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="pydupgram-", dir=self.options.get("tmp_dir")) as work:
             marked = Path(work) / "attributes.jsonl"
-            summary = dedup(shards, attributes=marked, format="jsonl", **self.options, **self.counted())
+            options = dict(self.options, attributes=marked, format="jsonl", **self.counted())
+            summary = _with_summary("dedup", shards, options, self.hashed(shards))
             with open(marked, encoding="utf-8") as records:
                 for r, shard in enumerate(shards):
                     write_decisions(shard, records, decisions / f"{shard_name(r)}.jsonl")
@@ -422,6 +484,23 @@ class DupgramFind(SpooledJob):
             raise RuntimeError(f"DupgramFind: {dups} is missing: run the stages of DupgramPlan first")
         check_unchanged(plan, "DupgramFind")
         return {"dups": dups, "lexicon": lexicon}
+
+    def hashed(self, shards: list[Path]) -> list[str]:
+        """With ``DupgramHash`` before it, the ``--hashed`` arguments for every
+        task's K-grams (which must all be there, of the documents as they
+        are); without, none."""
+        folder = self.work_dir / KGRAMS
+        if not folder.exists():
+            return []
+        args = []
+        for rank, shard in enumerate(shards):
+            part = folder / shard_name(rank)
+            if not (part / SOURCE).exists():
+                raise RuntimeError(f"DupgramFind: {part} is missing: DupgramHash has not run for task {rank}")
+            if json.loads((part / SOURCE).read_text()) != file_stamp(shard):
+                raise RuntimeError(f"DupgramFind: {shard} changed since DupgramHash hashed it: hash it again")
+            args.append(f"--hashed={part}")
+        return args
 
 
 class DupgramNgrams(SpooledJob):

@@ -2,9 +2,10 @@
 """Global deduplication of a folder of shards with datatrove and dupgram.
 
 datatrove pipelines over a shared work folder: each task spools its shards'
-documents; for the n-gram units (doc, p, s), dupgram's own count stages
-(lexicon, vocab, map, reduce, finish) count the duplicate n-grams of all of
-them in parallel tasks; one task judges the documents in task order
+documents (and, for --unit span, hashes their K-grams); for the n-gram
+units (doc, p, s), dupgram's own count stages (lexicon, vocab, map, reduce,
+finish) count the duplicate n-grams of all of them in parallel tasks; one
+task judges the documents in task order
 (``dupgram dedup``, which is sequential: the first instance is kept); and
 each task reads its shards again and writes the documents kept as JSONL.gz
 (``OUTPUT/NNNNN.jsonl.gz``, one file per task): the documents ``dupgram
@@ -24,7 +25,7 @@ from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.readers import JsonlReader, ParquetReader
 from datatrove.pipeline.writers import JsonlWriter
 
-from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramPlan, DupgramSpool, DupgramStage
+from dupgram.datatrove import DupgramFilter, DupgramFind, DupgramHash, DupgramPlan, DupgramSpool, DupgramStage
 
 
 def main() -> None:
@@ -61,8 +62,10 @@ def main() -> None:
         del options["n"]
 
     logs = work / "logs"
+    # For --unit span, each task hashes its own documents' K-grams once they are spooled.
+    hash_spans = [DupgramHash(work, **options)] if args.unit == "span" else []
     spool = LocalPipelineExecutor(
-        pipeline=[reader(), DupgramSpool(work)],
+        pipeline=[reader(), DupgramSpool(work), *hash_spans],
         tasks=args.tasks,
         workers=args.workers,
         logging_dir=str(logs / "spool"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -210,8 +211,22 @@ def test_example_script_dedups_a_shard_folder_across_tasks(tmp_path, unit, min_s
         args += ["--min-span", str(min_span)]
         options["min_span"] = min_span
     subprocess.run([sys.executable, str(script), *args], check=True, cwd=tmp_path)
+    work = tmp_path / "dupgram-work"
+    if unit == "span":
+        # Each task hashed its own K-grams; the find step merged them.
+        assert sorted(p.name for p in (work / "kgrams").iterdir()) == [f"{r:05d}" for r in range(4)]
+    else:
+        assert (work / "dups.tsv").stat().st_size > 0, "the count stages counted"
     expected = kept_by_one_dedup(in_task_order(shards, 4), tmp_path, **options)
     assert len(expected) < 20841
+    if unit == "span" and not min_span:
+        # A task's documents spooled again, changed, after they were hashed: the find step refuses.
+        from dupgram.datatrove import DupgramFind
+
+        spooled = work / "docs" / "00001.jsonl.gz"
+        os.utime(spooled, ns=(spooled.stat().st_atime_ns, spooled.stat().st_mtime_ns + 10**9))
+        with pytest.raises(RuntimeError, match="changed since DupgramHash hashed it"):
+            list(DupgramFind(work, tasks=4, unit="span", n=7, quiet=True).run(None))
     if min_span:
         # Shorter passages count: more is cut than at the default 50 words.
         default = kept_by_one_dedup(in_task_order(shards, 4), tmp_path, unit=unit, n=7)
@@ -288,7 +303,7 @@ def test_ngrams_and_pairs_steps_cover_all_tasks(tmp_path):
 
 def test_a_plan_refuses_what_it_cannot_count(tmp_path):
     """Span and exact-only units count no n-grams; an output is the step's for dedup and the user's otherwise."""
-    from dupgram.datatrove import DupgramPlan, DupgramStage
+    from dupgram.datatrove import DupgramHash, DupgramPlan, DupgramStage
 
     with pytest.raises(ValueError, match="count no n-grams"):
         DupgramPlan(tmp_path, tasks=2, unit="span")
@@ -300,6 +315,8 @@ def test_a_plan_refuses_what_it_cannot_count(tmp_path):
         DupgramPlan(tmp_path, tasks=2, output=tmp_path / "x.tsv")
     with pytest.raises(ValueError, match="no stage 'map'"):
         DupgramStage(tmp_path, "map", job="pairs")
+    with pytest.raises(ValueError, match="--unit span"):
+        DupgramHash(tmp_path, unit="p")
 
 
 def test_a_spool_step_that_fails_leaves_no_file(tmp_path):

@@ -79,6 +79,8 @@ pub enum UnitArg {
 ///   dupgram dedup corpus.jsonl.zst --unit doc -n 10 --threshold 0.5 --strip -o kept.jsonl.zst
 ///   dupgram dedup corpus.jsonl.gz --exact-only --unit line --strip -o kept.jsonl.gz
 ///   dupgram dedup corpus.jsonl.zst --unit span --min-span 50 --strip -o kept.jsonl.zst
+///   dupgram dedup a.jsonl --unit span --hash-to a.kgrams --part 0   (and b.jsonl --part 1, elsewhere)
+///   dupgram dedup a.jsonl b.jsonl --unit span --hashed a.kgrams --hashed b.kgrams --strip -o kept.jsonl
 ///   dupgram dedup documents/part-0.jsonl --unit p --attributes attributes/dupgram/part-0.jsonl
 ///   dupgram dedup shard.parquet --unit doc --strip -o kept.parquet
 #[derive(Debug, Args)]
@@ -134,6 +136,18 @@ pub struct DedupArgs {
     /// Write the summary, with the length tables, as JSON to this file (`dupgram stats --dedup` reads it).
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
+    /// --unit span, one part of a corpus hashed apart (e.g. one task of many): hash the inputs'
+    /// K-grams into sorted runs in DIR, a new directory, for a later `dedup --hashed`; no documents
+    /// are written.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "attributes", "strip"])]
+    hash_to: Option<PathBuf>,
+    /// With --hash-to: the part's place in the corpus (0, 1, …, in corpus order).
+    #[arg(long, value_name = "I", default_value_t = 0, requires = "hash_to")]
+    part: u64,
+    /// --unit span: the K-grams of the inputs' parts, hashed by `dedup --hash-to` (repeat, one
+    /// directory a part, in corpus order); the inputs are all the parts' documents, in that order.
+    #[arg(long, value_name = "DIR", conflicts_with = "hash_to")]
+    hashed: Vec<PathBuf>,
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
@@ -167,10 +181,14 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
         max_stub: args.max_stub,
         exact: args.exact,
         strip: args.strip,
+        hash_to: args.hash_to.clone(),
+        part: args.part,
+        hashed: args.hashed.clone(),
         ..DedupConfig::new(base)
     };
     // Both files are opened before any work, so a bad path fails at once.
     let mut documents = match (&args.output, &args.attributes) {
+        _ if args.hash_to.is_some() => None,
         (None, Some(_)) => None,
         (output, _) => Some(create_output(output.as_deref(), args.resources.memory)?),
     };
@@ -196,9 +214,31 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
         write_json(path, &stats)?;
     }
     if !args.resources.quiet {
-        eprint!("{}", summary(&stats));
+        match &args.hash_to {
+            Some(dir) => eprint!("{}", hashed_summary(&stats, args.part, dir)),
+            None => eprint!("{}", summary(&stats)),
+        }
     }
     Ok(())
+}
+
+/// What `--hash-to` did: a part hashed, nothing judged yet.
+fn hashed_summary(s: &DedupStats, part: u64, dir: &std::path::Path) -> String {
+    format!(
+        "  {:<24}{} documents, {} tokens, K = {}\n  {:<24}{} of K-gram runs in {}\n  {:<24}{} of {}\n  {:<24}{:.2} s\n",
+        format!("hashed part {part}"),
+        group(s.index.documents),
+        group(s.index.tokens),
+        s.min_span,
+        "written",
+        human_bytes(s.index.bytes_spilled),
+        dir.display(),
+        "peak memory",
+        human_bytes(s.peak_rss),
+        human_bytes(s.memory_budget),
+        "time",
+        s.seconds.total
+    )
 }
 
 fn summary(s: &DedupStats) -> String {

@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use std::collections::HashSet;
+use std::path::PathBuf;
 
 /// (mark, words) of each paragraph of a marked vertical file.
 fn paragraphs(marked: &str) -> Vec<(bool, String)> {
@@ -749,4 +750,86 @@ fn span_output_does_not_depend_on_memory_or_threads() {
     }
     assert_eq!(outputs[0], outputs[1]);
     assert!(leftovers(dir.path()).iter().all(|p| !p.to_string_lossy().contains("dupgram-dedup")));
+}
+
+/// `--unit span` hashed a part at a time (`--hash-to`, as separate tasks
+/// would), then judged once (`--hashed`): the output and attributes of one
+/// process, byte for byte, at any memory; parts out of order, of another K,
+/// or a directory reused are refused.
+#[test]
+fn span_parts_hashed_apart_judge_as_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut texts = Vec::new();
+    let parts: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let p = dir.path().join(format!("part{i}.jsonl"));
+            texts.extend(generated(&p, 40_000, 60 + i, 300));
+            p
+        })
+        .collect();
+    // Passages of part 0 repeated in part 2.
+    let mut last = std::fs::read_to_string(&parts[2]).unwrap();
+    for (i, t) in texts.iter().take(200).enumerate().step_by(3) {
+        last.push_str(&serde_json::json!({ "id": format!("r{i}"), "text": format!("new words here {t}") }).to_string());
+        last.push('\n');
+    }
+    std::fs::write(&parts[2], last).unwrap();
+    let inputs: Vec<&str> = parts.iter().map(|p| s(p)).collect();
+    let judge = |name: &str, extra: &[&str]| {
+        let (out, attributes) = (dir.path().join(format!("{name}.jsonl")), dir.path().join(format!("{name}.attr")));
+        let mut args = vec!["dedup"];
+        args.extend(&inputs);
+        args.extend([
+            "--unit",
+            "span",
+            "--min-span",
+            "8",
+            "--strip",
+            "-q",
+            "-o",
+            s(&out),
+            "--attributes",
+            s(&attributes),
+        ]);
+        args.extend(extra);
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        (std::fs::read(out).unwrap(), std::fs::read(attributes).unwrap())
+    };
+    let one = judge("one", &[]);
+    assert!(String::from_utf8_lossy(&one.1).contains("\"dupgram_duplicate_spans\":[["), "something is cut");
+    for memory in ["1G", "16M"] {
+        let hashed: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("{memory}-{i}.kgrams"))).collect();
+        for (i, part) in parts.iter().enumerate() {
+            let args = ["dedup", s(part), "--unit", "span", "--min-span", "8", "--memory", memory, "-q"];
+            let (code, _, stderr) = run(&[&args[..], &["--hash-to", s(&hashed[i]), "--part", &i.to_string()]].concat());
+            assert_eq!(code, 0, "{stderr}");
+        }
+        let mut extra = vec![];
+        for h in &hashed {
+            extra.extend(["--hashed", s(h)]);
+        }
+        assert!(judge(&format!("parts-{memory}"), &extra) == one, "parts hashed apart at {memory}");
+    }
+    let hashed: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("1G-{i}.kgrams"))).collect();
+    let unwritten = dir.path().join("x.jsonl");
+    for (args, says) in [
+        (vec!["--hashed", s(&hashed[1]), "--hashed", s(&hashed[0]), "--min-span", "8"], "in part order"),
+        (vec!["--hashed", s(&hashed[0]), "--min-span", "9"], "another --min-span"),
+    ] {
+        let mut all = vec!["dedup"];
+        all.extend(&inputs);
+        all.extend(["--unit", "span", "-q", "-o", s(&unwritten)]);
+        all.extend(args);
+        let (code, _, stderr) = run(&all);
+        assert_ne!(code, 0);
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!unwritten.exists(), "no output");
+    }
+    let (code, _, stderr) = run(&["dedup", inputs[0], "--unit", "span", "--hash-to", s(&hashed[0]), "-q"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("writes a new directory"), "{stderr}");
+    let (code, _, stderr) = run(&["dedup", inputs[0], "--unit", "p", "--hash-to", s(&dir.path().join("p")), "-q"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("for --unit span"), "{stderr}");
 }

@@ -64,6 +64,12 @@ impl<'a> UnitSort<'a> {
         Ok(())
     }
 
+    /// Runs another [`UnitSort`] with the same `tag` wrote (perhaps another
+    /// process), ready to merge; intermediate merges go to `dir`.
+    pub fn sorted(dir: &'a Path, runs: Vec<RunFile>, tag: u64) -> SortedUnits<'a> {
+        SortedUnits { runs, header: RunHeader::postings(4, tag), dir, spilled: 0 }
+    }
+
     /// Spills what is left and gives the chunk's memory back, before
     /// whatever the caller allocates for the merge.
     pub fn finish(mut self) -> Result<SortedUnits<'a>, PipelineError> {
@@ -82,6 +88,11 @@ pub struct SortedUnits<'a> {
 }
 
 impl SortedUnits<'_> {
+    /// The runs, to be merged later (by [`UnitSort::sorted`]).
+    pub fn into_runs(self) -> Vec<RunFile> {
+        self.runs
+    }
+
     /// Merges every run into `sink`, at most `fan_in` runs at a time: each
     /// distinct key once, with the numbers of its units in order.
     pub fn merge(

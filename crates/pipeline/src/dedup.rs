@@ -14,6 +14,7 @@
 
 use std::io::BufRead;
 use std::ops::Range;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use dupgram_corpus::{CorpusError, Format, Input, ReadOptions};
@@ -53,6 +54,12 @@ pub struct DedupConfig {
     pub min_span: u32,
     /// `--unit span`: a document left with fewer tokens goes whole.
     pub min_tokens: u32,
+    /// `--unit span --hash-to DIR`: only hash this part's K-grams into `DIR`.
+    pub hash_to: Option<PathBuf>,
+    /// With `hash_to`: the part's place in the corpus.
+    pub part: u64,
+    /// `--unit span --hashed DIR…`: the parts' hashed K-grams, in corpus order (no hashing pass).
+    pub hashed: Vec<PathBuf>,
 }
 
 impl DedupConfig {
@@ -68,12 +75,18 @@ impl DedupConfig {
             strip: false,
             min_span: 50,
             min_tokens: 0,
+            hash_to: None,
+            part: 0,
+            hashed: Vec::new(),
         }
     }
 
     fn check(&self) -> Result<(), PipelineError> {
         if self.unit == UnitKind::Line {
             return Err(PipelineError::Usage("--unit line needs --exact-only".into()));
+        }
+        if self.hash_to.is_some() || !self.hashed.is_empty() {
+            return Err(PipelineError::Usage("--hash-to and --hashed are for --unit span".into()));
         }
         if !(0.0..=1.0).contains(&self.threshold) {
             return Err(PipelineError::Usage(format!("--threshold must be between 0 and 1, not {}", self.threshold)));

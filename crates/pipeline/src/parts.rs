@@ -24,6 +24,13 @@
 //!
 //! Common counts body: `docs u64`, then per document `common u32`
 //! ([`Candidates::common`](crate::Candidates)).
+//!
+//! `dedup --unit span` hands its hashing pass over a part of the corpus to a
+//! later job the same way (`--hash-to`, then `--hashed`): a hashed part,
+//! magic `"DGKGRAMS"`, body `k u32`, `options u64` (an XXH3 of what makes a
+//! K-gram's hash: K, tokenisation, stop words), `part u64` (its place in the
+//! corpus), `documents u64`, `tokens u64`, `runs u64`, then per run `bytes u64`, `name_len u32` and the run's
+//! file name (UTF-8, in the part's directory), in the order written.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -36,6 +43,7 @@ use dupgram_jobkit::error::PipelineError;
 const DOCS_MAGIC: &[u8; 8] = b"DGDOCS\0\0";
 const TOTALS_MAGIC: &[u8; 8] = b"DGTOTAL\0";
 const COMMON_MAGIC: &[u8; 8] = b"DGCOMMON";
+const KGRAMS_MAGIC: &[u8; 8] = b"DGKGRAMS";
 const VERSION: u32 = 1;
 
 /// A bucket's part of the index totals, and the documents it showed to
@@ -178,6 +186,61 @@ pub fn add_common(path: &Path, sum: &mut [u32]) -> Result<(), PipelineError> {
         *s = s.saturating_add(r.u32()?);
     }
     r.end()
+}
+
+/// A part of the corpus hashed by `dedup --unit span --hash-to`: what was
+/// hashed, and the sorted runs of its K-grams (file names in its directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KgramPart {
+    pub k: u32,
+    /// XXH3 of what decides a K-gram's hash (K, tokenisation, stop words).
+    pub options: u64,
+    /// The part's place in the corpus (0, 1, …).
+    pub part: u64,
+    pub documents: u64,
+    pub tokens: u64,
+    /// Each run's file name and size in bytes.
+    pub runs: Vec<(String, u64)>,
+}
+
+impl KgramPart {
+    /// Writes the part in the format above.
+    pub fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut w = Checked::new(out, KGRAMS_MAGIC)?;
+        w.u32(self.k)?;
+        w.u64(self.options)?;
+        w.u64(self.part)?;
+        w.u64(self.documents)?;
+        w.u64(self.tokens)?;
+        w.u64(self.runs.len() as u64)?;
+        for (name, bytes) in &self.runs {
+            w.u64(*bytes)?;
+            w.u32(u32::try_from(name.len()).map_err(std::io::Error::other)?)?;
+            w.bytes(name.as_bytes())?;
+        }
+        w.finish()
+    }
+
+    /// Reads a part written by [`Self::write_to`].
+    pub fn read_from(path: &Path) -> Result<KgramPart, PipelineError> {
+        let mut r = Checked::read(path, KGRAMS_MAGIC)?;
+        let (k, options, part) = (r.u32()?, r.u64()?, r.u64()?);
+        let (documents, tokens) = (r.u64()?, r.u64()?);
+        let count = r.count(8 + 4)?;
+        let mut runs = Vec::with_capacity(count);
+        for _ in 0..count {
+            let bytes = r.u64()?;
+            let len = r.u32()? as usize;
+            let name = std::str::from_utf8(r.take(len)?).map(str::to_owned).ok();
+            let Some(name) = name else { return Err(r.corrupt("a run name not UTF-8")) };
+            if name.contains('/') || name.starts_with('.') {
+                return Err(r.corrupt("a run name outside its directory"));
+            }
+            runs.push((name, bytes));
+        }
+        r.end()?;
+        Ok(KgramPart { k, options, part, documents, tokens, runs })
+    }
 }
 
 impl IndexTotals {
@@ -362,6 +425,35 @@ mod tests {
             t.ids.push_str(id);
         }
         t
+    }
+
+    #[test]
+    fn kgram_parts_round_trip_and_refuse_damage_and_names_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("part");
+        let part = KgramPart {
+            k: 50,
+            options: 0xDEAD_BEEF,
+            part: 2,
+            documents: 3,
+            tokens: 1 << 41,
+            runs: vec![("exact-000000.dgr".into(), 12), ("exact-000001.dgr".into(), 0)],
+        };
+        let mut bytes = Vec::new();
+        part.write_to(&mut bytes).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(KgramPart::read_from(&path).unwrap(), part);
+        for at in [3, 10, 30, bytes.len() - 2] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 0x40;
+            std::fs::write(&path, &bad).unwrap();
+            assert!(matches!(KgramPart::read_from(&path), Err(PipelineError::Corrupt(_))), "flip at {at}");
+        }
+        let outside = KgramPart { runs: vec![("../x.dgr".into(), 1)], ..part };
+        let mut bytes = Vec::new();
+        outside.write_to(&mut bytes).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(KgramPart::read_from(&path).unwrap_err().to_string().contains("outside its directory"));
     }
 
     #[test]

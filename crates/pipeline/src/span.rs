@@ -16,6 +16,16 @@
 //!    its occurrences from that file, the marker cuts its spans, and it is
 //!    written out marked or stripped in its own format.
 //!
+//! The hashing pass can run apart, a part of the corpus at a time (`dedup
+//! --hash-to DIR --part I`, one process per part, writing the part's sorted
+//! runs and a [`KgramPart`] record): a K-gram's position is then its token's
+//! number within its part, with the part's number above bit
+//! [`PART_SHIFT`]; `dedup --hashed DIR…` (the parts in corpus order) merges
+//! every part's runs as step 2 merges its own and turns each position into
+//! a corpus position (the tokens of the parts before it added) as it writes
+//! the occurrences, so the numbering, the occurrences and the output are
+//! those of one process over the whole corpus. One process is part 0.
+//!
 //! Two different K-grams are confused only when their XXH3-128 hashes
 //! collide: then a passage that never repeated could be cut. For a corpus
 //! of N tokens the chance is about N²/2¹²⁹ (10⁻²⁰ for 10¹⁰ tokens).
@@ -39,7 +49,10 @@ use dupgram_jobkit::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record
 use dupgram_jobkit::error::PipelineError;
 use dupgram_jobkit::memory::{MemoryPlan, peak_rss};
 use dupgram_jobkit::output::OutputFile;
-use dupgram_jobkit::unit_sort::UnitSort;
+use dupgram_jobkit::unit_sort::{SortedUnits, UnitSort};
+use dupgram_merge::RunFile;
+
+use crate::parts::KgramPart;
 
 /// The longest passage `--min-span` may ask for: hashing costs K words a token.
 pub const MAX_MIN_SPAN: u32 = 4096;
@@ -50,6 +63,13 @@ const POSITION_RUNS: u64 = 0x5A4E_0002;
 
 /// Bytes of one repeated occurrence in the occurrences file: position (8), number (4).
 const OCCURRENCE_BYTES: usize = 12;
+
+/// A K-gram's position in a hashed part: its token's number within the part
+/// in the bits below, the part's number above.
+pub const PART_SHIFT: u32 = 40;
+
+/// The hashed part record's name in a `--hash-to` directory.
+const PART_FILE: &str = "kgrams.part";
 
 fn check(config: &DedupConfig) -> Result<(), PipelineError> {
     let k = config.min_span;
@@ -67,6 +87,9 @@ fn check(config: &DedupConfig) -> Result<(), PipelineError> {
     if config.dups.is_some() || config.exact {
         return Err(PipelineError::Usage("--dups and --exact do not apply to --unit span".into()));
     }
+    if config.part >= 1 << (64 - PART_SHIFT) {
+        return Err(PipelineError::Usage(format!("--part must be below {}", 1u64 << (64 - PART_SHIFT))));
+    }
     Ok(())
 }
 
@@ -82,6 +105,9 @@ pub fn dedup_spans_to(
     mut out: DedupOutput,
 ) -> Result<DedupStats, PipelineError> {
     check(config)?;
+    if config.hash_to.is_some() && (out.documents.is_some() || out.attributes.is_some()) {
+        return Err(PipelineError::Usage("--hash-to writes the part's K-grams, not documents or attributes".into()));
+    }
     if out.documents_parquet() {
         return Err(PipelineError::Usage(
             "--unit span writes its documents in the input's own format (JSON Lines, text or vertical), \
@@ -106,7 +132,19 @@ pub fn dedup_spans_to(
     let ids = out.id_names(&inputs);
     let job = SpanJob { config, control, plan, index: &index, inputs: &inputs, ids };
     let t = Instant::now();
-    let found = job.find_repeats(&mut stats)?;
+    if let Some(dir) = &config.hash_to {
+        job.hash_part(dir, &mut stats)?;
+        stats.seconds.index = t.elapsed().as_secs_f64();
+        stats.seconds.total = started.elapsed().as_secs_f64();
+        stats.peak_rss = peak_rss().unwrap_or(0);
+        return Ok(stats);
+    }
+    let (sorted, offsets) = if config.hashed.is_empty() {
+        (job.hash_kgrams(index.work, 0, &mut stats)?, vec![0])
+    } else {
+        job.take_parts(&mut stats)?
+    };
+    let found = job.number_repeats(sorted, &offsets, &mut stats)?;
     stats.seconds.index = t.elapsed().as_secs_f64();
     let t = Instant::now();
     job.decide(&found, &mut out, &mut stats)?;
@@ -152,13 +190,20 @@ impl SpanJob<'_> {
         stream
     }
 
-    /// Steps 1 and 2: hashes every K-gram, and lists the repeated ones' occurrences by position.
-    fn find_repeats(&self, stats: &mut DedupStats) -> Result<Repeats, PipelineError> {
+    /// Step 1: hashes every K-gram of the inputs (part `part` of the corpus)
+    /// into sorted runs in `dir`.
+    fn hash_kgrams<'d>(
+        &self,
+        dir: &'d Path,
+        part: u64,
+        stats: &mut DedupStats,
+    ) -> Result<SortedUnits<'d>, PipelineError> {
         self.control.progress.start("hashing K-grams", self.inputs.iter().map(Input::size).sum());
         let k = self.config.min_span as usize;
         let working = self.index.working();
         let chunk = self.config.base.limits.chunk_ngrams;
-        let mut sort = UnitSort::new(self.index.work, working, chunk, KGRAM_RUNS)?;
+        let mut sort = UnitSort::new(dir, working, chunk, KGRAM_RUNS)?;
+        let first = part << PART_SHIFT;
         let mut position = 0u64;
         let mut starts: Vec<usize> = Vec::new();
         read_batched(self.stream(None), self.control, (working, self.config.base.threads), |item, _, _| {
@@ -167,9 +212,14 @@ impl SpanJob<'_> {
             let keys = doc.key(0);
             token_starts(keys, &mut starts);
             let tokens = starts.len() - 1;
+            if position + tokens as u64 >= 1 << PART_SHIFT {
+                return Err(PipelineError::Usage(format!(
+                    "a part of the corpus hashed apart holds at most 2^{PART_SHIFT} tokens: cut it into more parts"
+                )));
+            }
             for (i, window) in starts.windows(k + 1).enumerate() {
                 let fp = xxhash_rust::xxh3::xxh3_128(&keys[window[0]..window[k]]);
-                sort.push(key_words(fp), position + i as u64)?;
+                sort.push(key_words(fp), first + position + i as u64)?;
             }
             position += tokens as u64;
             Ok(())
@@ -177,7 +227,93 @@ impl SpanJob<'_> {
         stats.index.tokens = position;
         let sorted = sort.finish()?;
         stats.index.bytes_spilled += sorted.spilled;
+        Ok(sorted)
+    }
+
+    /// `--hash-to DIR`: step 1 over this part of the corpus, its runs and
+    /// their record left in `DIR` (a new directory) for a `--hashed` job.
+    fn hash_part(&self, dir: &Path, stats: &mut DedupStats) -> Result<(), PipelineError> {
+        std::fs::create_dir(dir).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                PipelineError::Usage(format!("{}: exists; --hash-to writes a new directory", dir.display()))
+            }
+            _ => PipelineError::io(dir, e),
+        })?;
+        let written = self.hash_kgrams(dir, self.config.part, stats).and_then(|sorted| {
+            let runs = sorted.into_runs();
+            let part = KgramPart {
+                k: self.config.min_span,
+                options: self.hash_options(),
+                part: self.config.part,
+                documents: stats.index.documents,
+                tokens: stats.index.tokens,
+                runs: runs.iter().map(|r| (file_name(&r.path), r.bytes)).collect(),
+            };
+            // Whole or not at all: the record is renamed into place last.
+            let (path, partial) = (dir.join(PART_FILE), dir.join(format!(".{PART_FILE}.partial")));
+            let mut bytes = Vec::new();
+            part.write_to(&mut bytes).map_err(|e| PipelineError::io(&partial, e))?;
+            std::fs::write(&partial, &bytes).map_err(|e| PipelineError::io(&partial, e))?;
+            std::fs::rename(&partial, &path).map_err(|e| PipelineError::io(&path, e))
+        });
+        if written.is_err() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        written
+    }
+
+    /// What decides a K-gram's hash: K and how the text is cut into tokens.
+    fn hash_options(&self) -> u64 {
+        let base = &self.config.base;
+        let what = format!("{}|{:?}|{:?}", self.config.min_span, base.norm, base.stopwords);
+        xxhash_rust::xxh3::xxh3_64(what.as_bytes())
+    }
+
+    /// `--hashed DIR…`: the runs of every part, linked into the work
+    /// directory (the merge removes what it merges; the parts keep theirs),
+    /// and each part's first corpus position.
+    fn take_parts(&self, stats: &mut DedupStats) -> Result<(SortedUnits<'_>, Vec<u64>), PipelineError> {
+        let (mut runs, mut offsets) = (Vec::new(), Vec::new());
+        let linked = self.index.work.join("parts");
+        std::fs::create_dir(&linked).map_err(|e| PipelineError::io(&linked, e))?;
+        for (i, dir) in self.config.hashed.iter().enumerate() {
+            let record = dir.join(PART_FILE);
+            let part = KgramPart::read_from(&record)?;
+            let refuse = |what: String| Err(PipelineError::Usage(format!("{}: {what}", record.display())));
+            if part.part != i as u64 {
+                return refuse(format!(
+                    "part {} of the corpus, given as part {i}: give --hashed in part order",
+                    part.part
+                ));
+            }
+            if part.k != self.config.min_span || part.options != self.hash_options() {
+                return refuse("hashed with another --min-span or other token options".into());
+            }
+            offsets.push(stats.index.tokens);
+            stats.index.documents += part.documents;
+            stats.index.tokens += part.tokens;
+            for (name, bytes) in part.runs {
+                let (from, to) = (dir.join(&name), linked.join(format!("{i}-{name}")));
+                if std::fs::hard_link(&from, &to).is_err() {
+                    std::fs::copy(&from, &to).map_err(|e| PipelineError::io(&from, e))?;
+                }
+                runs.push(RunFile { path: to, bytes, depth: 0 });
+            }
+        }
+        Ok((UnitSort::sorted(self.index.work, runs, KGRAM_RUNS), offsets))
+    }
+
+    /// Step 2: numbers the repeated K-grams and lists their occurrences by
+    /// corpus position (`offsets`: each part's first).
+    fn number_repeats(
+        &self,
+        sorted: SortedUnits<'_>,
+        offsets: &[u64],
+        stats: &mut DedupStats,
+    ) -> Result<Repeats, PipelineError> {
         self.control.progress.start("numbering repeated K-grams", None);
+        let working = self.index.working();
+        let chunk = self.config.base.limits.chunk_ngrams;
         // The second sort gets a quarter of the memory; the merge's buffers the rest.
         let positions_dir = self.index.work.join("positions");
         std::fs::create_dir(&positions_dir).map_err(|e| PipelineError::io(&positions_dir, e))?;
@@ -190,7 +326,8 @@ impl SpanJob<'_> {
         stats.index.bytes_spilled += positions.spilled;
         let path = self.index.work.join("occurrences.bin");
         let file = std::fs::File::create(&path).map_err(|e| PipelineError::io(&path, e))?;
-        let mut sink = OccurrenceSink { out: std::io::BufWriter::with_capacity(1 << 16, file), path, count: 0 };
+        let out = std::io::BufWriter::with_capacity(1 << 16, file);
+        let mut sink = OccurrenceSink { out, path, count: 0, offsets };
         positions.merge(self.index.fan_in(0), &mut sink, self.control)?;
         stats.index.duplicate_occurrences = sink.count;
         stats.index.bytes_spilled += sink.count * OCCURRENCE_BYTES as u64;
@@ -256,6 +393,11 @@ impl SpanJob<'_> {
     }
 }
 
+/// The file name of a run its writer named (UTF-8 by construction).
+fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
 /// Where each token starts in a document's key (tokens back to back, each
 /// ended by a separator byte), and where the key ends.
 fn token_starts(keys: &[u8], starts: &mut Vec<usize>) {
@@ -314,18 +456,27 @@ impl MergeSink for NumberSink<'_> {
     }
 }
 
-/// Writes the occurrences, in position order, to a file.
-struct OccurrenceSink {
+/// Writes the occurrences, in position order, to a file, each position
+/// turned from its part's into the corpus's.
+struct OccurrenceSink<'o> {
     out: std::io::BufWriter<std::fs::File>,
     path: PathBuf,
     count: u64,
+    /// Each part's first corpus position.
+    offsets: &'o [u64],
 }
 
-impl MergeSink for OccurrenceSink {
+impl MergeSink for OccurrenceSink<'_> {
     type Error = PipelineError;
 
     fn accept(&mut self, key: &[u32], _count: u64, numbers: &[u64]) -> Result<(), PipelineError> {
-        let position = (u64::from(key[0]) << 32) | u64::from(key[1]);
+        let in_part = (u64::from(key[0]) << 32) | u64::from(key[1]);
+        let part = (in_part >> PART_SHIFT) as usize;
+        let Some(first) = self.offsets.get(part) else {
+            return Err(PipelineError::Corrupt(format!("a K-gram of part {part}, of {} parts", self.offsets.len())));
+        };
+        // Parts are in corpus order and positions in a part below its tokens, so this keeps the order.
+        let position = first + (in_part & ((1 << PART_SHIFT) - 1));
         for &number in numbers {
             let mut bytes = [0u8; OCCURRENCE_BYTES];
             bytes[..8].copy_from_slice(&position.to_le_bytes());
