@@ -220,7 +220,7 @@ def stage_tasks(stage: str, shards: int, buckets: int) -> int:
 class DupgramPlan(PipelineStep):
     """After ``DupgramSpool``, in one task: plans the count of every task's
     documents as dupgram's own Slurm stages (``dupgram slurm ngrams
-    --plan-only``) in ``work_dir/stages/``, one shard per spool task and
+    --plan-only``) in ``work_dir/stages/dedup/``, one shard per spool task and
     ``buckets`` n-gram buckets (default: as many as tasks). Then run, in the
     order of :meth:`stages`, one pipeline of ``DupgramStage(work_dir, stage,
     job=job)`` per stage with the number of tasks given there. The stages of
@@ -261,8 +261,8 @@ class DupgramPlan(PipelineStep):
                 raise TypeError(f"DupgramPlan: {taken} is chosen by the step")
         if job == "dedup" and (options.get("unit") == "span" or options.get("exact_only")):
             raise ValueError(
-                "DupgramPlan: --unit span and --exact-only count no n-grams (DupgramFind sorts their "
-                "fingerprints itself): run DupgramFind without a plan"
+                "DupgramPlan: --unit span and --exact-only count no n-grams: for span, put DupgramHash "
+                "after DupgramSpool; for exact_only, run DupgramFind without a plan"
             )
         self.work_dir = Path(work_dir)
         self.tasks = tasks
@@ -490,7 +490,7 @@ class DupgramFind(SpooledJob):
         task's K-grams (which must all be there, of the documents as they
         are); without, none."""
         folder = self.work_dir / KGRAMS
-        if not folder.exists():
+        if self.options.get("unit") != "span" or not folder.exists():
             return []
         args = []
         for rank, shard in enumerate(shards):
