@@ -79,7 +79,8 @@ pub enum UnitArg {
 ///   dupgram dedup corpus.jsonl.zst --unit doc -n 10 --threshold 0.5 --strip -o kept.jsonl.zst
 ///   dupgram dedup corpus.jsonl.gz --exact-only --unit line --strip -o kept.jsonl.gz
 ///   dupgram dedup corpus.jsonl.zst --unit span --min-span 50 --strip -o kept.jsonl.zst
-///   dupgram dedup a.jsonl --unit span --hash-to a.kgrams --part 0   (and b.jsonl --part 1, elsewhere)
+///   dupgram dedup a.jsonl --unit span --hash-to a.kgrams --part 0
+///   dupgram dedup b.jsonl --unit span --hash-to b.kgrams --part 1
 ///   dupgram dedup a.jsonl b.jsonl --unit span --hashed a.kgrams --hashed b.kgrams --strip -o kept.jsonl
 ///   dupgram dedup documents/part-0.jsonl --unit p --attributes attributes/dupgram/part-0.jsonl
 ///   dupgram dedup shard.parquet --unit doc --strip -o kept.parquet
