@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 use crossbeam_channel::RecvTimeoutError;
 use dupgram::cli::{self, Cli};
 use dupgram_pipeline::{Control, PipelineError};
