@@ -235,7 +235,7 @@ def test_example_script_dedups_a_shard_folder_across_tasks(tmp_path, unit, min_s
 
 
 def test_example_script_reads_parquet_shards_with_its_options(tmp_path):
-    """Parquet shards, --threshold, --memory and --work: the documents one
+    """Parquet shards, --threshold, --memory, --buckets and --work: the documents one
     dedup keeps of the same records as JSON Lines, in the same order."""
     import subprocess
     import sys
@@ -253,8 +253,10 @@ def test_example_script_reads_parquet_shards_with_its_options(tmp_path):
     out, work = tmp_path / "kept", tmp_path / "elsewhere"
     script = ROOT / "python" / "examples" / "datatrove_dedup.py"
     args = ["--input", str(parquet), "--output", str(out), "--tasks", "2", "--work", str(work), "--memory", "256M"]
+    args += ["--buckets", "3"]
     subprocess.run([sys.executable, str(script), *args, "--unit", "p", "--threshold", "0.3"], check=True, cwd=tmp_path)
     assert (work / "job.json").is_file(), "the work folder is where --work says"
+    assert len(list((work / "logs" / "reduce" / "completions").iterdir())) == 3, "--buckets 3: three reduce tasks"
     expected = kept_by_one_dedup(in_task_order(shards, 2), tmp_path, unit="p", n=7, threshold=0.3)
     kept = written(out)
     originals = {r["id"]: r["text"] for path in shards for r in map(json.loads, path.read_text().splitlines())}

@@ -699,6 +699,13 @@ fn span_usage_errors() {
     );
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(out, "0.000000\tone two three\n0.666667\tzero one two\n");
+    // Compressed on standard input: copied as it came (not compressed again), read back the same.
+    let (code, zipped, stderr) = run_with_stdin(
+        &["dedup", "-", "--unit", "span", "--min-span", "2", "-q"],
+        Some(&gzip(b"one two three\nzero one two\n")),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(zipped, out);
 }
 
 /// The same output at the smallest --memory (the K-gram sorts spill and

@@ -191,6 +191,15 @@ pub fn starts_compressed(head: &[u8]) -> bool {
     head.starts_with(&[0x1f, 0x8b]) || head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
 }
 
+/// Whether a copy of standard input that starts with `head` (its first
+/// read) is to be compressed: only when four bytes or more show it starts
+/// with neither magic. A copy of a compressed stream is kept as it came, so
+/// it decompresses to bytes that sniff as the input did; a shorter head
+/// could be the start of a magic, and that copy is kept as it came too.
+pub fn spool_compresses(head: &[u8]) -> bool {
+    head.len() >= 4 && !starts_compressed(head)
+}
+
 /// The format of an uncompressed file: `forced`, else from its name, else from its first bytes.
 pub fn format_of(path: &Path, forced: Option<Format>) -> std::io::Result<Format> {
     if let Some(f) = forced.or_else(|| Format::from_path(path)) {

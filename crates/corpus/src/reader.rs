@@ -273,16 +273,13 @@ impl<R: Read> Tee<R> {
         let mut spool = match spool {
             Spool::Undecided(file) => {
                 let buffered = std::io::BufWriter::with_capacity(256 * 1024, file);
-                // Compressed only when the first read shows, in four bytes or
-                // more, that the input starts with neither magic: the copy
-                // then decompresses to bytes that sniff as the input did.
-                if crate::starts_compressed(bytes) || bytes.len() < 4 {
-                    Spool::Plain(buffered)
-                } else {
+                if crate::spool_compresses(bytes) {
                     let mut encoder = zstd::Encoder::new(buffered, SPOOL_LEVEL)?;
                     // A damaged copy is then an error when it is read back, not other text.
                     encoder.include_checksum(true)?;
                     Spool::Zstd(encoder)
+                } else {
+                    Spool::Plain(buffered)
                 }
             }
             other => other,

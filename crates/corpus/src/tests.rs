@@ -312,3 +312,16 @@ fn vertical_token_lines_read_in_runs_make_what_line_by_line_makes() {
         }
     }
 }
+
+#[test]
+fn a_copy_is_compressed_only_when_its_head_shows_no_magic() {
+    assert!(crate::spool_compresses(b"{\"text\": 1}"));
+    assert!(crate::spool_compresses(b"word"));
+    // gzip and zstd streams are kept as they came.
+    assert!(!crate::spool_compresses(&[0x1f, 0x8b, 8, 0, 0]));
+    assert!(!crate::spool_compresses(&[0x28, 0xb5, 0x2f, 0xfd, 0]));
+    // A head too short to tell may be the start of a magic: kept as it came.
+    assert!(!crate::spool_compresses(&[0x1f]));
+    assert!(!crate::spool_compresses(b"ab"));
+    assert!(!crate::spool_compresses(b""));
+}

@@ -71,11 +71,12 @@ pub struct DupsInput {
     pub lexicon: PathBuf,
 }
 
-/// Copies standard input to `path`, compressed unless it already is (see `IndexJob::spool_stdin`).
+/// Copies standard input to `path`, compressed unless it already is, by the
+/// rule of the lexicon pass's copy (`dupgram_corpus::spool_compresses`).
 fn copy_stdin(path: &Path) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     let mut stdin = std::io::stdin().lock();
-    if dupgram_corpus::starts_compressed(stdin.fill_buf()?) {
+    if !dupgram_corpus::spool_compresses(stdin.fill_buf()?) {
         std::io::copy(&mut stdin, &mut out)?;
         return out.flush();
     }

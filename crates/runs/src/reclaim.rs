@@ -82,6 +82,17 @@ pub fn punch_hole(file: &File, offset: u64, len: u64) -> bool {
     done == 0
 }
 
+/// Whether files in `dir` can have holes punched: a probe file is written,
+/// punched and removed.
+pub fn can_punch_holes(dir: &Path) -> bool {
+    let probe = dir.join(".dupgram-punch-probe");
+    let punched = std::fs::write(&probe, vec![1u8; 1 << 16])
+        .and_then(|()| std::fs::OpenOptions::new().write(true).open(&probe))
+        .is_ok_and(|file| punch_hole(&file, 0, 1 << 16));
+    let _ = std::fs::remove_file(&probe);
+    punched
+}
+
 #[cfg(not(target_os = "linux"))]
 pub fn punch_hole(_file: &File, _offset: u64, _len: u64) -> bool {
     false

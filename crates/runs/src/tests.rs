@@ -174,10 +174,7 @@ fn write_scattered_run(path: &Path, entries: u32) {
 #[test]
 fn a_consumed_run_gives_back_what_was_read_unless_linked() {
     let dir = tempfile::tempdir().unwrap();
-    let probe = dir.path().join("probe");
-    std::fs::write(&probe, vec![1u8; 1 << 16]).unwrap();
-    let file = std::fs::OpenOptions::new().write(true).open(&probe).unwrap();
-    if !reclaim::punch_hole(&file, 0, 1 << 16) {
+    if !reclaim::can_punch_holes(dir.path()) {
         eprintln!("skipped: this file system cannot punch holes");
         return;
     }

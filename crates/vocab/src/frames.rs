@@ -392,10 +392,7 @@ mod tests {
     #[test]
     fn a_consumed_file_gives_back_what_was_read() {
         let dir = tempfile::tempdir().unwrap();
-        let probe = dir.path().join("probe");
-        std::fs::write(&probe, vec![1u8; 1 << 16]).unwrap();
-        let file = std::fs::OpenOptions::new().write(true).open(&probe).unwrap();
-        if !dupgram_runs::reclaim::punch_hole(&file, 0, 1 << 16) {
+        if !dupgram_runs::reclaim::can_punch_holes(dir.path()) {
             eprintln!("skipped: this file system cannot punch holes");
             return;
         }
