@@ -338,9 +338,32 @@ fn a_corpus_too_large_for_one_sieve_is_indexed_in_parts() {
     }
 }
 
-/// Standard input can be read once: `pairs` and `dedup` keep a copy while
-/// the lexicon pass reads it (the index pass reads the word streams, the
-/// decisions the copy) and write what they write from the file, whether the
+/// `pairs` reads the text once (its index walks the word streams), so it
+/// makes no copy of standard input: it spills what it spills from the file.
+/// `dedup` reads the text again for its decisions and spills its copy too.
+#[test]
+fn pairs_keeps_no_copy_of_standard_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read(sample("news.jsonl")).unwrap();
+    let spilled = |job: &str, from_stdin: bool| {
+        let stats = dir.path().join(format!("{job}-{from_stdin}.json"));
+        let file = sample("news.jsonl");
+        let input = if from_stdin { "-" } else { s(&file) };
+        let args = [job, input, "--format", "jsonl", "-n", "5", "-q", "--stats-json", s(&stats)];
+        let (code, _, stderr) = run_with_stdin(&args, from_stdin.then_some(&text[..]));
+        assert_eq!(code, 0, "{job}: {stderr}");
+        let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+        stats["bytes_spilled"].as_u64().unwrap()
+    };
+    let (file, stdin) = (spilled("pairs", false), spilled("pairs", true));
+    assert!(file > 0 && stdin == file, "pairs spilled {stdin} bytes from standard input, {file} from the file");
+    let (file, stdin) = (spilled("dedup", false), spilled("dedup", true));
+    assert!(stdin > file, "dedup spilled {stdin} bytes from standard input, {file} from the file");
+}
+
+/// Standard input can be read once: `dedup` keeps a copy while the lexicon
+/// pass reads it (the index pass reads the word streams, the decisions the
+/// copy), `pairs` needs none, and both write what they write from the file, whether the
 /// input comes plain (copied zstd-compressed), gzipped or zstd-compressed
 /// (copied as it comes), or shorter than a compression magic.
 #[test]

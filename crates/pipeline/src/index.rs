@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::first_words::FirstWords;
-use crate::ngrams::{NgramConfig, NgramStats};
+use crate::ngrams::{NgramConfig, NgramStats, Reread};
 use crate::scan::{ScanSink, Scanner};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::error::PipelineError;
@@ -235,7 +235,7 @@ impl<'a> IndexJob<'a> {
     ) -> Result<BuiltIndex, PipelineError> {
         let Some(dups) = self.dups else {
             let StreamedIndex { merged, table, inputs, norm, stopwords, .. } =
-                self.build_streamed(false, fits, stats)?;
+                self.build_streamed(false, fits, Reread::Text, stats)?;
             index_fraction(stats, &table, self.base.n as u32);
             let MergedIndex { totals, lists, parts, .. } = merged;
             return Ok(BuiltIndex { parts, lists, table, totals, inputs, norm, stopwords });

@@ -271,14 +271,17 @@ pub(crate) struct StreamedCorpus {
 
 /// The lexicon pass of `config` in `work` for a job that indexes the
 /// corpus, with word streams that list their documents: the index pass
-/// reads those instead of the corpus. Returns the inputs later passes must
-/// read (standard input from its copy). The index holds `per_document`
-/// bytes a document beside the streams while it fills a sieve.
+/// reads those instead of the corpus. With `reread`, returns the inputs
+/// later passes must read (standard input from a copy made while it is
+/// read); without, the job never reads the text again (`pairs`), so
+/// standard input is not copied and no inputs are returned. The index
+/// holds `per_document` bytes a document beside the streams while it fills a sieve.
 pub(crate) fn tokenise_for_index(
     config: &NgramConfig,
     control: &Control,
     work: &Path,
     per_document: u64,
+    reread: Reread,
     stats: &mut NgramStats,
 ) -> Result<(StreamedCorpus, Vec<Input>), PipelineError> {
     config.check()?;
@@ -286,7 +289,13 @@ pub(crate) fn tokenise_for_index(
     let plan = MemoryPlan::new(config.memory, config.threads, zstd_need(&config.inputs)?)
         .map_err(|what| memory_error(config, what))?;
     let mut job = Job { config, control, plan, work, inputs: config.inputs.clone() };
-    let first_inputs = job.spool_stdin();
+    let first_inputs = match reread {
+        Reread::Text => job.spool_stdin(),
+        Reread::StreamsOnly => {
+            job.inputs.clear();
+            config.inputs.clone()
+        }
+    };
     let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, documents, .. } =
         job.tokenise(&first_inputs, true, stats, started)?;
     stats.bytes_spilled += spooled_bytes(&first_inputs);
@@ -316,6 +325,15 @@ pub(crate) fn tokenise_for_index(
         corpus.sieve = job.fresh_sieve(&corpus.lexicon, beside, stats);
     }
     Ok((corpus, job.inputs))
+}
+
+/// Whether a job that indexes the corpus reads its text again after the
+/// lexicon pass (to write documents out, or count its queries), or only the
+/// word streams: then standard input needs no copy on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reread {
+    Text,
+    StreamsOnly,
 }
 
 impl StreamedCorpus {

@@ -50,7 +50,7 @@ use crate::index::{
     BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
     PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
 };
-use crate::ngrams::{NgramConfig, zstd_need};
+use crate::ngrams::{NgramConfig, Reread, zstd_need};
 use crate::parts::BucketTotals;
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::error::PipelineError;
@@ -309,7 +309,7 @@ impl<'a> PairPasses<'a> {
     fn run(&self, stats: &mut PairsStats, sink: &mut dyn PairsSink, started: Instant) -> Result<(), PipelineError> {
         let (merged, table, paths) = match &self.config.dups {
             None => {
-                let built = self.index.build_streamed(true, None, &mut stats.index)?;
+                let built = self.index.build_streamed(true, None, Reread::StreamsOnly, &mut stats.index)?;
                 (built.merged, built.table, built.paths)
             }
             Some(dups) => self.index_with_dups(dups, &mut stats.index)?,

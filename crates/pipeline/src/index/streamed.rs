@@ -33,7 +33,7 @@ use dupgram_sieve::Sieve;
 
 use super::{DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
 use crate::first_words::{FirstWords, KeyRange, parts_for};
-use crate::ngrams::{NgramStats, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
+use crate::ngrams::{NgramStats, Reread, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
 use crate::stream_walk::{StreamJob, fill_sieve, phase_of};
 use crate::words::{WordsFile, each_stream, read_words};
@@ -54,6 +54,7 @@ pub(crate) struct StreamedIndex {
     pub table: DocTable,
     /// The index files, in the order of their IDs (empty when gathered).
     pub paths: Vec<PathBuf>,
+    /// What later passes read the text from (none without [`Reread::Text`]).
     pub inputs: Vec<dupgram_corpus::Input>,
     pub norm: dupgram_lexicon::Normalization,
     pub stopwords: Vec<String>,
@@ -81,15 +82,18 @@ impl IndexJob<'_> {
     /// into index files of its own. With `groups`, each merge checks the
     /// groups of identical documents ([`super::GroupCheck`]); with `fits`
     /// (one part only), the merge gathers each document's occurrences
-    /// in memory when `fits(documents, candidates)` says they fit.
+    /// in memory when `fits(documents, candidates)` says they fit. `reread`
+    /// says whether the job reads the text again (see [`tokenise_for_index`]).
     pub(crate) fn build_streamed(
         &self,
         groups: bool,
         fits: Option<&dyn Fn(u64, u64) -> bool>,
+        reread: Reread,
         stats: &mut IndexStats,
     ) -> Result<StreamedIndex, PipelineError> {
         let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
-        let (corpus, inputs) = tokenise_for_index(self.base, self.control, self.work, TABLE_BYTES_PER_DOC, &mut first)?;
+        let (corpus, inputs) =
+            tokenise_for_index(self.base, self.control, self.work, TABLE_BYTES_PER_DOC, reread, &mut first)?;
         stats.bytes_spilled += first.bytes_spilled;
         let layout = KeyLayout::new(self.base.n, corpus.lexicon.len().saturating_sub(1) as u32)?;
         let built = match layout.words() {
