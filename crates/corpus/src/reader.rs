@@ -245,9 +245,9 @@ impl<R: Read> Read for Counting<R> {
 
 /// Copies what is read to a file (standard input's spool). The copy is
 /// flushed, and a failure to write it reported, when the input ends. Text
-/// that comes plain is copied zstd-compressed (level 1: 0.38 of its size on
-/// generated web-like text, and read back faster than the disk gives it
-/// plain); input that comes
+/// that comes plain is copied zstd-compressed ([`crate::spool_encoder`]:
+/// 0.38 of its size on generated web-like text, and read back faster than
+/// the disk gives it plain); input that comes
 /// compressed already (gzip, zstd) is copied as it is, so the copy reads
 /// back as the input did.
 struct Tee<R> {
@@ -263,10 +263,6 @@ enum Spool {
     Zstd(zstd::Encoder<'static, std::io::BufWriter<File>>),
 }
 
-/// The zstd level of standard input's copy: the fastest, as it is written
-/// while the lexicon pass reads.
-const SPOOL_LEVEL: i32 = 1;
-
 impl<R: Read> Tee<R> {
     fn write_copy(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         let spool = self.copy.take().ok_or_else(|| std::io::Error::other("the copy already ended"))?;
@@ -274,10 +270,7 @@ impl<R: Read> Tee<R> {
             Spool::Undecided(file) => {
                 let buffered = std::io::BufWriter::with_capacity(256 * 1024, file);
                 if crate::spool_compresses(bytes) {
-                    let mut encoder = zstd::Encoder::new(buffered, SPOOL_LEVEL)?;
-                    // A damaged copy is then an error when it is read back, not other text.
-                    encoder.include_checksum(true)?;
-                    Spool::Zstd(encoder)
+                    Spool::Zstd(crate::spool_encoder(buffered)?)
                 } else {
                     Spool::Plain(buffered)
                 }

@@ -72,7 +72,8 @@ pub struct DupsInput {
 }
 
 /// Copies standard input to `path`, compressed unless it already is, by the
-/// rule of the lexicon pass's copy (`dupgram_corpus::spool_compresses`).
+/// rule and in the form of the lexicon pass's copy
+/// (`dupgram_corpus::spool_compresses`, `dupgram_corpus::spool_encoder`).
 fn copy_stdin(path: &Path) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     let mut stdin = std::io::stdin().lock();
@@ -80,8 +81,7 @@ fn copy_stdin(path: &Path) -> std::io::Result<()> {
         std::io::copy(&mut stdin, &mut out)?;
         return out.flush();
     }
-    let mut encoder = zstd::Encoder::new(out, 1)?;
-    encoder.include_checksum(true)?;
+    let mut encoder = dupgram_corpus::spool_encoder(out)?;
     std::io::copy(&mut stdin, &mut encoder)?;
     encoder.finish()?.flush()
 }
