@@ -347,9 +347,8 @@ def read_plan(work_dir: Path, job: str, step: str) -> dict[str, Any]:
 def check_unchanged(plan: dict[str, Any], step: str) -> None:
     """Refuses a count whose spooled documents were written again, changed, since it was planned."""
     for planned in plan["inputs"]:
-        status = os.stat(planned["path"])
         seconds, nanoseconds = planned["modified"]
-        if status.st_size != planned["size"] or status.st_mtime_ns != seconds * 10**9 + nanoseconds:
+        if file_stamp(Path(planned["path"])) != {"size": planned["size"], "mtime_ns": seconds * 10**9 + nanoseconds}:
             raise RuntimeError(
                 f"{step}: {planned['path']} changed since DupgramPlan counted it: plan and count again in a new work folder"
             )

@@ -493,14 +493,13 @@ impl RecordRunWriter {
         if self.out.frame_is_empty() {
             self.base = 0;
         }
-        // Records come in increasing order, so the gap is never negative; a
-        // record out of order would wrap, and the reader's checked sum and
-        // order check refuse the run.
-        let gap = r.major.wrapping_sub(self.base);
-        self.base = r.major;
         let buf = self.out.record();
         if self.majors == Majors::Written {
-            push_varint128(buf, gap);
+            // Records come in increasing order, so the gap is never negative; a
+            // record out of order would wrap, and the reader's checked sum and
+            // order check refuse the run.
+            push_varint128(buf, r.major.wrapping_sub(self.base));
+            self.base = r.major;
         }
         push_varint(buf, r.bytes.len() as u64);
         buf.extend_from_slice(r.bytes);
