@@ -115,6 +115,9 @@ pub(crate) struct PartPlan {
     sieve_tokens: u64,
     /// Bytes one part's runs may take on disk.
     disk_room: u64,
+    /// Bytes the last part's runs may take: it gives the word streams back
+    /// to the disk as it reads them, so its runs may take their room too.
+    last_room: u64,
     /// Run bytes per token: the most measured so far, or the guess.
     rate: f64,
     /// The part being counted: its tokens.
@@ -122,8 +125,13 @@ pub(crate) struct PartPlan {
 }
 
 /// Run bytes per token guessed before any part is counted: runs take about
-/// 9 bytes a sorted n-gram, and a web crawl sorts up to two fifths of its n-grams.
+/// [`RUN_BYTES_PER_SORTED`] bytes a sorted n-gram, and a web crawl sorts up
+/// to two fifths of its n-grams.
 pub(crate) const FIRST_RATE: f64 = 4.0;
+
+/// Run bytes a sorted n-gram takes, about (10-grams of web-like text: 9.9
+/// at 100M tokens, 8.5 at 1B, the larger runs sharing more of each key).
+pub(crate) const RUN_BYTES_PER_SORTED: f64 = 9.0;
 
 impl PartPlan {
     /// A plan for parts that `sieve_tokens` n-grams fill and whose runs fit in
@@ -135,9 +143,28 @@ impl PartPlan {
             fixed: fixed.map(|p| FirstWords::split(lexicon, p)),
             sieve_tokens: sieve_tokens.max(1),
             disk_room: disk_room.max(1),
+            last_room: disk_room.max(1),
             rate: FIRST_RATE,
             counting: 0,
         }
+    }
+
+    /// The plan, for a count known to sort `sorted` n-grams of `tokens`
+    /// tokens (a sieve filled already says how many it lets through): its
+    /// first part is planned at their run bytes instead of the guess.
+    pub fn sorting(mut self, sorted: u64, tokens: u64) -> Self {
+        if tokens > 0 {
+            self.rate = sorted as f64 * RUN_BYTES_PER_SORTED * 1.1 / tokens as f64;
+        }
+        self
+    }
+
+    /// The plan, for a count whose last part may write `last_room` bytes of
+    /// runs (the room the word streams leave as that part reads them, and
+    /// their own), when the sieve takes all that is left.
+    pub fn last_within(mut self, last_room: u64) -> Self {
+        self.last_room = last_room.max(self.disk_room);
+        self
     }
 
     /// The next part, and how many the plan now expects in all; `None` when every part is counted.
@@ -150,6 +177,13 @@ impl PartPlan {
         }
         let rest = self.rest?;
         let tokens = rest.tokens(lexicon);
+        if tokens <= self.sieve_tokens && tokens as f64 * self.rate <= self.last_room as f64 {
+            // The rest fits as the last part.
+            self.rest = None;
+            self.done += 1;
+            self.counting = tokens;
+            return Some((rest, self.done));
+        }
         let by_disk = (self.disk_room as f64 / self.rate).max(1.0) as u64;
         let per_part = self.sieve_tokens.min(by_disk).max(1);
         let parts = tokens.div_ceil(per_part).clamp(1, MAX_PARTS.saturating_sub(self.done).max(1) as u64) as usize;

@@ -105,6 +105,10 @@ pub struct Limits {
     /// once for all the n-grams they hold (see `dupgram_jobkit::shared_sets`);
     /// `usize::MAX` pairs every n-gram's documents as they come.
     pub shared_set_documents: Option<usize>,
+    /// The room on disk one part of a count's runs may take, whatever the
+    /// text's size and `--tmp-share` (and below their floor of 64 MiB), so
+    /// a count is cut into parts by disk alone on a tiny corpus.
+    pub disk_room: Option<u64>,
 }
 
 impl NgramConfig {
@@ -559,7 +563,7 @@ impl Job<'_> {
         started: Instant,
     ) -> Result<(Lexicon, Option<tempfile::NamedTempFile>), PipelineError> {
         let config = self.config;
-        let Tokenised { lexicon, words, lexicon_file, sieve, renumbering, streams, .. } =
+        let Tokenised { lexicon, words, lexicon_file, sieve, passing, renumbering, streams, .. } =
             self.tokenise(&config.inputs, false, stats, started)?;
         let words = words.ok_or_else(|| PipelineError::Usage("internal error: a count without its words".into()))?;
         // A sieve filled while reading a corpus of unknown size (standard
@@ -586,7 +590,9 @@ impl Job<'_> {
         let share = (stats.text_bytes as f64 * config.tmp_share).min(u64::MAX as f64) as u64;
         let within = share.saturating_sub(on_disk);
         // A part's runs get a floor of room; print runs must fit within the share itself.
-        let room = within.max(MIN_DISK_ROOM);
+        let room = config.limits.disk_room.unwrap_or_else(|| within.max(MIN_DISK_ROOM));
+        // The last part's runs take the streams' room as it gives it back.
+        let last_room = config.limits.disk_room.unwrap_or_else(|| share.max(MIN_DISK_ROOM));
         let layout = KeyLayout::new(config.n, lexicon.len().saturating_sub(1) as u32)?;
         let once = match &sieve {
             Some(s) if refill => self.proves_repeats_once(s, &lexicon, beside, layout, within, stats)?,
@@ -620,9 +626,19 @@ impl Job<'_> {
                 CountPlan::Prints(BucketPlan::new(prints, buckets, &lexicon, marks, room))
             }
             (Some(s), None) if refill => {
-                CountPlan::Sieve(PartPlan::new(s.capacity(), room, config.limits.sieve_parts, &lexicon))
+                let plan = PartPlan::new(s.capacity(), room, config.limits.sieve_parts, &lexicon);
+                CountPlan::Sieve(plan.last_within(last_room))
             }
-            _ => CountPlan::Sieve(PartPlan::new(u64::MAX, u64::MAX / 8, Some(1), &lexicon)),
+            // The sieve the lexicon pass filled serves every part, or there is
+            // none: parts by disk only, at what that sieve lets through, or all.
+            _ => {
+                let sorted = if sieve.is_some() { passing } else { Some(self.ngrams_at_most(stats)) };
+                let plan = PartPlan::new(u64::MAX, room, config.limits.sieve_parts, &lexicon).last_within(last_room);
+                CountPlan::Sieve(match sorted {
+                    Some(sorted) => plan.sorting(sorted, stats.tokens),
+                    None => plan,
+                })
+            }
         };
         let mut proof = proof;
         let mut i = 0;
@@ -795,8 +811,13 @@ impl Job<'_> {
         let fused = config.sieve && !self.sieve_after_lexicon();
         let sieve: SharedSieve = RwLock::new(if fused { self.sized_sieve() } else { None });
         let kind = LexiconPassKind { fused, streams: true, documents, may_halve: true };
-        let LexiconPass { builder, read, streams, documents: docs, overflow } =
+        let LexiconPass { builder, read, streams, documents: docs, overflow, sieve_again } =
             self.lexicon_pass(inputs, &sieve, kind, stats)?;
+        // Counted through the insert lines of one sieve, never halved: exact.
+        let passing = match sieve.read() {
+            Ok(s) if stats.sieve.halvings == 0 => s.as_ref().and_then(|s| s.passing(sieve_again)),
+            _ => None,
+        };
         record_read(&read, stats);
         stats.bytes_spilled += streams.iter().map(|s| s.bytes).sum::<u64>();
         let vocabulary = builder.first_seen_len() as u32;
@@ -843,7 +864,7 @@ impl Job<'_> {
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
         let renumbering =
             Streamed { renumbering: numbered.renumbering, vocabulary, sides: numbered.sides, final_ids: false };
-        Ok(Tokenised { lexicon, words, lexicon_file, sieve, renumbering, streams, documents: docs })
+        Ok(Tokenised { lexicon, words, lexicon_file, sieve, passing, renumbering, streams, documents: docs })
     }
 
     /// Numbers the words — the table's and, when it was frozen, those of
@@ -1128,7 +1149,14 @@ impl Job<'_> {
         let builder = shared.into_inner().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
         stats.long_tokens = outputs.iter().map(|w| w.long_tokens).sum();
         stats.tokens = builder.tokens();
-        let mut pass = LexiconPass { builder, read, streams: Vec::new(), documents: Vec::new(), overflow: Vec::new() };
+        let mut pass = LexiconPass {
+            builder,
+            read,
+            streams: Vec::new(),
+            documents: Vec::new(),
+            overflow: Vec::new(),
+            sieve_again: outputs.iter().map(|w| w.sieve_again).sum(),
+        };
         for w in outputs {
             pass.streams.extend(w.stream);
             pass.documents.extend(w.documents);
@@ -1481,11 +1509,14 @@ struct LexiconPass {
     documents: Vec<StreamDocs>,
     /// The overflow logs of the streams that had overflow tokens.
     overflow: Vec<OverflowRuns>,
+    /// Insertions into the sieve that found their slot seen already ([`Sieve::passing`]).
+    sieve_again: u64,
 }
 
 /// What one lexicon-pass worker leaves.
 struct LexiconWorkerOutput {
     long_tokens: u64,
+    sieve_again: u64,
     stream: Option<WordsFile>,
     documents: Option<StreamDocs>,
     overflow: Option<OverflowRuns>,
@@ -1932,7 +1963,13 @@ impl BatchWorker for LexiconWorker<'_> {
         drop(lexicon);
         let stream = self.stream.map(WordsOut::finish).transpose()?;
         let overflow = self.overflow.map(OverflowLog::finish).transpose()?;
-        Ok(LexiconWorkerOutput { long_tokens: self.tokenizer.long_tokens(), stream, documents: self.docs, overflow })
+        Ok(LexiconWorkerOutput {
+            long_tokens: self.tokenizer.long_tokens(),
+            sieve_again: self.line.again(),
+            stream,
+            documents: self.docs,
+            overflow,
+        })
     }
 }
 
@@ -1954,6 +1991,8 @@ struct Tokenised {
     words: Option<PathBuf>,
     lexicon_file: tempfile::NamedTempFile,
     sieve: Option<Sieve>,
+    /// The n-grams `sieve`, filled by the lexicon pass, lets through, when known.
+    passing: Option<u64>,
     renumbering: Streamed,
     /// The word streams, one per worker.
     streams: Vec<WordsFile>,

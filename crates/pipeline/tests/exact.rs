@@ -165,6 +165,7 @@ fn run_engine(
         block_files: None,
         merge_buckets: None,
         shared_set_documents: None,
+        disk_room: None,
     };
     let (listed, stats) = run_listed(&config);
     (listed.into_iter().collect(), stats)
@@ -224,6 +225,52 @@ fn a_frozen_table_changes_nothing() {
             );
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left");
         }
+    }
+}
+
+/// A count whose sieve the lexicon pass filled (or that has none) is cut
+/// into parts by first word when its runs would not fit the room on disk,
+/// the one sieve serving every part: the same n-grams in the same order as
+/// one part, and as many parts as the room asks for.
+#[test]
+fn a_count_cut_by_disk_alone_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.txt");
+    let case = Case::new(23, 60_000, 3000, 3);
+    write_corpus(&case, &path);
+    for sieve in [true, false] {
+        let mut config = NgramConfig::new(vec![Input::Path(path.clone())], 3);
+        config.memory = 64 << 20;
+        config.threads = 2;
+        config.sieve = sieve;
+        config.tmp_dir = dir.path().to_owned();
+        config.limits.batch_bytes = Some(700);
+        let (whole, one) = run_listed(&config);
+        assert_eq!(one.sieve.parts, 1, "{:?}", one.sieve);
+        assert_eq!(one.seconds.renumber, 0.0, "a sieve filled by the lexicon pass, or none");
+        assert!(whole.len() > 100, "{} n-grams", whole.len());
+        // A room of a fifth of the one part's runs: about five parts.
+        config.limits.disk_room = Some(one.run_bytes / 5);
+        let (parted, stats) = run_listed(&config);
+        assert!(
+            (4..=12).contains(&stats.sieve.parts),
+            "sieve {sieve}: {:?} for {} run bytes",
+            stats.sieve,
+            one.run_bytes
+        );
+        assert_eq!(parted, whole, "sieve {sieve}: the count in {} parts", stats.sieve.parts);
+        assert_eq!(
+            (
+                stats.ngrams,
+                stats.distinct_ngrams,
+                stats.duplicate_types,
+                stats.duplicate_occurrences,
+                stats.sorted_ngrams
+            ),
+            (one.ngrams, one.distinct_ngrams, one.duplicate_types, one.duplicate_occurrences, one.sorted_ngrams),
+            "sieve {sieve}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left");
     }
 }
 
