@@ -36,7 +36,8 @@ pub struct NgramsArgs {
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
-    /// Sort every n-gram instead of first proving most of them unique (same output, more disk).
+    /// Sort every n-gram instead of first proving most of them unique (same output; more time, and
+    /// more parts to keep the runs within --tmp-share).
     #[arg(long)]
     no_sieve: bool,
     /// Temporary disk the count may use, as a share of the text read. More room means fewer parts,
