@@ -644,9 +644,6 @@ impl Sieve {
         let _ = unsafe { self._map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
     }
 
-    /// The chance that a fingerprint never inserted is answered "may
-    /// repeat": the share of counters at "2 or more", or of a staged
-    /// sieve's "seen twice" words' bits, to the power of the bits it asks.
     /// How many of the n-grams inserted into this sieve of counters it lets
     /// through once frozen, when `again` of the insertions found their
     /// counter seen already ([`InsertLine::again`], added up over the lines
@@ -665,6 +662,9 @@ impl Sieve {
         Some(again + repeated)
     }
 
+    /// The chance that a fingerprint never inserted is answered "may
+    /// repeat": the share of counters at "2 or more", or of a staged
+    /// sieve's "seen twice" words' bits, to the power of the bits it asks.
     pub fn saturation(&self) -> f64 {
         let cells = self.cells();
         let ones = |w: &AtomicU64, mask: u64| f64::from((w.load(Ordering::Relaxed) & mask).count_ones());
