@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use dupgram::cli;
 
 fn main() -> ExitCode {
+    dupgram_pipeline::page_in_code_as_it_runs();
     dupgram_pipeline::tune_allocator();
     let args = cli::Cli::try_parse_args(std::env::args_os().collect()).unwrap_or_else(|e| e.exit());
     let control = dupgram_pipeline::Control::default();

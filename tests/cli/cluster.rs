@@ -59,7 +59,7 @@ fn staged_jobs_equal_the_one_machine_job() {
     type Case<'a> = (&'a str, Vec<&'a Path>, Vec<&'a str>, &'a str, &'a str);
     let cases: Vec<Case> = vec![
         // One plain file cut into byte ranges; many runs per shard.
-        ("ranges", vec![&big], vec!["-n", "6", "--memory", "16M", "--threads", "2"], "4", "4"),
+        ("ranges", vec![&big], vec!["-n", "6", "--memory", "20M", "--threads", "2"], "4", "4"),
         ("ranges7x3", vec![&big], vec!["-n", "3", "--memory", "24M"], "7", "3"),
         // Whole files, more files than shards; a compressed one among them.
         ("files", [parts.clone(), vec![&zst]].concat(), vec!["-n", "5", "--memory", "32M"], "3", "5"),
@@ -67,7 +67,7 @@ fn staged_jobs_equal_the_one_machine_job() {
         ("stoptop", vec![&big], vec!["-n", "4", "--stop-top", "20", "--min-count", "3"], "3", "2"),
         ("nosieve", vec![&big], vec!["-n", "8", "--no-sieve"], "2", "1"),
         // Plain text, one document per line, cut into ranges too.
-        ("text", vec![&text], vec!["-n", "5", "--memory", "16M"], "5", "2"),
+        ("text", vec![&text], vec!["-n", "5", "--memory", "20M"], "5", "2"),
     ];
     for (name, inputs, extra, shards, buckets) in cases {
         let expect = one_machine(dir.path(), &inputs, &extra);

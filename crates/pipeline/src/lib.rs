@@ -56,7 +56,7 @@ pub use dupgram_jobkit::control::{Control, Progress};
 pub use dupgram_jobkit::error::PipelineError;
 pub use dupgram_jobkit::groups::{Expansion, Groups};
 pub use dupgram_jobkit::memory::{
-    MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, parse_bytes, peak_rss, tune_allocator,
+    MemoryPlan, ZstdNeed, cpu_seconds, human_bytes, page_in_code_as_it_runs, parse_bytes, peak_rss, tune_allocator,
 };
 pub use dupgram_jobkit::output::PairsSink;
 pub use dupgram_jobkit::{attributes, memory, output, scratch, table};
