@@ -119,6 +119,20 @@ fn own_mappings() -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// Gives the allocator's free memory back to the system before a plan
+/// measures what the process holds: a job run after another in the same
+/// process (`dupgram stage all`, the Python module, the tests) would else
+/// be charged for the pages the one before freed but glibc kept, and at
+/// `--memory 16M` find no room left.
+fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; it
+    // takes a plain integer and leaves every live allocation where it is.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// How many files this process may hold open, less a margin.
 pub fn open_file_allowance() -> usize {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -198,6 +212,7 @@ impl MemoryPlan {
     pub const MINIMUM: u64 = 16 << 20;
 
     pub fn new(budget: u64, threads: usize, zstd: ZstdNeed) -> Result<MemoryPlan, String> {
+        return_freed_memory();
         let resident = current_rss().unwrap_or(4 << 20).max(2 << 20);
         let code = status_bytes("RssFile:").unwrap_or(NOMINAL_CODE).min(resident);
         let first = *FIRST_CODE.get_or_init(|| code);
