@@ -133,6 +133,9 @@ pub(crate) const FIRST_RATE: f64 = 4.0;
 /// at 100M tokens, 8.5 at 1B, the larger runs sharing more of each key).
 pub(crate) const RUN_BYTES_PER_SORTED: f64 = 9.0;
 
+/// A part is planned at this many times the run bytes per token it expects.
+const RATE_MARGIN: f64 = 1.1;
+
 impl PartPlan {
     /// A plan for parts that `sieve_tokens` n-grams fill and whose runs fit in
     /// `disk_room` bytes; `fixed` parts instead, when forced.
@@ -154,7 +157,7 @@ impl PartPlan {
     /// first part is planned at their run bytes instead of the guess.
     pub fn sorting(mut self, sorted: u64, tokens: u64) -> Self {
         if tokens > 0 {
-            self.rate = sorted as f64 * RUN_BYTES_PER_SORTED * 1.1 / tokens as f64;
+            self.rate = sorted as f64 * RUN_BYTES_PER_SORTED * RATE_MARGIN / tokens as f64;
         }
         self
     }
@@ -198,7 +201,7 @@ impl PartPlan {
     /// The part just planned wrote `run_bytes` of runs.
     pub fn counted(&mut self, run_bytes: u64) {
         if self.counting > 0 {
-            let rate = run_bytes as f64 / self.counting as f64 * 1.1;
+            let rate = run_bytes as f64 / self.counting as f64 * RATE_MARGIN;
             self.rate = if self.done == 1 { rate } else { self.rate.max(rate) };
         }
     }

@@ -653,13 +653,13 @@ impl Sieve {
     /// "2 or more". `None` for other tables. Exact for a sieve filled
     /// through insert lines alone, never halved; a plan's estimate otherwise.
     pub fn passing(&self, again: u64) -> Option<u64> {
+        (self.table == Table::Counters).then(|| again + self.counters_seen_twice())
+    }
+
+    /// A sieve of counters' counters at "2 or more" (their high bits).
+    fn counters_seen_twice(&self) -> u64 {
         const TWICE: u64 = 0xAAAA_AAAA_AAAA_AAAA;
-        if self.table != Table::Counters {
-            return None;
-        }
-        let repeated: u64 =
-            self.cells().iter().map(|w| u64::from((w.load(Ordering::Relaxed) & TWICE).count_ones())).sum();
-        Some(again + repeated)
+        self.cells().iter().map(|w| u64::from((w.load(Ordering::Relaxed) & TWICE).count_ones())).sum()
     }
 
     /// The chance that a fingerprint never inserted is answered "may
@@ -669,7 +669,7 @@ impl Sieve {
         let cells = self.cells();
         let ones = |w: &AtomicU64, mask: u64| f64::from((w.load(Ordering::Relaxed) & mask).count_ones());
         match self.table {
-            Table::Counters => cells.iter().map(|w| ones(w, 0xAAAA_AAAA_AAAA_AAAA)).sum::<f64>() / self.slots as f64,
+            Table::Counters => self.counters_seen_twice() as f64 / self.slots as f64,
             Table::RepeatBits => cells.iter().map(|w| ones(w, u64::MAX)).sum::<f64>() / self.slots as f64,
             Table::Staged | Table::Repeats => {
                 let repeats = &cells[..self.repeat_words];
