@@ -529,6 +529,12 @@ struct Job<'a> {
 }
 
 type SharedSieve = RwLock<Option<Sieve>>;
+type SieveGuard<'a> = std::sync::RwLockReadGuard<'a, Option<Sieve>>;
+
+/// The shared sieve, held for reading (filling is reading: its cells are atomics).
+fn read_sieve(sieve: &SharedSieve) -> Result<SieveGuard<'_>, PipelineError> {
+    sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))
+}
 
 impl Job<'_> {
     fn read_options(&self) -> ReadOptions {
@@ -1720,10 +1726,11 @@ const LEXICON_WORKER_BYTES: u64 = ((HAND_OVER_WORDS + FEED_BYTES / 2) * 44 + HAN
 
 impl LexiconWorker<'_> {
     /// Tokenises `text`, the next part of a piece of a document (`last`: the
-    /// document ends with it), into the buffer, and the sieve if filled here.
-    fn tokenise(&mut self, text: &str, last: bool) -> Result<(), PipelineError> {
-        let guard = self.sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))?;
-        let sieve = guard.as_ref();
+    /// document ends with it), into the buffer, and into `sieve` when it is
+    /// filled here. The sieve's insertions stay in flight across documents
+    /// (a comment of a dozen words has too few n-grams to hide a cache miss
+    /// behind the others); [`settle`](Self::settle) finishes them.
+    fn tokenise(&mut self, sieve: Option<&Sieve>, text: &str, last: bool) {
         let (words, roll, line, stoplist) = (&mut self.words, &mut self.roll, &mut self.line, self.stoplist);
         let mut emit = |w: &str| {
             if !stoplist.is_empty() && stoplist.contains(w) {
@@ -1749,11 +1756,14 @@ impl LexiconWorker<'_> {
                 self.words.words.push(DOCUMENT_END);
             }
         }
-        // The sieve may be halved or dropped once the guard goes: settle every slot of this one first.
-        if let Some(s) = sieve {
+    }
+
+    /// Finishes the sieve insertions still in flight and lets the sieve go:
+    /// once its guard is dropped it may be halved or dropped (at a hand-over).
+    fn settle(&mut self, guard: SieveGuard<'_>) {
+        if let Some(s) = guard.as_ref() {
             s.flush(&mut self.line);
         }
-        Ok(())
     }
 
     fn is_full(&self) -> bool {
@@ -1937,6 +1947,8 @@ impl BatchWorker for LexiconWorker<'_> {
     type Output = LexiconWorkerOutput;
 
     fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
+        let shared = self.sieve;
+        let mut guard = read_sieve(shared)?;
         for piece in &batch.pieces {
             if let (Some(docs), Some(id)) = (self.docs.as_mut(), batch.piece_id(piece)) {
                 docs.push(piece.doc, id);
@@ -1944,9 +1956,11 @@ impl BatchWorker for LexiconWorker<'_> {
             let mut rest = batch.piece_text(piece);
             loop {
                 let (part, after) = rest.split_at(feed_cut(rest));
-                self.tokenise(part, piece.last && after.is_empty())?;
+                self.tokenise(guard.as_ref(), part, piece.last && after.is_empty());
                 if self.is_full() {
+                    self.settle(guard);
                     self.hand_over()?;
+                    guard = read_sieve(shared)?;
                 }
                 rest = after;
                 if rest.is_empty() {
@@ -1954,6 +1968,7 @@ impl BatchWorker for LexiconWorker<'_> {
                 }
             }
         }
+        self.settle(guard);
         self.hand_over()
     }
 
