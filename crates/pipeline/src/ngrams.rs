@@ -1,38 +1,42 @@
 //! `count_ngrams`: every n-gram that occurs at least `min_count` times, exactly, in fixed memory.
+//!
+//! The job reads its corpus once in the [`lexicon_pass`] (words, word
+//! streams, and the sieve when one sieve takes the corpus), numbers the
+//! words, counts the n-grams from the streams (in parts when one sieve
+//! does not take them all) and merges the counts into the output.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::RwLock;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
-use dupgram_lexicon::stream::{END_OF_DOCUMENT, FIRST_WORD, OVERFLOW};
-use dupgram_lexicon::{
-    Lexicon, LexiconBuilder, Normalization, Scope, Seen, Tokenizer, WordCache, WordsById, word_hash,
-};
+use dupgram_lexicon::{Lexicon, LexiconBuilder, Normalization, Scope, WordsById};
 use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::RunHeader;
-use dupgram_sieve::{DelayLine, Filling, InsertLine, RollingFingerprint, Sieve, Slot};
+use dupgram_sieve::{DelayLine, Filling, Sieve, Slot};
 use dupgram_vocab::{
-    BatchWords, DiskWords, DiskWordsWriter, HeldWords, Numbered, OverflowLog, OverflowRuns, RareWords, VocabError,
-    VocabularyPlan, number_vocabulary,
+    BatchWords, DiskWords, DiskWordsWriter, HeldWords, Numbered, OverflowRuns, RareWords, VocabError, VocabularyPlan,
+    number_vocabulary,
 };
 use serde::{Deserialize, Serialize};
+
+mod lexicon_pass;
 
 use crate::first_words::{FirstWords, KeyRange, PartPlan, parts_for};
 use crate::repeat_prints::{BucketPlan, PRINT_READER_BYTES, PrintBuckets, Proof, ProofRoom, print_runs_fit, prove};
 use crate::scan::{ScanSink, Scanner};
 use crate::stream_walk::{StreamJob, Streamed, fill_sieve, phase_of, renumber_streams};
-use crate::words::{WordsFile, WordsOut, each_stream, read_words};
+use crate::words::{WordsFile, each_stream, read_words};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::error::PipelineError;
 use dupgram_jobkit::feed::{BatchWorker, Source, feed};
 use dupgram_jobkit::memory::{MemoryPlan, ZstdNeed, human_bytes, open_file_allowance, peak_rss};
 use dupgram_jobkit::merging::merge_in;
 use dupgram_jobkit::parted::PartedRuns;
+pub(crate) use lexicon_pass::StreamDocs;
+use lexicon_pass::{LexiconPass, LexiconPassKind};
 
 /// What to count, and with what resources.
 #[derive(Debug, Clone)]
@@ -529,12 +533,6 @@ struct Job<'a> {
 }
 
 type SharedSieve = RwLock<Option<Sieve>>;
-type SieveGuard<'a> = std::sync::RwLockReadGuard<'a, Option<Sieve>>;
-
-/// The shared sieve, held for reading (filling is reading: its cells are atomics).
-fn read_sieve(sieve: &SharedSieve) -> Result<SieveGuard<'_>, PipelineError> {
-    sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))
-}
 
 impl Job<'_> {
     fn read_options(&self) -> ReadOptions {
@@ -1094,83 +1092,6 @@ impl Job<'_> {
         ngrams.sum()
     }
 
-    /// Counts the words of `inputs`, and does what `kind` says besides.
-    fn lexicon_pass(
-        &self,
-        inputs: &[Input],
-        sieve: &SharedSieve,
-        kind: LexiconPassKind,
-        stats: &mut NgramStats,
-    ) -> Result<LexiconPass, PipelineError> {
-        let LexiconPassKind { fused, streams, documents, may_halve } = kind;
-        let config = self.config;
-        self.control.progress.start("lexicon", self.total_input_bytes());
-        // Each worker's cache takes at most 1/64 of the working memory.
-        let cache_slots =
-            (self.plan.working() as usize / 64 / config.threads / WordCache::SLOT_BYTES).clamp(1 << 8, 1 << 18);
-        let per_worker = LEXICON_WORKER_BYTES + (cache_slots * WordCache::SLOT_BYTES) as u64;
-        let working = self.plan.working().saturating_sub(config.threads as u64 * per_worker);
-        let overflow = working / OVERFLOW_SHARE;
-        let budget = LexiconBudget {
-            working,
-            may_halve,
-            may_freeze: streams,
-            overflow,
-            word_limit: config.limits.table_words,
-            threads: config.threads,
-            dropped_sieve: std::sync::OnceLock::new(),
-            halvings: std::sync::atomic::AtomicU32::new(0),
-            documents: AtomicU64::new(0),
-            budget: human_bytes(config.memory),
-        };
-        let shared = Mutex::new(LexiconBuilder::new(config.stopwords.iter().cloned()));
-        let stoplist: HashSet<String> = config.stopwords.iter().cloned().collect();
-        let mut workers = Vec::with_capacity(config.threads);
-        for worker in 0..config.threads {
-            workers.push(LexiconWorker {
-                tokenizer: Tokenizer::new(config.norm),
-                words: TokenBuffer::default(),
-                stoplist: &stoplist,
-                lexicon: &shared,
-                roll: (fused && config.sieve).then(|| RollingFingerprint::new(config.n)),
-                line: InsertLine::default(),
-                sieve,
-                budget: &budget,
-                stream: if streams { Some(WordsOut::create(self.work, worker)?) } else { None },
-                codes: Vec::new(),
-                cache: WordCache::new(cache_slots),
-                misses: Vec::new(),
-                docs: documents.then(StreamDocs::default),
-                docs_reported: 0,
-                overflow: streams.then(|| OverflowLog::new(self.work, worker, overflow / config.threads as u64)),
-                overflowed: Vec::new(),
-            });
-        }
-        let options = self.read_options();
-        let (outputs, read) = feed(workers, &self.source(inputs, &options), self.control)?;
-        if let Some(why) = budget.dropped_sieve.get() {
-            stats.sieve.dropped = Some(why.clone());
-        }
-        stats.sieve.halvings = budget.halvings.into_inner();
-        let builder = shared.into_inner().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-        stats.long_tokens = outputs.iter().map(|w| w.long_tokens).sum();
-        stats.tokens = builder.tokens();
-        let mut pass = LexiconPass {
-            builder,
-            read,
-            streams: Vec::new(),
-            documents: Vec::new(),
-            overflow: Vec::new(),
-            sieve_again: outputs.iter().map(|w| w.sieve_again).sum(),
-        };
-        for w in outputs {
-            pass.streams.extend(w.stream);
-            pass.documents.extend(w.documents);
-            pass.overflow.extend(w.overflow.filter(|o| !o.is_empty()));
-        }
-        Ok(pass)
-    }
-
     /// Counts the n-grams of `inputs` into sorted runs in the work
     /// directory, one set of runs per bucket: bucket `b` holds the n-grams
     /// whose first word ID is in `[buckets[b-1], buckets[b])` (`buckets`
@@ -1505,488 +1426,11 @@ const WRITER_BYTES: u64 = 256 * 1024;
 const OUTPUT_BYTES: u64 = 2 << 20;
 const MIN_CHUNK_NGRAMS: u64 = 4096;
 
-/// What a lexicon pass leaves.
-struct LexiconPass {
-    builder: LexiconBuilder,
-    read: ReadStats,
-    /// The word streams, one per worker, when written.
-    streams: Vec<WordsFile>,
-    /// Each stream's documents, when listed.
-    documents: Vec<StreamDocs>,
-    /// The overflow logs of the streams that had overflow tokens.
-    overflow: Vec<OverflowRuns>,
-    /// Insertions into the sieve that found their slot seen already ([`Sieve::passing`]).
-    sieve_again: u64,
-}
-
-/// What one lexicon-pass worker leaves.
-struct LexiconWorkerOutput {
-    long_tokens: u64,
-    sieve_again: u64,
-    stream: Option<WordsFile>,
-    documents: Option<StreamDocs>,
-    overflow: Option<OverflowRuns>,
-}
-
-/// What a lexicon pass does besides counting words.
-#[derive(Debug, Clone, Copy)]
-struct LexiconPassKind {
-    /// Fill the sieve with every n-gram's fingerprint.
-    fused: bool,
-    /// Each worker writes the first-seen IDs of its tokens to a word stream
-    /// in the work directory.
-    streams: bool,
-    /// Each worker lists the documents of its stream (see [`StreamDocs`]).
-    documents: bool,
-    /// The sieve may halve to make room for the vocabulary (else it goes).
-    may_halve: bool,
-}
-
-/// The lexicon pass's share of memory, watched as the vocabulary grows.
-struct LexiconBudget {
-    /// The working memory; the vocabulary may take half of what the sieve leaves.
-    working: u64,
-    /// Whether the sieve may shrink (by halves) to make room, rather than go
-    /// at once: not when tasks of one job must all have sieves of one size.
-    may_halve: bool,
-    /// Whether the table may stop taking words when it has no more room
-    /// ([`LexiconBuilder::freeze`]): only when the workers write word
-    /// streams, whose overflow tokens their logs resolve afterwards.
-    may_freeze: bool,
-    /// Bytes set aside for the workers' overflow logs.
-    overflow: u64,
-    /// Freeze at this many words whatever the memory ([`Limits::table_words`]).
-    word_limit: Option<usize>,
-    /// Workers handing words over.
-    threads: usize,
-    dropped_sieve: std::sync::OnceLock<String>,
-    halvings: std::sync::atomic::AtomicU32,
-    /// Bytes of the workers' document lists, which share the vocabulary's room.
-    documents: AtomicU64,
-    budget: String,
-}
-
 /// Sieve bytes wanted per n-gram: 16 two-bit counters.
 const SIEVE_BYTES_PER_NGRAM: u64 = 4;
 
 /// The sieve shrinks no further than this; below it, it goes.
 const MIN_SIEVE_BYTES: usize = 256 << 10;
-
-impl LexiconBudget {
-    /// Drops the sieve once the corpus has more n-grams than it takes (read
-    /// from standard input, the corpus's size was not known when it was
-    /// made): it would be dropped at the end of the pass anyway, for a count
-    /// in parts, and its memory is the vocabulary's meanwhile.
-    fn drop_outgrown_sieve(&self, tokens: u64, sieve: &SharedSieve) {
-        // Tasks of one job keep their sieves, which add up to the job's.
-        if !self.may_halve {
-            return;
-        }
-        let outgrown = sieve.read().is_ok_and(|s| s.as_ref().is_some_and(|s| parts_for(tokens, s.capacity()) > 1));
-        if outgrown && let Ok(mut guard) = sieve.write() {
-            *guard = None;
-            let _ = self.dropped_sieve.set("the corpus outgrew it: counted in parts instead".into());
-        }
-    }
-}
-
-/// What the vocabulary's growth asks of the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TableRoom {
-    /// Room to grow.
-    Grow,
-    /// No room: take no new words (they go to the overflow logs).
-    Freeze,
-}
-
-impl LexiconBudget {
-    /// Whether the table may still grow. When the vocabulary needs the
-    /// room the sieve holds, the table is frozen if it may be (words it
-    /// does not hold go to the overflow logs, and the sieve keeps its
-    /// size); else the sieve is halved (or dropped), and the job fails when
-    /// even no sieve is not enough.
-    fn check(&self, bytes: u64, words: usize, tokens: u64, sieve: &SharedSieve) -> Result<TableRoom, PipelineError> {
-        self.drop_outgrown_sieve(tokens, sieve);
-        // Numbering the words needs about as much again as counting them
-        // (their ranking), and a tenth more (what each first-seen ID
-        // becomes); when the table may freeze, two fifths of the room leave
-        // that and the overflow's sorts their share. The workers' document
-        // lists (see `StreamDocs`) take their bytes once.
-        let documents = self.documents.load(Ordering::Relaxed);
-        let reserve = if self.may_freeze { self.overflow } else { 0 };
-        let share = if self.may_freeze { 5 } else { 4 };
-        let room = |sieve_bytes: u64| self.working.saturating_sub(sieve_bytes + documents + reserve) * 2 / share;
-        let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
-        if self.may_freeze && self.word_limit.is_some_and(|limit| words >= limit) {
-            return Ok(TableRoom::Freeze);
-        }
-        if bytes <= room(sieve_bytes) {
-            return Ok(TableRoom::Grow);
-        }
-        if self.may_freeze && bytes <= self.working.saturating_sub(sieve_bytes + documents + reserve) {
-            // Frozen as it stands, which its growth foreseen leaves within the memory.
-            return Ok(TableRoom::Freeze);
-        }
-        if sieve_bytes > 0
-            && let Ok(mut guard) = sieve.write()
-        {
-            while let Some(s) = guard.as_mut() {
-                if bytes <= room(s.bytes() as u64) {
-                    break;
-                }
-                if self.may_halve && s.bytes() >= 2 * MIN_SIEVE_BYTES && s.halve() {
-                    self.halvings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    continue;
-                }
-                *guard = None;
-                let _ = self
-                    .dropped_sieve
-                    .set(format!("the vocabulary needed its memory ({} for {words}+ words)", human_bytes(bytes)));
-            }
-        }
-        let without_sieve = room(0);
-        if bytes > without_sieve {
-            return Err(PipelineError::Memory {
-                budget: self.budget.clone(),
-                what: if self.may_freeze {
-                    format!("the document lists left the words no room ({} of them)", human_bytes(documents))
-                } else {
-                    format!("the vocabulary alone outgrew {} after {words} distinct words", human_bytes(without_sieve))
-                },
-            });
-        }
-        Ok(if self.may_freeze { TableRoom::Freeze } else { TableRoom::Grow })
-    }
-}
-
-/// The words of one batch, gathered so the shared lexicon is locked once per batch.
-#[derive(Default)]
-struct TokenBuffer {
-    bytes: Vec<u8>,
-    /// (end in `bytes`, word hash) of each word; [`DOCUMENT_END`] marks where
-    /// a document ends (only when the worker writes a word stream).
-    words: Vec<(u32, u64)>,
-    stop_tokens: u64,
-}
-
-/// The end of a document among a [`TokenBuffer`]'s words.
-const DOCUMENT_END: (u32, u64) = (u32::MAX, 0);
-
-struct LexiconWorker<'a> {
-    tokenizer: Tokenizer,
-    words: TokenBuffer,
-    stoplist: &'a HashSet<String>,
-    lexicon: &'a Mutex<LexiconBuilder>,
-    /// Present when the sieve is filled in this pass.
-    roll: Option<RollingFingerprint>,
-    line: InsertLine,
-    sieve: &'a SharedSieve,
-    budget: &'a LexiconBudget,
-    /// Where the first-seen IDs of the worker's tokens go, if anywhere.
-    stream: Option<WordsOut>,
-    /// A batch's stream codes (0: end of document, else first-seen ID + 1).
-    codes: Vec<u32>,
-    /// The words this worker met last, counted without the lexicon's lock.
-    cache: WordCache,
-    /// The buffered words the cache did not hold: (start, end) in the token
-    /// buffer, hash, and where the word's code goes.
-    misses: Vec<(u32, u32, u64, usize)>,
-    /// The documents of this worker's stream, when listed.
-    docs: Option<StreamDocs>,
-    /// The bytes of `docs` already added to the budget's count.
-    docs_reported: u64,
-    /// Where the stream's overflow tokens go (words met after the table was frozen).
-    overflow: Option<OverflowLog>,
-    /// The buffered words the frozen table does not hold: (start, end) in
-    /// the token buffer, hash, and where the word's code goes.
-    overflowed: Vec<(u32, u32, u64, usize)>,
-}
-
-/// Text tokenised between two looks at how full a worker's [`TokenBuffer`] is.
-const FEED_BYTES: usize = 8 << 10;
-
-/// A worker hands its words to the shared lexicon once it holds this many
-/// (or [`HAND_OVER_BYTES`] of them), not only at the end of a batch: a batch
-/// may be one record of millions of words, and a buffer of a whole record
-/// (about 16 bytes a token) is memory the plan has not counted.
-const HAND_OVER_WORDS: usize = 4 << 10;
-/// How many words ahead a worker asks for the cache lines its look-ups
-/// (in its word cache, then in the shared table) will touch: far enough
-/// for the line to arrive, near enough that it is still there.
-const LOOK_AHEAD: usize = 12;
-/// Bytes a new word brings to the arena, on average, as the table's growth is foreseen.
-const AVERAGE_WORD_BYTES: usize = 16;
-const HAND_OVER_BYTES: usize = 32 << 10;
-
-/// What one lexicon-pass worker may hold besides its batch and its word
-/// cache, at most: a full buffer plus the words of one more [`FEED_BYTES`]
-/// of text (a word per two bytes at most), at 16 bytes a word, 4 a stream
-/// code and 24 a cache miss, and their bytes.
-const LEXICON_WORKER_BYTES: u64 = ((HAND_OVER_WORDS + FEED_BYTES / 2) * 44 + HAND_OVER_BYTES + FEED_BYTES) as u64;
-
-impl LexiconWorker<'_> {
-    /// Tokenises `text`, the next part of a piece of a document (`last`: the
-    /// document ends with it), into the buffer, and into `sieve` when it is
-    /// filled here. The sieve's insertions stay in flight across documents
-    /// (a comment of a dozen words has too few n-grams to hide a cache miss
-    /// behind the others); [`settle`](Self::settle) finishes them.
-    fn tokenise(&mut self, sieve: Option<&Sieve>, text: &str, last: bool) {
-        let (words, roll, line, stoplist) = (&mut self.words, &mut self.roll, &mut self.line, self.stoplist);
-        let mut emit = |w: &str| {
-            if !stoplist.is_empty() && stoplist.contains(w) {
-                words.stop_tokens += 1;
-                return;
-            }
-            let h = word_hash(w.as_bytes());
-            words.bytes.extend_from_slice(w.as_bytes());
-            words.words.push((words.bytes.len() as u32, h));
-            if let (Some(r), Some(s)) = (roll.as_mut(), sieve)
-                && let Some(fp) = r.push(h)
-            {
-                s.insert_delayed(line, fp);
-            }
-        };
-        self.tokenizer.feed(text, &mut emit);
-        if last {
-            self.tokenizer.finish(&mut emit);
-            if let Some(r) = self.roll.as_mut() {
-                r.reset();
-            }
-            if self.stream.is_some() {
-                self.words.words.push(DOCUMENT_END);
-            }
-        }
-    }
-
-    /// Finishes the sieve insertions still in flight and lets the sieve go:
-    /// once its guard is dropped it may be halved or dropped (at a hand-over).
-    fn settle(&mut self, guard: SieveGuard<'_>) {
-        if let Some(s) = guard.as_ref() {
-            s.flush(&mut self.line);
-        }
-    }
-
-    fn is_full(&self) -> bool {
-        self.words.words.len() >= HAND_OVER_WORDS || self.words.bytes.len() >= HAND_OVER_BYTES
-    }
-
-    /// Counts the buffered words (and writes their codes to the word
-    /// stream), empties the buffer, and sees that the vocabulary still fits.
-    fn hand_over(&mut self) -> Result<(), PipelineError> {
-        let (bytes, words, tokens) = self.count_words()?;
-        if let Some(stream) = self.stream.as_mut() {
-            stream.codes(&self.codes)?;
-            self.codes.clear();
-        }
-        self.words.bytes.clear();
-        self.words.words.clear();
-        self.words.stop_tokens = 0;
-        let docs = self.docs.as_ref().map_or(0, StreamDocs::heap_bytes);
-        let grown = docs.saturating_sub(self.docs_reported);
-        self.docs_reported = docs;
-        self.budget.documents.fetch_add(grown, Ordering::Relaxed);
-        if self.budget.check(bytes, words, tokens, self.sieve)? == TableRoom::Freeze {
-            let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-            lexicon.freeze();
-        }
-        Ok(())
-    }
-
-    /// Counts the buffered words: those in the worker's cache there, the
-    /// others in the shared lexicon, under its lock, and those the frozen
-    /// lexicon does not hold in the worker's overflow log; their stream
-    /// codes go to `codes` in token order. Returns the bytes the vocabulary
-    /// holds (the lexicon's and this worker's cache), the distinct words and the tokens so far.
-    fn count_words(&mut self) -> Result<(u64, usize, u64), PipelineError> {
-        let streaming = self.stream.is_some();
-        let mut start = 0u32;
-        for (i, &(end, hash)) in self.words.words.iter().enumerate() {
-            if let Some(&(_, ahead)) = self.words.words.get(i + LOOK_AHEAD) {
-                self.cache.prefetch(ahead);
-            }
-            if (end, hash) == DOCUMENT_END {
-                self.codes.push(END_OF_DOCUMENT);
-                continue;
-            }
-            match self.cache.hit(&self.words.bytes[start as usize..end as usize], hash) {
-                Some(Seen::Word(id)) if streaming => self.codes.push(id + FIRST_WORD),
-                Some(Seen::Overflow) => {
-                    // Frozen out of the table: logged below, with the misses that are, in token order.
-                    self.overflowed.push((start, end, hash, self.codes.len()));
-                    self.codes.push(OVERFLOW);
-                }
-                Some(_) => {}
-                None => {
-                    self.misses.push((start, end, hash, self.codes.len()));
-                    if streaming {
-                        self.codes.push(STOP_CODE);
-                    }
-                }
-            }
-            start = end;
-        }
-        let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-        let mut stops = false;
-        let cached_overflow = self.overflowed.len();
-        for (i, &(start, end, hash, at)) in self.misses.iter().enumerate() {
-            if let Some(&(_, _, ahead, _)) = self.misses.get(i + LOOK_AHEAD) {
-                lexicon.prefetch(ahead);
-                if let Some(displaced) = self.cache.displaced(ahead) {
-                    lexicon.prefetch(displaced);
-                }
-            }
-            let seen = self.cache.miss(&mut lexicon, &self.words.bytes[start as usize..end as usize], hash);
-            if streaming {
-                self.codes[at] = match seen {
-                    Seen::Word(id) => id + FIRST_WORD,
-                    Seen::Stop => {
-                        stops = true;
-                        STOP_CODE
-                    }
-                    Seen::Overflow => {
-                        self.overflowed.push((start, end, hash, at));
-                        OVERFLOW
-                    }
-                };
-            }
-        }
-        lexicon.add_stop_tokens(self.words.stop_tokens);
-        // The cache's overflow hits never reached the table.
-        lexicon.add_overflow_tokens(cached_overflow as u64);
-        // What the table would hold if the words a hand-over may bring grew it
-        // (the other workers' too, before the next look): it must be frozen before that growth.
-        let after = if self.budget.may_freeze {
-            let margin = HAND_OVER_WORDS * self.budget.threads;
-            lexicon.heap_bytes_after(margin, margin * AVERAGE_WORD_BYTES)
-        } else {
-            lexicon.heap_bytes()
-        };
-        let seen = (after as u64 + self.cache.heap_bytes() as u64, lexicon.len(), lexicon.tokens());
-        drop(lexicon);
-        // Logged outside the lock (a log that fills sorts and writes a run), in token order.
-        if cached_overflow > 0 && cached_overflow < self.overflowed.len() {
-            self.overflowed.sort_unstable_by_key(|&(_, _, _, at)| at);
-        }
-        if let Some(log) = self.overflow.as_mut() {
-            for &(start, end, hash, _) in &self.overflowed {
-                log.push(&self.words.bytes[start as usize..end as usize], hash)?;
-            }
-        }
-        self.overflowed.clear();
-        self.misses.clear();
-        if stops {
-            // A word the lexicon counts as a stop word has no code.
-            self.codes.retain(|&c| c != STOP_CODE);
-        }
-        Ok(seen)
-    }
-}
-
-/// The documents one lexicon-pass worker read, in the order of its word
-/// stream (a document's pieces all go to one worker, so its stream holds
-/// whole documents, each ended by a code of its own): what a pass over the
-/// streams numbers and names them by.
-#[derive(Debug, Default)]
-pub(crate) struct StreamDocs {
-    /// The documents' numbers in the corpus, increasing, as runs of
-    /// consecutive numbers (first, count): a batch's documents are consecutive.
-    pub runs: Vec<(u64, u64)>,
-    /// The documents' IDs, one after the other.
-    pub ids: String,
-    /// The length of each one's ID in `ids`.
-    pub id_lens: Vec<u32>,
-}
-
-impl StreamDocs {
-    fn push(&mut self, number: u64, id: &str) {
-        match self.runs.last_mut() {
-            Some((first, count)) if *first + *count == number => *count += 1,
-            _ => self.runs.push((number, 1)),
-        }
-        self.ids.push_str(id);
-        // An ID is a record's field, far shorter than 4 GiB (records are at most 64 MiB).
-        self.id_lens.push(id.len() as u32);
-    }
-
-    /// The documents, in stream order.
-    pub fn len(&self) -> usize {
-        self.runs.iter().map(|&(_, count)| count as usize).sum()
-    }
-
-    /// The documents' numbers, in stream order.
-    pub fn numbers(&self) -> impl Iterator<Item = u64> + '_ {
-        self.runs.iter().flat_map(|&(first, count)| first..first + count)
-    }
-
-    /// Heap bytes held.
-    pub fn heap_bytes(&self) -> u64 {
-        (self.runs.capacity() * 16 + self.ids.capacity() + self.id_lens.capacity() * 4) as u64
-    }
-}
-
-/// A stream code no word has: marks a stop word's place until it is dropped.
-const STOP_CODE: u32 = u32::MAX;
-
-/// The overflow logs of all workers take this share of the lexicon pass's
-/// working memory (one over it), set aside from the table's room.
-const OVERFLOW_SHARE: u64 = 16;
-
-/// The length of the next part of `text` to tokenise: at most [`FEED_BYTES`], cut between characters.
-fn feed_cut(text: &str) -> usize {
-    if text.len() <= FEED_BYTES {
-        return text.len();
-    }
-    let mut cut = FEED_BYTES;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    cut
-}
-
-impl BatchWorker for LexiconWorker<'_> {
-    type Output = LexiconWorkerOutput;
-
-    fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
-        let shared = self.sieve;
-        let mut guard = read_sieve(shared)?;
-        for piece in &batch.pieces {
-            if let (Some(docs), Some(id)) = (self.docs.as_mut(), batch.piece_id(piece)) {
-                docs.push(piece.doc, id);
-            }
-            let mut rest = batch.piece_text(piece);
-            loop {
-                let (part, after) = rest.split_at(feed_cut(rest));
-                self.tokenise(guard.as_ref(), part, piece.last && after.is_empty());
-                if self.is_full() {
-                    self.settle(guard);
-                    self.hand_over()?;
-                    guard = read_sieve(shared)?;
-                }
-                rest = after;
-                if rest.is_empty() {
-                    break;
-                }
-            }
-        }
-        self.settle(guard);
-        self.hand_over()
-    }
-
-    fn finish(mut self) -> Result<Self::Output, PipelineError> {
-        let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
-        self.cache.flush(&mut lexicon);
-        drop(lexicon);
-        let stream = self.stream.map(WordsOut::finish).transpose()?;
-        let overflow = self.overflow.map(OverflowLog::finish).transpose()?;
-        Ok(LexiconWorkerOutput {
-            long_tokens: self.tokenizer.long_tokens(),
-            sieve_again: self.line.again(),
-            stream,
-            documents: self.docs,
-            overflow,
-        })
-    }
-}
 
 /// What a count pass reads and how it cuts its runs.
 #[derive(Clone, Copy)]
