@@ -836,7 +836,12 @@ fn span_parts_hashed_apart_judge_as_one_process() {
     let (code, _, stderr) = run(&["dedup", inputs[0], "--unit", "span", "--hash-to", s(&hashed[0]), "-q"]);
     assert_ne!(code, 0);
     assert!(stderr.contains("writes a new directory"), "{stderr}");
-    let (code, _, stderr) = run(&["dedup", inputs[0], "--unit", "p", "--hash-to", s(&dir.path().join("p")), "-q"]);
-    assert_ne!(code, 0);
-    assert!(stderr.contains("for --unit span"), "{stderr}");
+    let elsewhere = dir.path().join("p");
+    for exact in [&[][..], &["--exact-only"][..]] {
+        let mut args = vec!["dedup", inputs[0], "--unit", "p", "--hash-to", s(&elsewhere), "-q"];
+        args.extend(exact);
+        let (code, _, stderr) = run(&args);
+        assert_ne!(code, 0);
+        assert!(stderr.contains("for --unit span"), "{stderr}");
+    }
 }

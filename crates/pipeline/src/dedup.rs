@@ -81,13 +81,19 @@ impl DedupConfig {
         }
     }
 
+    /// Refuses `--hash-to` and `--hashed` to every job but `--unit span`'s.
+    pub(crate) fn check_no_span_parts(&self) -> Result<(), PipelineError> {
+        if self.hash_to.is_some() || !self.hashed.is_empty() {
+            return Err(PipelineError::Usage("--hash-to and --hashed are for --unit span".into()));
+        }
+        Ok(())
+    }
+
     fn check(&self) -> Result<(), PipelineError> {
         if self.unit == UnitKind::Line {
             return Err(PipelineError::Usage("--unit line needs --exact-only".into()));
         }
-        if self.hash_to.is_some() || !self.hashed.is_empty() {
-            return Err(PipelineError::Usage("--hash-to and --hashed are for --unit span".into()));
-        }
+        self.check_no_span_parts()?;
         if !(0.0..=1.0).contains(&self.threshold) {
             return Err(PipelineError::Usage(format!("--threshold must be between 0 and 1, not {}", self.threshold)));
         }

@@ -74,10 +74,7 @@ fn check(config: &DedupConfig) -> Result<(), PipelineError> {
     if config.dups.is_some() {
         return Err(PipelineError::Usage("--dups has no use with --exact-only, which counts no n-grams".into()));
     }
-    if config.hash_to.is_some() || !config.hashed.is_empty() {
-        return Err(PipelineError::Usage("--hash-to and --hashed are for --unit span".into()));
-    }
-    Ok(())
+    config.check_no_span_parts()
 }
 
 /// [`dedup_exact`] with another fingerprint: tests give a weak one, so that
