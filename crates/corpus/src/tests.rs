@@ -295,21 +295,43 @@ fn vertical_token_lines_read_in_runs_make_what_line_by_line_makes() {
     for seed in [1, 2, 3] {
         let bytes = dupgram_fuzzkit::samples::mixed_vertical(150_000, seed);
         assert!(bytes.len() > 3 * 256 * 1024, "a file of several read buffers");
-        let (expect, replaced, first) = vertical_by_lines(&bytes);
-        let input = file(&dir, "mixed.vert", &bytes);
-        for target in [1000, 1 << 20] {
-            let (docs, stats) = read_all(vec![input.clone()], ReadOptions::default(), target).unwrap();
-            assert_eq!(docs.len(), expect.len(), "seed {seed}, batches of {target}");
-            for (got, want) in docs.iter().zip(&expect) {
-                // The same tokens: runs of token lines keep blank lines and `\r`.
-                let tokens =
-                    |text: &str| text.split(['\n', '\r']).filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n");
-                assert_eq!((&got.0, tokens(&got.1)), (&want.0, tokens(&want.1)), "seed {seed}, batches of {target}");
+        runs_read_as_lines(&dir, &bytes, &format!("seed {seed}"));
+    }
+}
+
+#[test]
+fn vertical_lines_of_three_columns_read_in_runs_make_what_line_by_line_makes() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in [4, 5] {
+        // Every token line gets two more columns; one in 20,000 a tag that is no UTF-8.
+        let mut bytes = Vec::new();
+        for (i, line) in dupgram_fuzzkit::samples::mixed_vertical(150_000, seed).split(|&b| b == b'\n').enumerate() {
+            bytes.extend_from_slice(line);
+            if line.first().is_some_and(|&b| b != b'<') {
+                bytes.extend_from_slice(if i % 20_000 == 7 { b"\t\xffN\tlemma" } else { b"\tNN\tlemma" });
             }
-            assert_eq!(stats.documents, expect.len() as u64);
-            assert_eq!(stats.replaced_utf8, replaced);
-            assert_eq!(stats.first_replaced_at, first.map(|n| format!("{}: line {n}", input.name())));
+            bytes.push(b'\n');
         }
+        runs_read_as_lines(&dir, &bytes, &format!("three columns, seed {seed}"));
+    }
+}
+
+/// Reads `bytes` as a vertical file at two batch sizes and checks it gives
+/// the documents, tokens and replacements the line-by-line reading gives.
+fn runs_read_as_lines(dir: &tempfile::TempDir, bytes: &[u8], what: &str) {
+    let (expect, replaced, first) = vertical_by_lines(bytes);
+    let input = file(dir, "mixed.vert", bytes);
+    for target in [1000, 1 << 20] {
+        let (docs, stats) = read_all(vec![input.clone()], ReadOptions::default(), target).unwrap();
+        assert_eq!(docs.len(), expect.len(), "{what}, batches of {target}");
+        for (got, want) in docs.iter().zip(&expect) {
+            // The same tokens: runs of token lines keep blank lines and `\r`.
+            let tokens = |text: &str| text.split(['\n', '\r']).filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n");
+            assert_eq!((&got.0, tokens(&got.1)), (&want.0, tokens(&want.1)), "{what}, batches of {target}");
+        }
+        assert_eq!(stats.documents, expect.len() as u64);
+        assert_eq!(stats.replaced_utf8, replaced);
+        assert_eq!(stats.first_replaced_at, first.map(|n| format!("{}: line {n}", input.name())));
     }
 }
 
