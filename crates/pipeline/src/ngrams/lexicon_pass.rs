@@ -10,8 +10,8 @@
 //! does not hold go to the worker's [`OverflowLog`]), or stops the job.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use dupgram_corpus::{Batch, Input, ReadStats};
 use dupgram_lexicon::stream::{END_OF_DOCUMENT, FIRST_WORD, OVERFLOW};
@@ -31,6 +31,11 @@ type SieveGuard<'a> = std::sync::RwLockReadGuard<'a, Option<Sieve>>;
 /// The shared sieve, held for reading (filling is reading: its cells are atomics).
 fn read_sieve(sieve: &SharedSieve) -> Result<SieveGuard<'_>, PipelineError> {
     sieve.read().map_err(|_| PipelineError::Usage("sieve lock poisoned".into()))
+}
+
+/// The shared lexicon, locked: a worker counts there the words its cache does not hold.
+fn lock_lexicon(lexicon: &Mutex<LexiconBuilder>) -> Result<MutexGuard<'_, LexiconBuilder>, PipelineError> {
+    lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))
 }
 
 impl Job<'_> {
@@ -387,7 +392,7 @@ impl LexiconWorker<'_> {
         self.docs_reported = docs;
         self.budget.documents.fetch_add(grown, Ordering::Relaxed);
         if self.budget.check(bytes, words, tokens, self.sieve)? == TableRoom::Freeze {
-            let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
+            let mut lexicon = lock_lexicon(self.lexicon)?;
             lexicon.freeze();
         }
         Ok(())
@@ -426,7 +431,7 @@ impl LexiconWorker<'_> {
             }
             start = end;
         }
-        let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
+        let mut lexicon = lock_lexicon(self.lexicon)?;
         let mut stops = false;
         let cached_overflow = self.overflowed.len();
         for (i, &(start, end, hash, at)) in self.misses.iter().enumerate() {
@@ -574,7 +579,7 @@ impl BatchWorker for LexiconWorker<'_> {
     }
 
     fn finish(mut self) -> Result<Self::Output, PipelineError> {
-        let mut lexicon = self.lexicon.lock().map_err(|_| PipelineError::Usage("lexicon lock poisoned".into()))?;
+        let mut lexicon = lock_lexicon(self.lexicon)?;
         self.cache.flush(&mut lexicon);
         drop(lexicon);
         let stream = self.stream.map(WordsOut::finish).transpose()?;
