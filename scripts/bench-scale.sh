@@ -25,6 +25,8 @@
 #                           its SHA-256 (for sizes whose output does not fit beside the run)
 #   --tmp-share X           ngrams' --tmp-share (temporary disk as a share of the text; default 0.5)
 #   --keep                  keep the outputs
+#   --bin DIR               run the dupgram and dupgram-gen in DIR instead of building them
+#                           (another commit's build, to compare in one sitting)
 # Peak temporary disk is sampled every 2 s: the job's --tmp-dir, and with the output beside it.
 set -euo pipefail
 
@@ -37,6 +39,7 @@ ext=
 keep=0
 to_stdout=0
 tmp_share=
+bin_dir=
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
@@ -46,6 +49,7 @@ while [ $# -gt 0 ]; do
     --output-zst) ext=.zst; shift ;;
     --output-stdout) ext=.zst; to_stdout=1; shift ;;
     --keep) keep=1; shift ;;
+    --bin) bin_dir=$2; shift 2 ;;
     --tmp-share) tmp_share=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -54,8 +58,12 @@ done
 
 work=${DUPGRAM_BENCH_DIR:-$here/target/bench}
 mkdir -p "$work"
-cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p dupgram -p dupgram-testkit
-bin=$here/target/release
+if [ -n "$bin_dir" ]; then
+  bin=$(cd "$bin_dir" && pwd)
+else
+  cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p dupgram -p dupgram-testkit
+  bin=$here/target/release
+fi
 table=$work/scale.md
 
 # 10M → 10000000; 1B → 1000000000.

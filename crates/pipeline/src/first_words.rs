@@ -162,6 +162,12 @@ impl PartPlan {
         self
     }
 
+    /// The plan, guessing `rate` run bytes per token for its first part.
+    pub fn guessing(mut self, rate: f64) -> Self {
+        self.rate = rate;
+        self
+    }
+
     /// The plan, for a count whose last part may write `last_room` bytes of
     /// runs (the room the word streams leave as that part reads them, and
     /// their own), when the sieve takes all that is left.
@@ -204,6 +210,64 @@ impl PartPlan {
             let rate = run_bytes as f64 / self.counting as f64 * RATE_MARGIN;
             self.rate = if self.done == 1 { rate } else { self.rate.max(rate) };
         }
+    }
+
+    /// The rooms of the parts still to plan: files the parts before left on
+    /// disk (an index part) take room from the parts after them.
+    pub fn within(&mut self, rooms: DiskRooms) {
+        self.disk_room = rooms.part().max(1);
+        self.last_room = rooms.last().max(self.disk_room);
+    }
+}
+
+/// Room on disk a count in parts gives one part's runs at least, however
+/// little text there is: below it, more parts would cost time and save
+/// nothing that matters.
+pub(crate) const MIN_DISK_ROOM: u64 = 64 << 20;
+
+/// The room on disk of a count in parts: what the files beside a part's
+/// runs leave of the text's share (`--tmp-share`), at least
+/// [`MIN_DISK_ROOM`]; or the room [`crate::Limits::disk_room`] forces.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DiskRooms {
+    share: u64,
+    /// The share less the files that stay on disk through every part.
+    last: u64,
+    /// That less the word streams, which the last part gives back as it reads them.
+    part: u64,
+    forced: Option<u64>,
+}
+
+impl DiskRooms {
+    /// The rooms in `share` bytes beside `streams` bytes of word streams and
+    /// `kept` bytes of files that stay on disk.
+    pub fn new(share: u64, streams: u64, kept: u64, forced: Option<u64>) -> Self {
+        let last = share.saturating_sub(kept);
+        DiskRooms { share, last, part: last.saturating_sub(streams), forced }
+    }
+
+    /// Whether what stays on disk leaves a part's runs a quarter of the
+    /// share or more: with less, the share cannot be kept without a number
+    /// of parts (each a read of the streams) that would cost more than the
+    /// disk it saves.
+    pub fn worth_parts(&self) -> bool {
+        self.forced.is_some() || self.part >= self.share / 4
+    }
+
+    /// Bytes a part's runs may take beside the word streams.
+    pub fn part(&self) -> u64 {
+        self.forced.unwrap_or(self.part.max(MIN_DISK_ROOM))
+    }
+
+    /// Bytes the last part's runs may take: the streams' room as it gives it back.
+    pub fn last(&self) -> u64 {
+        self.forced.unwrap_or(self.last.max(MIN_DISK_ROOM))
+    }
+
+    /// `bytes` more now stay on disk (a part's index, kept for the passes after the count).
+    pub fn keep(&mut self, bytes: u64) {
+        self.last = self.last.saturating_sub(bytes);
+        self.part = self.part.saturating_sub(bytes);
     }
 }
 
@@ -393,6 +457,43 @@ mod tests {
             plan.counted(part.tokens(&lex));
         }
         assert_eq!((covered, last.end), (10_000, None));
+    }
+
+    #[test]
+    fn what_stays_on_disk_takes_room_from_the_parts_after_it() {
+        let words: Vec<(String, u64)> = (0..1000).map(|i| (format!("w{i}"), 10)).collect();
+        let words: Vec<(&str, u64)> = words.iter().map(|(w, c)| (w.as_str(), *c)).collect();
+        let lex = lexicon(&words);
+        // A share of 1 GiB: 256 MiB of streams and 128 MiB of other files
+        // leave 640 MiB for a part's runs, and 896 MiB for the last one's.
+        let mut rooms = DiskRooms::new(1 << 30, 256 << 20, 128 << 20, None);
+        assert!(rooms.worth_parts());
+        assert_eq!((rooms.part(), rooms.last()), (640 << 20, 896 << 20));
+        // At a byte a token, 10,000 tokens fit as one part...
+        let mut plan = PartPlan::new(u64::MAX, rooms.part(), None, &lex).guessing(1.0).last_within(rooms.last());
+        let (part, all) = plan.next(&lex).unwrap();
+        assert_eq!((part, all), (FirstWords::ALL, 1));
+        // ...but at a MiB a token, the first part takes at most 640 tokens,
+        // and each part after an index of 512 MiB has 128 MiB to its runs.
+        let mut plan = PartPlan::new(u64::MAX, rooms.part(), None, &lex).guessing(1048576.0).last_within(rooms.last());
+        let (first, _) = plan.next(&lex).unwrap();
+        assert!((600..=640).contains(&first.tokens(&lex)), "{} tokens", first.tokens(&lex));
+        plan.counted(first.tokens(&lex) << 20);
+        rooms.keep(512 << 20);
+        plan.within(rooms);
+        let (second, all) = plan.next(&lex).unwrap();
+        assert!(
+            second.tokens(&lex) < first.tokens(&lex) / 4,
+            "{} tokens after {}",
+            second.tokens(&lex),
+            first.tokens(&lex)
+        );
+        assert!(all > 10, "{all} parts");
+        // Streams and kept files past three quarters of the share: no parts for the disk.
+        assert!(!DiskRooms::new(1 << 30, 600 << 20, 200 << 20, None).worth_parts());
+        // A room below the floor is the floor; a forced room is what it is.
+        assert_eq!(DiskRooms::new(1 << 20, 0, 0, None).part(), MIN_DISK_ROOM);
+        assert_eq!(DiskRooms::new(1 << 30, 0, 2 << 30, Some(7)).part(), 7);
     }
 
     #[test]

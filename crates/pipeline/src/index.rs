@@ -444,8 +444,13 @@ impl<'a> IndexJob<'a> {
     pub fn index_paths(&self, buckets: usize) -> Vec<PathBuf> {
         match buckets {
             1 => vec![self.work.join("index.dgr")],
-            _ => (0..buckets).map(|b| self.work.join(format!("index-b{b}.dgr"))).collect(),
+            _ => self.index_paths_from(0, buckets),
         }
+    }
+
+    /// The files of `buckets` buckets of an index in many, numbered from `first`.
+    pub fn index_paths_from(&self, first: usize, buckets: usize) -> Vec<PathBuf> {
+        (first..first + buckets).map(|b| self.work.join(format!("index-b{b}.dgr"))).collect()
     }
 
     /// Merges the postings runs of each bucket (`buckets`, in the order of

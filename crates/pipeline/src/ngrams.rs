@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 mod lexicon_pass;
 
-use crate::first_words::{FirstWords, KeyRange, PartPlan, parts_for};
+use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan, parts_for};
 use crate::repeat_prints::{BucketPlan, PRINT_READER_BYTES, PrintBuckets, Proof, ProofRoom, print_runs_fit, prove};
 use crate::scan::{ScanSink, Scanner};
 use crate::stream_walk::{StreamJob, Streamed, fill_sieve, phase_of, renumber_streams};
@@ -61,7 +61,7 @@ pub struct NgramConfig {
     pub sieve: bool,
     /// Temporary disk a count may use, as a share of the text it read
     /// (0.5 by default): the word streams, then a part's runs or the print
-    /// runs. More lets a count go in fewer parts, and prove its repeats
+    /// runs (an index in parts: its postings runs and the index). More lets a count go in fewer parts, and prove its repeats
     /// once (see `repeat_prints`) where a sieve per part would be refilled.
     pub tmp_share: f64,
     /// Where the lexicon is written: a temporary name in that directory,
@@ -150,6 +150,11 @@ impl NgramConfig {
         }
         self.norm.validate().map_err(|e| PipelineError::Usage(e.into()))?;
         Ok(())
+    }
+
+    /// Bytes of temporary disk a job over `text_bytes` of text may take (`--tmp-share`).
+    pub(crate) fn disk_share(&self, text_bytes: u64) -> u64 {
+        (text_bytes as f64 * self.tmp_share).min(u64::MAX as f64) as u64
     }
 }
 
@@ -591,12 +596,11 @@ impl Job<'_> {
         // The room on disk the streams leave of the text's share (half by
         // default), for a part's runs (see `PartPlan`) or the print runs (see `repeat_prints`).
         let on_disk: u64 = streams.iter().map(|f| f.bytes).sum::<u64>() + stats.vocabulary_bytes;
-        let share = (stats.text_bytes as f64 * config.tmp_share).min(u64::MAX as f64) as u64;
+        let share = config.disk_share(stats.text_bytes);
+        // Print runs must fit within the share itself; a part's runs get a floor of room.
         let within = share.saturating_sub(on_disk);
-        // A part's runs get a floor of room; print runs must fit within the share itself.
-        let room = config.limits.disk_room.unwrap_or_else(|| within.max(MIN_DISK_ROOM));
-        // The last part's runs take the streams' room as it gives it back.
-        let last_room = config.limits.disk_room.unwrap_or_else(|| share.max(MIN_DISK_ROOM));
+        let rooms = DiskRooms::new(share, on_disk, 0, config.limits.disk_room);
+        let (room, last_room) = (rooms.part(), rooms.last());
         let layout = KeyLayout::new(config.n, lexicon.len().saturating_sub(1) as u32)?;
         let once = match &sieve {
             Some(s) if refill => self.proves_repeats_once(s, &lexicon, beside, layout, within, stats)?,
@@ -1415,10 +1419,6 @@ fn settle_sieve(sieve: &SharedSieve, stats: &mut NgramStats) {
 /// web-like text, three parts by disk took 25.8 s with a sieve per part and
 /// 27.4 s over prints (the pass and its merge cost what about three fills do).
 const MIN_SIEVE_PARTS_FOR_PRINTS: usize = 3;
-
-/// Room on disk a count in parts may give one part's runs, however little
-/// text there is: below it, more parts would cost time and save nothing that matters.
-const MIN_DISK_ROOM: u64 = 64 << 20;
 
 /// Buffers of one run writer (block, frame, file buffer).
 const WRITER_BYTES: u64 = 256 * 1024;

@@ -362,6 +362,42 @@ fn documents_whose_totals_rule_a_pair_out_never_make_it() {
     }
 }
 
+/// An index whose postings runs would not fit the room on disk goes in
+/// parts planned one at a time, each part's index taking room from the
+/// parts after it: the same pairs as in one part, and as brute force finds.
+#[test]
+fn an_index_cut_by_the_room_on_disk_finds_the_same_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    let docs = corpus(11, 8000, 400);
+    write_docs(&path, &docs);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let run = |room: Option<u64>, threads: usize| {
+        engine_stats(&path, &tmp, 4, |c| {
+            c.base.threads = threads;
+            // Stop words are known only at the lexicon pass's end: the
+            // index fills a sieve of its own, part by part.
+            c.base.stop_top = 3;
+            c.base.limits.disk_room = room;
+        })
+    };
+    let (whole, stats) = run(None, 2);
+    let parts = |stats: &PairsStats| stats.index.first_pass.as_ref().unwrap().sieve.parts;
+    assert_eq!(parts(&stats), 1);
+    assert_same(&whole, &expected(&docs, 4, |o| o.ngrams.stop_top = 3));
+    for threads in [1, 2] {
+        let (parted, stats) = run(Some(4 << 10), threads);
+        assert!((3..=64).contains(&parts(&stats)), "{} parts", parts(&stats));
+        assert_eq!(parted.pairs.len(), whole.pairs.len());
+        for (p, w) in parted.pairs.iter().zip(&whole.pairs) {
+            assert_eq!((&p.0, &p.1, p.2.shared), (&w.0, &w.1, w.2.shared));
+        }
+        assert_eq!(parted.clusters, whole.clusters);
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "temporary files left");
+    }
+}
+
 #[test]
 fn edge_cases() {
     let dir = tempfile::tempdir().unwrap();

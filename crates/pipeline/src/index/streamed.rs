@@ -15,7 +15,11 @@
 //! does (see [`crate::first_words`]): for each part the sieve is cleared and
 //! filled with that part's n-grams, the part's postings are sorted into
 //! runs and merged into its own index files, and its runs are removed
-//! before the next part's are written. An n-gram's ID is its rank in the
+//! before the next part's are written. The parts are planned one at a
+//! time, as the count's are ([`PartPlan`]): each within the sieve, and with
+//! its postings runs within the room on disk that the streams, the
+//! vocabulary, standard input's copy and the index parts before it leave
+//! of the text's share (`--tmp-share`, half by default). An n-gram's ID is its rank in the
 //! whole index, so each part's IDs count on from the part before, as the
 //! buckets of one merge do: the index is the same, ID for ID, whatever the
 //! parts (only cut into more files).
@@ -32,12 +36,18 @@ use dupgram_runs::RunHeader;
 use dupgram_sieve::Sieve;
 
 use super::{DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
-use crate::first_words::{FirstWords, KeyRange, parts_for};
+use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan};
 use crate::ngrams::{NgramStats, Reread, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
 use crate::stream_walk::{StreamJob, fill_sieve, phase_of};
 use crate::words::{WordsFile, each_stream, read_words};
 use dupgram_jobkit::error::PipelineError;
+
+/// Postings run bytes per token guessed for an index's first part, before
+/// one is measured: a posting takes about 11 bytes in its run, and web-like
+/// text posts up to half its tokens (the repeated n-grams' occurrences and
+/// what the sieve lets through).
+const FIRST_POSTINGS_RATE: f64 = 6.0;
 
 /// The smallest posting chunk a worker sorts: below it the sieve gives way.
 const MIN_POSTINGS: u64 = 4096;
@@ -58,6 +68,60 @@ pub(crate) struct StreamedIndex {
     pub inputs: Vec<dupgram_corpus::Input>,
     pub norm: dupgram_lexicon::Normalization,
     pub stopwords: Vec<String>,
+}
+
+/// What the index over the streams is built for.
+#[derive(Clone, Copy)]
+struct IndexHow<'f> {
+    /// Each merge checks the groups of identical documents.
+    groups: bool,
+    /// Gather each document's occurrences in memory when they fit (one part only).
+    fits: Option<&'f dyn Fn(u64, u64) -> bool>,
+    /// Bytes of the job's files that stay on disk beside the index: standard input's copy.
+    kept: u64,
+}
+
+/// Bytes of the inputs that are copies in the work directory `work`.
+fn copied_bytes(inputs: &[dupgram_corpus::Input], work: &std::path::Path) -> u64 {
+    inputs
+        .iter()
+        .filter_map(|input| match input {
+            dupgram_corpus::Input::Path(p) if p.starts_with(work) => std::fs::metadata(p).ok(),
+            _ => None,
+        })
+        .map(|m| m.len())
+        .sum()
+}
+
+/// The parts of an index over the streams, one at a time.
+enum IndexParts {
+    /// One part: the sieve the lexicon pass filled, or none.
+    Whole(Option<FirstWords>),
+    /// Parts each filling a sieve of its own, within the room on disk when
+    /// there is one to keep to.
+    Planned(PartPlan, Option<DiskRooms>),
+}
+
+impl IndexParts {
+    /// The next part, and how many the plan now expects in all.
+    fn next(&mut self, lexicon: &dupgram_lexicon::Lexicon) -> Option<(FirstWords, usize)> {
+        match self {
+            IndexParts::Whole(all) => all.take().map(|all| (all, 1)),
+            IndexParts::Planned(plan, _) => plan.next(lexicon),
+        }
+    }
+
+    /// The part just indexed wrote `run_bytes` of postings runs, and its
+    /// index takes `index_bytes` on disk from the parts after it.
+    fn indexed(&mut self, run_bytes: u64, index_bytes: u64) {
+        if let IndexParts::Planned(plan, rooms) = self {
+            plan.counted(run_bytes);
+            if let Some(rooms) = rooms.as_mut() {
+                rooms.keep(index_bytes);
+                plan.within(*rooms);
+            }
+        }
+    }
 }
 
 /// What one part of the index pass takes, and how.
@@ -96,15 +160,17 @@ impl IndexJob<'_> {
             tokenise_for_index(self.base, self.control, self.work, TABLE_BYTES_PER_DOC, reread, &mut first)?;
         stats.bytes_spilled += first.bytes_spilled;
         let layout = KeyLayout::new(self.base.n, corpus.lexicon.len().saturating_sub(1) as u32)?;
+        // Standard input's copy stays on disk for the passes after the index.
+        let how = IndexHow { groups, fits, kept: copied_bytes(&inputs, self.work) };
         let built = match layout.words() {
-            1 => self.parts_with::<1>(corpus, layout, groups, fits, &mut first, stats),
-            2 => self.parts_with::<2>(corpus, layout, groups, fits, &mut first, stats),
-            3 => self.parts_with::<3>(corpus, layout, groups, fits, &mut first, stats),
-            4 => self.parts_with::<4>(corpus, layout, groups, fits, &mut first, stats),
-            6 => self.parts_with::<6>(corpus, layout, groups, fits, &mut first, stats),
-            8 => self.parts_with::<8>(corpus, layout, groups, fits, &mut first, stats),
-            12 => self.parts_with::<12>(corpus, layout, groups, fits, &mut first, stats),
-            _ => self.parts_with::<16>(corpus, layout, groups, fits, &mut first, stats),
+            1 => self.parts_with::<1>(corpus, layout, &how, &mut first, stats),
+            2 => self.parts_with::<2>(corpus, layout, &how, &mut first, stats),
+            3 => self.parts_with::<3>(corpus, layout, &how, &mut first, stats),
+            4 => self.parts_with::<4>(corpus, layout, &how, &mut first, stats),
+            6 => self.parts_with::<6>(corpus, layout, &how, &mut first, stats),
+            8 => self.parts_with::<8>(corpus, layout, &how, &mut first, stats),
+            12 => self.parts_with::<12>(corpus, layout, &how, &mut first, stats),
+            _ => self.parts_with::<16>(corpus, layout, &how, &mut first, stats),
         };
         stats.first_pass = Some(first);
         let (merged, table, paths, norm, stopwords) = built?;
@@ -116,11 +182,11 @@ impl IndexJob<'_> {
         &self,
         corpus: StreamedCorpus,
         layout: KeyLayout,
-        groups: bool,
-        fits: Option<&dyn Fn(u64, u64) -> bool>,
+        how: &IndexHow,
         first: &mut NgramStats,
         stats: &mut IndexStats,
     ) -> Result<(MergedIndex, DocTable, Vec<PathBuf>, dupgram_lexicon::Normalization, Vec<String>), PipelineError> {
+        let IndexHow { groups, fits, kept } = *how;
         let beside = corpus.held_beside(TABLE_BYTES_PER_DOC);
         let StreamedCorpus { lexicon, sieve, sieve_filled, streamed, streams, mut documents, .. } = corpus;
         let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &streamed, layout };
@@ -142,31 +208,32 @@ impl IndexJob<'_> {
             Some(s) if !sieve_filled => Some((s.filling(), s.bytes())),
             _ => None,
         };
-        let parts = match &sieve {
-            Some(s) if refill.is_some() => {
-                let parts = self.base.limits.sieve_parts.unwrap_or_else(|| parts_for(first.tokens, s.capacity()));
-                FirstWords::split(&lexicon, parts)
-            }
-            _ => vec![FirstWords::ALL],
+        let mut parts = match &sieve {
+            Some(s) if refill.is_some() => self.plan_parts(s.capacity(), &streams, &lexicon, first, kept),
+            _ => IndexParts::Whole(Some(FirstWords::ALL)),
         };
         let mut filled = if refill.is_some() { None } else { sieve };
         if let Some(s) = filled.as_mut() {
             // Filled by the lexicon pass: from now on asked only "2 or more?".
             s.freeze();
         }
-        first.sieve.parts = parts.len() as u32;
         let per_part = self.base.limits.merge_buckets.unwrap_or(self.base.threads).clamp(1, super::MERGE_BUCKETS);
-        let cuts: Vec<Vec<u32>> = parts
-            .iter()
-            .map(|part| part.split_by(&lexicon, per_part).iter().skip(1).map(|b| b.start).collect())
-            .collect();
-        let paths = self.index_paths(cuts.iter().map(|c| c.len() + 1).sum());
-        let gather_possible = fits.is_some() && parts.len() == 1;
+        let mut paths = Vec::new();
+        let mut gather_possible = false;
         let mut table: Option<DocTable> = None;
         let mut rep_of = None;
         let mut merged: Option<MergedIndex> = None;
-        let mut next_path = 0;
-        for (i, (&part, cut)) in parts.iter().zip(&cuts).enumerate() {
+        let mut i = 0;
+        while let Some((part, expected)) = parts.next(&lexicon) {
+            i += 1;
+            let last = i == expected;
+            if i == 1 {
+                gather_possible = fits.is_some() && last;
+            }
+            let cut: Vec<u32> = part.split_by(&lexicon, per_part).iter().skip(1).map(|b| b.start).collect();
+            let buckets = cut.len() + 1;
+            let part_paths =
+                if i == 1 && last { self.index_paths(buckets) } else { self.index_paths_from(paths.len(), buckets) };
             let mut part_sieve = match refill {
                 // Without the memory map there is simply no sieve: results are the same.
                 Some((filling, bytes)) => Sieve::new(filling, bytes).ok(),
@@ -174,23 +241,24 @@ impl IndexJob<'_> {
             };
             let how = PartCut {
                 range: KeyRange::<L>::new(part, layout),
-                buckets: cut,
+                buckets: &cut,
                 fill: refill.is_some(),
                 table: table.is_none(),
                 count: gather_possible,
-                label: (i + 1, parts.len()),
-                last: i + 1 == parts.len(),
+                label: (i, expected),
+                last,
             };
             let it = Instant::now();
             let (runs, spilled) =
                 self.index_streams::<L>(&job, &mut documents, part_sieve.as_mut(), capacity, how, &mut table, first)?;
             drop(part_sieve);
-            if i + 1 == parts.len() {
+            if last {
                 // Read for the last time: off the disk before the merge writes the index.
                 for file in &streams {
                     file.remove();
                 }
             }
+            let run_bytes: u64 = runs.iter().map(|(_, run)| run.bytes).sum();
             stats.bytes_spilled += spilled;
             stats.index_seconds += it.elapsed().as_secs_f64();
             let table =
@@ -202,9 +270,6 @@ impl IndexJob<'_> {
             let candidates: u64 = table.candidates.iter().map(|&c| u64::from(c)).sum();
             let gather = gather_possible
                 && fits.is_some_and(|fits| !table.candidates.is_empty() && fits(table.len() as u64, candidates));
-            let buckets = cut.len() + 1;
-            let part_paths = &paths[next_path..next_path + buckets];
-            next_path += buckets;
             let held = lexicon.heap_bytes() as u64
                 + streamed.beside(0)
                 + documents.iter().map(StreamDocs::heap_bytes).sum::<u64>()
@@ -213,7 +278,7 @@ impl IndexJob<'_> {
             let done = self.merge_index(
                 by_bucket(runs, buckets),
                 &lexicon,
-                part_paths,
+                &part_paths,
                 table,
                 gather,
                 rep_of.as_deref(),
@@ -225,7 +290,10 @@ impl IndexJob<'_> {
                 None => done?,
                 Some(before) => before.followed_by(done?)?,
             });
+            parts.indexed(run_bytes, part_paths.iter().map(|p| std::fs::metadata(p).map_or(0, |m| m.len())).sum());
+            paths.extend(part_paths);
         }
+        first.sieve.parts = i as u32;
         let merged = merged.ok_or_else(|| PipelineError::Usage("internal error: an index of no parts".into()))?;
         stats.duplicate_ngrams = merged.totals.ngrams;
         stats.duplicate_occurrences = merged.totals.total_occurrences;
@@ -234,6 +302,30 @@ impl IndexJob<'_> {
         let table = table.ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
         let paths = if merged.lists.is_some() { Vec::new() } else { paths };
         Ok((merged, table, paths, lexicon.normalization(), lexicon.stopwords().to_vec()))
+    }
+
+    /// The parts of an index whose sieve is filled for each, planned one at
+    /// a time (see [`PartPlan`]): each within a sieve of `capacity` n-grams,
+    /// with its postings runs within the room on disk that the `streams`,
+    /// the vocabulary, `kept` bytes of the job's other files and the index
+    /// parts before it leave of the text's share — unless what stays there
+    /// leaves too little of the share for any number of parts to keep to it
+    /// (standard input's copy, for `dedup`): then within the sieve alone.
+    fn plan_parts(
+        &self,
+        capacity: u64,
+        streams: &[WordsFile],
+        lexicon: &dupgram_lexicon::Lexicon,
+        first: &NgramStats,
+        kept: u64,
+    ) -> IndexParts {
+        let share = self.base.disk_share(first.text_bytes);
+        let on_disk = streams.iter().map(|f| f.bytes).sum::<u64>();
+        let rooms = DiskRooms::new(share, on_disk, first.vocabulary_bytes + kept, self.base.limits.disk_room);
+        let rooms = rooms.worth_parts().then_some(rooms);
+        let (room, last_room) = rooms.map_or((u64::MAX, u64::MAX), |r| (r.part(), r.last()));
+        let plan = PartPlan::new(capacity, room, self.base.limits.sieve_parts, lexicon);
+        IndexParts::Planned(plan.guessing(FIRST_POSTINGS_RATE).last_within(last_room), rooms)
     }
 
     /// The posting chunk each worker sorts, beside the lexicon, `beside`
