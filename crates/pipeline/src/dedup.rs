@@ -104,6 +104,8 @@ impl DedupConfig {
 /// Seconds per step.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct DedupSeconds {
+    /// `--unit span`: the sieve pass over the K-grams (not in `index`).
+    pub sieve: f64,
     pub index: f64,
     pub exact: f64,
     pub decisions: f64,
@@ -141,6 +143,8 @@ pub struct DedupStats {
     pub spans_removed: u64,
     /// `--unit span`: tokens in those passages (documents removed whole add the rest of theirs to `tokens_removed`).
     pub tokens_in_spans: u64,
+    /// `--unit span`: K-grams the sieve proved to occur once, never hashed or sorted.
+    pub kgrams_sieved_out: u64,
     /// `--unit span`: documents removed whole by `--min-tokens` or `--threshold`.
     pub documents_whole: u64,
     /// Documents with no unit left.

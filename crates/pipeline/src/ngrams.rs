@@ -113,6 +113,9 @@ pub struct Limits {
     /// text's size and `--tmp-share` (and below their floor of 64 MiB), so
     /// a count is cut into parts by disk alone on a tiny corpus.
     pub disk_room: Option<u64>,
+    /// `dedup --unit span`: its sieve of K-grams in this many bytes,
+    /// whatever the memory, so a tiny corpus can fill it with collisions.
+    pub sieve_bytes: Option<usize>,
 }
 
 impl NgramConfig {

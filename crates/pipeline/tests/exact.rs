@@ -166,6 +166,7 @@ fn run_engine(
         merge_buckets: None,
         shared_set_documents: None,
         disk_room: None,
+        sieve_bytes: None,
     };
     let (listed, stats) = run_listed(&config);
     (listed.into_iter().collect(), stats)

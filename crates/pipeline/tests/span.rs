@@ -249,6 +249,18 @@ fn check(docs: &[Vec<Word>], k: usize, min_tokens: usize) -> Result<(), TestCase
             let (out, stats) = run(&path, dir.path(), format, configure(false)).unwrap();
             prop_assert_eq!(&marks(&out, docs, format), &expected, "{:?} marks\n{}", format, out);
             prop_assert_eq!(stats.tokens_removed, removed_tokens as u64);
+            if format == Format::Jsonl {
+                // Without the sieve, and with one so small that collisions let unique K-grams through.
+                for sieve_bytes in [None, Some(16)] {
+                    let (other, _) = run(&path, dir.path(), format, |c| {
+                        configure(false)(c);
+                        c.base.sieve = sieve_bytes.is_some();
+                        c.base.limits.sieve_bytes = sieve_bytes;
+                    })
+                    .unwrap();
+                    prop_assert_eq!(&other, &out, "sieve of {:?} bytes", sieve_bytes);
+                }
+            }
         }
         let (out, _) = run(&path, dir.path(), format, configure(true)).unwrap();
         match format {
@@ -311,6 +323,54 @@ fn a_passage_repeated_across_documents_and_paragraphs() {
     let docs = vec![a, b];
     check(&docs, 3, 0).unwrap();
     assert_eq!(brute_force(&tokens(&docs, Format::Jsonl), 3, 0)[1], [false, true, true, true, false]);
+}
+
+/// Most K-grams of a corpus occur once: the sieve proves them so, and
+/// nothing it lets through or keeps out changes a mark.
+#[test]
+fn the_sieve_keeps_unique_kgrams_out_of_the_sort_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.jsonl");
+    let mut text = String::new();
+    for doc in 0..300 {
+        let mut words: Vec<String> = (0..40).map(|i| format!("w{:x}", splitmix(doc * 1000 + i))).collect();
+        if doc % 3 == 0 {
+            // A passage of twelve words repeated in every third document.
+            words.splice(10..10, (0..12).map(|i| format!("shared{i}")));
+        }
+        text.push_str(&serde_json::json!({ "text": words.join(" ") }).to_string());
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    let span = |sieve: bool, sieve_bytes: Option<usize>| {
+        run(&path, dir.path(), Format::Jsonl, |c| {
+            c.min_span = 8;
+            c.base.sieve = sieve;
+            c.base.limits.sieve_bytes = sieve_bytes;
+        })
+        .unwrap()
+    };
+    let (plain, plain_stats) = span(false, None);
+    let (sieved, sieved_stats) = span(true, None);
+    let (crowded, crowded_stats) = span(true, Some(64));
+    assert_eq!(sieved, plain);
+    assert_eq!(crowded, plain);
+    // 300 documents of 40 words and 100 of 12 more: 11,100 K-grams of 8,
+    // 500 of them in a copy of the passage, the rest once.
+    let kgrams = 300 * 33 + 100 * 12;
+    assert_eq!(plain_stats.kgrams_sieved_out, 0);
+    assert!(sieved_stats.kgrams_sieved_out > kgrams * 9 / 10, "{}", sieved_stats.kgrams_sieved_out);
+    assert!(crowded_stats.kgrams_sieved_out < sieved_stats.kgrams_sieved_out);
+    assert_eq!(sieved_stats.tokens_in_spans, plain_stats.tokens_in_spans);
+    assert!(plain_stats.tokens_in_spans >= 99 * 12, "{}", plain_stats.tokens_in_spans);
+}
+
+/// A word number spread over 64 bits (SplitMix64's finaliser).
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[test]
