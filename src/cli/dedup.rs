@@ -257,6 +257,7 @@ fn summary(s: &DedupStats) -> String {
                 group(s.documents_whole)
             ),
         );
+        line("K-grams proven unique", format!("{} by the sieve, never hashed or sorted", group(s.kgrams_sieved_out)));
     }
     let how = if s.unit == "span" {
         "documents with nothing kept".to_owned()
@@ -317,7 +318,7 @@ fn summary(s: &DedupStats) -> String {
     line("peak memory", format!("{} of {}", human_bytes(s.peak_rss), human_bytes(s.memory_budget)));
     let t = &s.seconds;
     let phases = if s.unit == "span" {
-        format!("hashing and sorting K-grams {:.2}, cutting {:.2}", t.index, t.decisions)
+        format!("sieve {:.2}, hashing and sorting K-grams {:.2}, cutting {:.2}", t.sieve, t.index, t.decisions)
     } else if s.exact_only {
         format!("fingerprints and verification {:.2}, output {:.2}", t.exact, t.decisions)
     } else {

@@ -1240,7 +1240,9 @@ impl<R: Read> Read for HashingReader<'_, R> {
     }
 }
 
-fn write_varint(out: &mut dyn Write, mut v: u64) -> std::io::Result<()> {
+/// Writes `v` as a LEB128 varint: seven bits a byte, low bits first, the
+/// top bit set on every byte but the last (1 to 10 bytes).
+pub fn write_varint(out: &mut dyn Write, mut v: u64) -> std::io::Result<()> {
     let mut buf = [0u8; 10];
     let mut i = 0;
     while v >= 0x80 {
@@ -1252,7 +1254,8 @@ fn write_varint(out: &mut dyn Write, mut v: u64) -> std::io::Result<()> {
     out.write_all(&buf[..=i])
 }
 
-fn read_varint(r: &mut impl Read) -> std::io::Result<u64> {
+/// Reads a varint [`write_varint`] wrote; `InvalidData` past ten bytes.
+pub fn read_varint(r: &mut impl Read) -> std::io::Result<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let mut b = [0u8; 1];

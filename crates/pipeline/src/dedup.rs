@@ -104,7 +104,7 @@ impl DedupConfig {
 /// Seconds per step.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct DedupSeconds {
-    /// `--unit span`: the sieve pass over the K-grams (not in `index`).
+    /// `--unit span`: the sieve pass over the K-grams (`index` is the hashing and numbering after it).
     pub sieve: f64,
     pub index: f64,
     pub exact: f64,

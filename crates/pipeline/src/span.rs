@@ -26,7 +26,10 @@
 //!    a hash at two positions or more is a repeated K-gram and gets the next
 //!    number, and each of its positions goes, with that number, into a
 //!    second out-of-core sort, by position. The result, written to a file,
-//!    is every repeated K-gram occurrence in corpus order (12 bytes each).
+//!    is every repeated K-gram occurrence in corpus order, each as its
+//!    position's gap from the one before and its number, two varints
+//!    (about 5 bytes: most gaps are 1, a repeated passage being a run of
+//!    repeated K-grams, and numbers take their own bits).
 //! 3. **Decision pass**: the corpus is read once more; each document takes
 //!    its occurrences from that file, the marker cuts its spans, and it is
 //!    written out marked or stripped in its own format.
@@ -46,14 +49,14 @@
 //! of N tokens the chance is about N²/2¹²⁹ (10⁻²⁰ for 10¹⁰ tokens).
 
 use std::collections::HashSet;
-use std::io::{BufRead, Read, Write};
+use std::io::BufRead;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dupgram_corpus::{Input, VerticalLine};
 use dupgram_dedup::{NgramAt, SpanMarker, SpanParams, SpanVerdict};
-use dupgram_lexicon::Tokenizer;
+use dupgram_lexicon::{Tokenizer, read_varint, write_varint};
 use dupgram_merge::MergeSink;
 use dupgram_sieve::{DelayLine, Filling, InsertLine, RollingFingerprint, Sieve, Slot};
 
@@ -82,8 +85,15 @@ const POSITION_RUNS: u64 = 0x5A4E_0002;
 /// the fingerprint pass's sort takes what it leaves.
 const SIEVE_SHARE: f64 = 0.7;
 
-/// Bytes of one repeated occurrence in the occurrences file: position (8), number (4).
-const OCCURRENCE_BYTES: usize = 12;
+/// K-grams a sieve is planned for, per byte of input as stored: a token
+/// takes two bytes of text or more (a letter and a space), and a
+/// compressed input holds up to about four times its size in text. A
+/// sieve planned too small only lets more unique K-grams through; too
+/// large, it costs a small corpus its time and memory.
+const KGRAMS_PER_INPUT_BYTE: u64 = 2;
+
+/// The smallest sieve planned from the input (a few pages).
+const MIN_SIEVE_BYTES: u64 = 64 << 10;
 
 /// A K-gram's position in a hashed part: its token's number within the part
 /// in the bits below, the part's number above.
@@ -167,7 +177,7 @@ pub fn dedup_spans_to(
         job.take_parts(&mut stats)?
     };
     let found = job.number_repeats(sorted, &offsets, &mut stats)?;
-    stats.seconds.index = t.elapsed().as_secs_f64();
+    stats.seconds.index = t.elapsed().as_secs_f64() - stats.seconds.sieve;
     let t = Instant::now();
     job.decide(&found, &mut out, &mut stats)?;
     stats.seconds.decisions = t.elapsed().as_secs_f64();
@@ -220,7 +230,10 @@ impl SpanJob<'_> {
         let t = Instant::now();
         self.control.progress.start("sieving K-grams", self.inputs.iter().map(Input::size).sum());
         let working = self.index.working();
-        let bytes = self.config.base.limits.sieve_bytes.unwrap_or((working as f64 * SIEVE_SHARE) as usize);
+        let planned = self.inputs.iter().filter_map(Input::size).sum::<u64>().saturating_mul(KGRAMS_PER_INPUT_BYTE);
+        let fits = (working as f64 * SIEVE_SHARE) as u64;
+        let wanted = Filling::Staged.bytes_for(planned).max(MIN_SIEVE_BYTES);
+        let bytes = self.config.base.limits.sieve_bytes.unwrap_or(wanted.min(fits) as usize);
         let mut sieve = Sieve::new(Filling::Staged, bytes).map_err(|e| PipelineError::io(self.index.work, e))?;
         let mut words = KgramWords::new(self.config.min_span as usize);
         let mut line = InsertLine::default();
@@ -384,12 +397,12 @@ impl SpanJob<'_> {
         let path = self.index.work.join("occurrences.bin");
         let file = std::fs::File::create(&path).map_err(|e| PipelineError::io(&path, e))?;
         let out = std::io::BufWriter::with_capacity(1 << 16, file);
-        let mut sink = OccurrenceSink { out, path, count: 0, offsets };
+        let mut sink = OccurrenceSink { out, path, count: 0, last: 0, offsets };
         positions.merge(self.index.fan_in(0), &mut sink, self.control)?;
         stats.index.duplicate_occurrences = sink.count;
-        stats.index.bytes_spilled += sink.count * OCCURRENCE_BYTES as u64;
         let OccurrenceSink { out, path, .. } = sink;
-        out.into_inner().map_err(|e| PipelineError::io(&path, e.into_error()))?;
+        let file = out.into_inner().map_err(|e| PipelineError::io(&path, e.into_error()))?;
+        stats.index.bytes_spilled += file.metadata().map_err(|e| PipelineError::io(&path, e))?.len();
         Ok(Repeats { occurrences: path, kgrams })
     }
 
@@ -571,6 +584,8 @@ struct OccurrenceSink<'o> {
     out: std::io::BufWriter<std::fs::File>,
     path: PathBuf,
     count: u64,
+    /// The position written last (the gaps are from it).
+    last: u64,
     /// Each part's first corpus position.
     offsets: &'o [u64],
 }
@@ -587,10 +602,10 @@ impl MergeSink for OccurrenceSink<'_> {
         // Parts are in corpus order and positions in a part below its tokens, so this keeps the order.
         let position = first + (in_part & ((1 << PART_SHIFT) - 1));
         for &number in numbers {
-            let mut bytes = [0u8; OCCURRENCE_BYTES];
-            bytes[..8].copy_from_slice(&position.to_le_bytes());
-            bytes[8..].copy_from_slice(&(number as u32).to_le_bytes());
-            self.out.write_all(&bytes).map_err(|e| PipelineError::io(&self.path, e))?;
+            let written =
+                write_varint(&mut self.out, position - self.last).and_then(|()| write_varint(&mut self.out, number));
+            written.map_err(|e| PipelineError::io(&self.path, e))?;
+            self.last = position;
             self.count += 1;
         }
         Ok(())
@@ -603,27 +618,35 @@ struct Occurrences {
     path: PathBuf,
     /// The next occurrence, read but not yet taken.
     next: Option<(u64, u32)>,
+    /// The position read last (the next gap is from it).
+    last: u64,
 }
 
 impl Occurrences {
     fn open(path: &Path) -> Result<Self, PipelineError> {
         let file = std::fs::File::open(path).map_err(|e| PipelineError::io(path, e))?;
-        let mut this =
-            Occurrences { reader: std::io::BufReader::with_capacity(1 << 16, file), path: path.into(), next: None };
+        let mut this = Occurrences {
+            reader: std::io::BufReader::with_capacity(1 << 16, file),
+            path: path.into(),
+            next: None,
+            last: 0,
+        };
         this.advance()?;
         Ok(this)
     }
 
     fn advance(&mut self) -> Result<(), PipelineError> {
-        let mut bytes = [0u8; OCCURRENCE_BYTES];
-        self.next = match self.reader.read_exact(&mut bytes) {
-            Ok(()) => Some((
-                u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
-                u32::from_le_bytes(bytes[8..].try_into().expect("4 bytes")),
-            )),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
-            Err(e) => return Err(PipelineError::io(&self.path, e)),
-        };
+        let io = |e| PipelineError::io(&self.path, e);
+        if self.reader.fill_buf().map_err(io)?.is_empty() {
+            self.next = None;
+            return Ok(());
+        }
+        let gap = read_varint(&mut self.reader).map_err(io)?;
+        let number = read_varint(&mut self.reader).map_err(io)?;
+        let number = u32::try_from(number)
+            .map_err(|_| PipelineError::Corrupt(format!("{}: a K-gram number past 2³²", self.path.display())))?;
+        self.last += gap;
+        self.next = Some((self.last, number));
         Ok(())
     }
 

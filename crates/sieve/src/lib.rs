@@ -112,6 +112,12 @@ impl Filling {
     pub fn capacity(self, bytes: u64) -> u64 {
         bytes.saturating_mul(NGRAMS_PER_FIVE_BYTES) / 5
     }
+
+    /// The bytes of a sieve of this kind planned to take `ngrams` distinct
+    /// n-grams: the inverse of [`capacity`](Self::capacity).
+    pub fn bytes_for(self, ngrams: u64) -> u64 {
+        ngrams.saturating_mul(5).div_ceil(NGRAMS_PER_FIVE_BYTES)
+    }
 }
 
 /// What the table holds now.
@@ -886,6 +892,17 @@ mod tests {
             let mut frozen = sieve;
             frozen.freeze();
             prop_assert_eq!(frozen.passing(0), None);
+        }
+    }
+
+    #[test]
+    fn the_bytes_for_a_capacity_take_it() {
+        for kind in [Filling::Counters, Filling::Staged] {
+            for ngrams in [0, 1, 7, 8, 1000, 123_456_789, u64::MAX / 8] {
+                let bytes = kind.bytes_for(ngrams);
+                assert!(kind.capacity(bytes) >= ngrams, "{ngrams}");
+                assert!(bytes == 0 || kind.capacity(bytes - 1) < ngrams, "{ngrams}");
+            }
         }
     }
 
