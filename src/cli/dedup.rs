@@ -257,7 +257,12 @@ fn summary(s: &DedupStats) -> String {
                 group(s.documents_whole)
             ),
         );
-        line("K-grams proven unique", format!("{} by the sieve, never hashed or sorted", group(s.kgrams_sieved_out)));
+        let parts =
+            if s.kgram_parts > 1 { format!(" (in {} parts by fingerprint)", s.kgram_parts) } else { String::new() };
+        line(
+            "K-grams proven unique",
+            format!("{} by the sieve{parts}, never hashed or sorted", group(s.kgrams_sieved_out)),
+        );
     }
     let how = if s.unit == "span" {
         "documents with nothing kept".to_owned()

@@ -145,6 +145,8 @@ pub struct DedupStats {
     pub tokens_in_spans: u64,
     /// `--unit span`: K-grams the sieve proved to occur once, never hashed or sorted.
     pub kgrams_sieved_out: u64,
+    /// `--unit span`: parts by fingerprint the K-grams were sieved and hashed in (0: no sieve).
+    pub kgram_parts: u64,
     /// `--unit span`: documents removed whole by `--min-tokens` or `--threshold`.
     pub documents_whole: u64,
     /// Documents with no unit left.

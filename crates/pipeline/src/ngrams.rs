@@ -83,7 +83,8 @@ pub struct Limits {
     /// Count in this many parts by first word, whatever the corpus's size:
     /// each with the sieve refilled for it (see [`crate::first_words`]),
     /// or, over the repeat prints, each marking as many of them as that
-    /// many parts share.
+    /// many parts share. `dedup --unit span`: sieve and hash its K-grams
+    /// in this many parts by fingerprint.
     pub sieve_parts: Option<usize>,
     /// Count in parts over the repeat prints (see `repeat_prints`), proven
     /// once, instead of a sieve filled for each part (`Some(true)`); never

@@ -16,6 +16,18 @@
 //!    may repeat in other parts. It costs one more read of the corpus and
 //!    saves the 128-bit hash of every K-gram it proves unique: on web-like
 //!    text the job is faster with it, and writes a quarter of the runs.
+//!
+//!    The pass counts the corpus's K-grams. A corpus of more than one sieve
+//!    takes (about 1.6 a byte, [`Filling::capacity`]; a quarter more is
+//!    let be) would saturate it, and most of its K-grams would get through:
+//!    then they go in parts by fingerprint ([`RangeParts`]), as many as
+//!    sieves of that size take, and each part fills the sieve afresh with
+//!    its own K-grams in a pass and hashes those it lets through in
+//!    another. Both copies of a repeated K-gram are in one part, so each
+//!    part's sieve is as exact as the whole one. The corpus is read three
+//!    times in one part and 2P + 2 times in P parts (the first pass, whose
+//!    sieve is dropped, and the decisions included); in return the sort
+//!    takes only what may repeat, whatever the corpus's size.
 //! 1. **Fingerprint pass**: every K-gram of every document (K consecutive
 //!    tokens, as the token options make them) that the sieve lets through
 //!    gets the 128-bit XXH3 hash of its normalised text; hash and the
@@ -170,12 +182,8 @@ pub fn dedup_spans_to(
         stats.peak_rss = peak_rss().unwrap_or(0);
         return Ok(stats);
     }
-    let (sorted, offsets) = if config.hashed.is_empty() {
-        let mut sieve = job.sieve_kgrams(&mut stats)?;
-        (job.hash_kgrams(index.work, 0, sieve.as_mut(), &mut stats)?, vec![0])
-    } else {
-        job.take_parts(&mut stats)?
-    };
+    let (sorted, offsets) =
+        if config.hashed.is_empty() { (job.sieve_and_hash(&mut stats)?, vec![0]) } else { job.take_parts(&mut stats)? };
     let found = job.number_repeats(sorted, &offsets, &mut stats)?;
     stats.seconds.index = t.elapsed().as_secs_f64() - stats.seconds.sieve;
     let t = Instant::now();
@@ -222,34 +230,85 @@ impl SpanJob<'_> {
         stream
     }
 
-    /// Step 0: every K-gram's fingerprint into a sieve, frozen; none when the sieve is off.
-    fn sieve_kgrams(&self, stats: &mut DedupStats) -> Result<Option<KgramSieve>, PipelineError> {
+    /// Steps 0 and 1 in one process: the K-grams sieved, then those the
+    /// sieve lets through hashed into sorted runs in the work directory.
+    /// When the corpus holds more K-grams than one sieve takes, they go in
+    /// parts by fingerprint ([`RangeParts`]), each sieved and hashed in a
+    /// pass of its own, their runs merged as one.
+    fn sieve_and_hash(&self, stats: &mut DedupStats) -> Result<SortedUnits<'_>, PipelineError> {
+        let work = self.index.work;
         if !self.config.base.sieve {
-            return Ok(None);
+            return self.hash_kgrams(work, 0, None, stats);
         }
-        let t = Instant::now();
-        self.control.progress.start("sieving K-grams", self.inputs.iter().map(Input::size).sum());
-        let working = self.index.working();
+        let mut sieve = self.new_sieve()?;
+        let kgrams = self.fill_sieve(&mut sieve, RangeParts::WHOLE, stats)?;
+        let parts = RangeParts::planned(kgrams, sieve.sieve.capacity(), self.config.base.limits.sieve_parts);
+        stats.kgram_parts = parts.count;
+        if parts.count == 1 {
+            return self.hash_kgrams(work, 0, Some(&mut sieve), stats);
+        }
+        // The first sieve took every K-gram and is too full to prove much: each part fills it afresh.
+        let mut runs = Vec::new();
+        for part in 0..parts.count {
+            let range = parts.part(part);
+            sieve.sieve.clear();
+            self.fill_sieve(&mut sieve, range, stats)?;
+            let dir = work.join(format!("kgrams-{part}"));
+            std::fs::create_dir(&dir).map_err(|e| PipelineError::io(&dir, e))?;
+            stats.index.documents = 0;
+            runs.extend(self.hash_kgrams(&dir, 0, Some(&mut sieve), stats)?.into_runs());
+        }
+        Ok(UnitSort::sorted(work, runs, KGRAM_RUNS))
+    }
+
+    /// A sieve of K-grams within the memory and sized by the input.
+    fn new_sieve(&self) -> Result<KgramSieve, PipelineError> {
         let planned = self.inputs.iter().filter_map(Input::size).sum::<u64>().saturating_mul(KGRAMS_PER_INPUT_BYTE);
-        let fits = (working as f64 * SIEVE_SHARE) as u64;
+        let fits = (self.index.working() as f64 * SIEVE_SHARE) as u64;
         let wanted = Filling::Staged.bytes_for(planned).max(MIN_SIEVE_BYTES);
         let bytes = self.config.base.limits.sieve_bytes.unwrap_or(wanted.min(fits) as usize);
-        let mut sieve = Sieve::new(Filling::Staged, bytes).map_err(|e| PipelineError::io(self.index.work, e))?;
-        let mut words = KgramWords::new(self.config.min_span as usize);
-        let mut line = InsertLine::default();
-        read_batched(self.stream(None), self.control, (working, self.config.base.threads), |item, _, _| {
+        let sieve = Sieve::new(Filling::Staged, bytes).map_err(|e| PipelineError::io(self.index.work, e))?;
+        let words = KgramWords::new(self.config.min_span as usize);
+        Ok(KgramSieve { sieve, words, line: DelayLine::default(), range: RangeParts::WHOLE, proven: 0 })
+    }
+
+    /// Step 0: the fingerprint of every K-gram in `range` into `sieve`
+    /// (cleared), which is then frozen; the K-grams of the corpus counted.
+    fn fill_sieve(
+        &self,
+        sieve: &mut KgramSieve,
+        range: PartRange,
+        stats: &mut DedupStats,
+    ) -> Result<u64, PipelineError> {
+        let t = Instant::now();
+        let phase = match range.count {
+            1 => "sieving K-grams".to_owned(),
+            count => format!("sieving K-grams, part {} of {count}", range.part + 1),
+        };
+        self.control.progress.start(&phase, self.inputs.iter().map(Input::size).sum());
+        let KgramSieve { sieve: table, words, .. } = sieve;
+        let (mut line, mut kgrams) = (InsertLine::default(), 0u64);
+        let threads = self.config.base.threads;
+        read_batched(self.stream(None), self.control, (self.index.working(), threads), |item, _, _| {
             let Item::Doc(doc) = item else { return Ok(()) };
-            words.fingerprints(doc.key(0), |_, fingerprint| sieve.insert_delayed(&mut line, fingerprint));
+            words.fingerprints(doc.key(0), |_, fingerprint| {
+                kgrams += 1;
+                if range.holds(fingerprint) {
+                    table.insert_delayed(&mut line, fingerprint);
+                }
+            });
             Ok(())
         })?;
-        sieve.flush(&mut line);
-        sieve.freeze();
-        stats.seconds.sieve = t.elapsed().as_secs_f64();
-        Ok(Some(KgramSieve { sieve, words, line: DelayLine::default() }))
+        table.flush(&mut line);
+        table.freeze();
+        sieve.range = range;
+        stats.seconds.sieve += t.elapsed().as_secs_f64();
+        Ok(kgrams)
     }
 
     /// Step 1: hashes every K-gram of the inputs (part `part` of the corpus)
-    /// that `sieve` lets through (every one without it) into sorted runs in `dir`.
+    /// that `sieve` lets through (every one without it; none outside its
+    /// range) into sorted runs in `dir`.
     fn hash_kgrams<'d>(
         &self,
         dir: &'d Path,
@@ -290,7 +349,9 @@ impl SpanJob<'_> {
                 let fp = xxhash_rust::xxh3::xxh3_128(&keys[starts[i]..starts[i + k]]);
                 sort.push(key_words(fp), first + position + i as u64)?;
             }
-            stats.kgrams_sieved_out += ((tokens + 1).saturating_sub(k) - passing.len()) as u64;
+            if let Some(sieve) = sieve.as_deref() {
+                stats.kgrams_sieved_out += sieve.proven;
+            }
             position += tokens as u64;
             Ok(())
         })?;
@@ -509,15 +570,25 @@ struct KgramSieve {
     words: KgramWords,
     /// Slots being prefetched, with their K-grams' first tokens.
     line: DelayLine<(Slot, usize)>,
+    /// The fingerprints the sieve was filled with; it knows nothing of the others.
+    range: PartRange,
+    /// K-grams of the last document asked that the sieve proved unique.
+    proven: u64,
 }
 
 impl KgramSieve {
-    /// The first tokens of a document's K-grams that may repeat, in order,
-    /// into `passing`: every K-gram the sieve cannot prove unique.
+    /// The first tokens of a document's K-grams in the sieve's range that
+    /// may repeat, in order, into `passing`: every one the sieve cannot
+    /// prove unique.
     fn passing(&mut self, keys: &[u8], passing: &mut Vec<usize>) {
         passing.clear();
-        let KgramSieve { sieve, words, line } = self;
+        let KgramSieve { sieve, words, line, range, proven } = self;
+        let mut in_range = 0u64;
         words.fingerprints(keys, |i, fingerprint| {
+            if !range.holds(fingerprint) {
+                return;
+            }
+            in_range += 1;
             let slot = sieve.locate(fingerprint);
             sieve.prefetch(slot);
             if let Some((slot, i)) = line.push((slot, i))
@@ -527,6 +598,61 @@ impl KgramSieve {
             }
         });
         passing.extend(line.drain().filter(|&(slot, _)| sieve.may_repeat_at(slot)).map(|(_, i)| i));
+        *proven = in_range - passing.len() as u64;
+    }
+}
+
+/// The K-grams of a corpus cut by fingerprint into parts of about what one
+/// sieve takes. A K-gram's part comes from its fingerprint remixed, not
+/// from the bits the sieve places it by, so each part spreads over the
+/// whole sieve. Both copies of a repeated K-gram have one fingerprint, so
+/// one part: a part's sieve proves unique only what is unique in the corpus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RangeParts {
+    count: u64,
+}
+
+/// One part of [`RangeParts`]: the fingerprints whose remix falls in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PartRange {
+    part: u64,
+    count: u64,
+}
+
+/// K-grams a sieve may take past its planned capacity before the corpus
+/// goes in parts: a little over it still proves most unique ones so.
+const PART_OVERLOAD: f64 = 1.25;
+
+impl RangeParts {
+    const WHOLE: PartRange = PartRange { part: 0, count: 1 };
+
+    /// Parts for `kgrams` K-grams (counted, repeats included) and a sieve
+    /// of `capacity`; `forced` (a test limit) sets their number.
+    fn planned(kgrams: u64, capacity: u64, forced: Option<usize>) -> Self {
+        if let Some(count) = forced {
+            return RangeParts { count: count.max(1) as u64 };
+        }
+        if kgrams as f64 <= capacity as f64 * PART_OVERLOAD {
+            return RangeParts { count: 1 };
+        }
+        RangeParts { count: kgrams.div_ceil(capacity.max(1)) }
+    }
+
+    fn part(self, part: u64) -> PartRange {
+        PartRange { part, count: self.count }
+    }
+}
+
+impl PartRange {
+    fn holds(self, fingerprint: u64) -> bool {
+        if self.count == 1 {
+            return true;
+        }
+        // SplitMix64's finaliser over the fingerprint, then its high bits scaled to the parts.
+        let mut h = (fingerprint ^ (fingerprint >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        h ^= h >> 31;
+        ((u128::from(h) * u128::from(self.count)) >> 64) as u64 == self.part
     }
 }
 
@@ -867,6 +993,25 @@ fn char_offsets(text: &str, ranges: &[Range<usize>]) -> Vec<[u64; 2]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every fingerprint lies in exactly one part, the parts about even.
+    #[test]
+    fn parts_by_fingerprint_cut_every_fingerprint_once() {
+        let parts = RangeParts::planned(10_000, 3_000, None);
+        assert_eq!(parts.count, 4);
+        let mut sizes = [0u32; 4];
+        for i in 0..40_000u64 {
+            let fingerprint = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let holding: Vec<u64> = (0..parts.count).filter(|&p| parts.part(p).holds(fingerprint)).collect();
+            assert_eq!(holding.len(), 1, "{fingerprint:x}: {holding:?}");
+            sizes[holding[0] as usize] += 1;
+        }
+        assert!(sizes.iter().all(|&n| (9_000..11_000).contains(&n)), "{sizes:?}");
+        assert!(RangeParts::WHOLE.holds(7));
+        // A little past a sieve's capacity still goes whole; forced parts win.
+        assert_eq!(RangeParts::planned(3_700, 3_000, None).count, 1);
+        assert_eq!(RangeParts::planned(3_700, 3_000, Some(5)).count, 5);
+    }
 
     #[test]
     #[allow(clippy::single_range_in_vec_init)] // one cut: a slice of one range

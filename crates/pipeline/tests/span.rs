@@ -250,15 +250,17 @@ fn check(docs: &[Vec<Word>], k: usize, min_tokens: usize) -> Result<(), TestCase
             prop_assert_eq!(&marks(&out, docs, format), &expected, "{:?} marks\n{}", format, out);
             prop_assert_eq!(stats.tokens_removed, removed_tokens as u64);
             if format == Format::Jsonl {
-                // Without the sieve, and with one so small that collisions let unique K-grams through.
-                for sieve_bytes in [None, Some(16)] {
+                // Without the sieve, with one so small that collisions let unique K-grams
+                // through, and sieved and hashed in three parts by fingerprint.
+                for (sieve_bytes, parts) in [(None, None), (Some(16), None), (Some(16), Some(3))] {
                     let (other, _) = run(&path, dir.path(), format, |c| {
                         configure(false)(c);
                         c.base.sieve = sieve_bytes.is_some();
                         c.base.limits.sieve_bytes = sieve_bytes;
+                        c.base.limits.sieve_parts = parts;
                     })
                     .unwrap();
-                    prop_assert_eq!(&other, &out, "sieve of {:?} bytes", sieve_bytes);
+                    prop_assert_eq!(&other, &out, "sieve of {:?} bytes, {:?} parts", sieve_bytes, parts);
                 }
             }
         }
@@ -342,19 +344,30 @@ fn the_sieve_keeps_unique_kgrams_out_of_the_sort_and_changes_nothing() {
         text.push('\n');
     }
     std::fs::write(&path, text).unwrap();
-    let span = |sieve: bool, sieve_bytes: Option<usize>| {
+    let span = |sieve: bool, sieve_bytes: Option<usize>, parts: Option<usize>| {
         run(&path, dir.path(), Format::Jsonl, |c| {
             c.min_span = 8;
             c.base.sieve = sieve;
             c.base.limits.sieve_bytes = sieve_bytes;
+            c.base.limits.sieve_parts = parts;
         })
         .unwrap()
     };
-    let (plain, plain_stats) = span(false, None);
-    let (sieved, sieved_stats) = span(true, None);
-    let (crowded, crowded_stats) = span(true, Some(64));
+    let (plain, plain_stats) = span(false, None, None);
+    let (sieved, sieved_stats) = span(true, None, None);
+    let (crowded, crowded_stats) = span(true, Some(64), None);
+    // Four parts by fingerprint, each sieve taking a quarter of the K-grams.
+    let (parted, parted_stats) = span(true, None, Some(4));
+    // The corpus counted past what a sieve of 4 KiB takes: parts planned, not forced.
+    let (planned, planned_stats) = span(true, Some(4096), None);
     assert_eq!(sieved, plain);
     assert_eq!(crowded, plain);
+    assert_eq!(parted, plain);
+    assert_eq!(planned, plain);
+    assert_eq!((plain_stats.kgram_parts, sieved_stats.kgram_parts, parted_stats.kgram_parts), (0, 1, 4));
+    assert!(planned_stats.kgram_parts >= 2, "{}", planned_stats.kgram_parts);
+    assert_eq!(parted_stats.kgrams_sieved_out, sieved_stats.kgrams_sieved_out);
+    assert!(planned_stats.kgrams_sieved_out > crowded_stats.kgrams_sieved_out, "{planned_stats:?}");
     // 300 documents of 40 words and 100 of 12 more: 11,100 K-grams of 8,
     // 500 of them in a copy of the passage, the rest once.
     let kgrams = 300 * 33 + 100 * 12;
