@@ -240,14 +240,26 @@ impl SpanJob<'_> {
         if !self.config.base.sieve {
             return self.hash_kgrams(work, 0, None, stats);
         }
-        let mut sieve = self.new_sieve()?;
+        let planned = self.inputs.iter().filter_map(Input::size).sum::<u64>().saturating_mul(KGRAMS_PER_INPUT_BYTE);
+        let mut sieve = self.new_sieve(planned)?;
         let kgrams = self.fill_sieve(&mut sieve, RangeParts::WHOLE, stats)?;
-        let parts = RangeParts::planned(kgrams, sieve.sieve.capacity(), self.config.base.limits.sieve_parts);
+        let forced = self.config.base.limits.sieve_parts;
+        let mut parts = RangeParts::planned(kgrams, sieve.sieve.capacity(), forced);
+        let needed = Filling::Staged.capacity(self.sieve_bytes(kgrams) as u64);
+        if parts.count > 1 && forced.is_none() && needed > sieve.sieve.capacity() {
+            // Planned from the input's size, the sieve was smaller than the memory allows (a
+            // compressed input of many repeats): the K-grams counted get the sieve they need.
+            sieve = self.new_sieve(kgrams)?;
+            parts = RangeParts::planned(kgrams, sieve.sieve.capacity(), None);
+            if parts.count == 1 {
+                self.fill_sieve(&mut sieve, RangeParts::WHOLE, stats)?;
+            }
+        }
         stats.kgram_parts = parts.count;
         if parts.count == 1 {
             return self.hash_kgrams(work, 0, Some(&mut sieve), stats);
         }
-        // The first sieve took every K-gram and is too full to prove much: each part fills it afresh.
+        // The sieve filled with every K-gram is too full to prove much: each part fills it afresh.
         let mut runs = Vec::new();
         for part in 0..parts.count {
             let range = parts.part(part);
@@ -261,13 +273,17 @@ impl SpanJob<'_> {
         Ok(UnitSort::sorted(work, runs, KGRAM_RUNS))
     }
 
-    /// A sieve of K-grams within the memory and sized by the input.
-    fn new_sieve(&self) -> Result<KgramSieve, PipelineError> {
-        let planned = self.inputs.iter().filter_map(Input::size).sum::<u64>().saturating_mul(KGRAMS_PER_INPUT_BYTE);
+    /// The bytes of a sieve for `kgrams` K-grams, within the memory.
+    fn sieve_bytes(&self, kgrams: u64) -> usize {
         let fits = (self.index.working() as f64 * SIEVE_SHARE) as u64;
-        let wanted = Filling::Staged.bytes_for(planned).max(MIN_SIEVE_BYTES);
-        let bytes = self.config.base.limits.sieve_bytes.unwrap_or(wanted.min(fits) as usize);
-        let sieve = Sieve::new(Filling::Staged, bytes).map_err(|e| PipelineError::io(self.index.work, e))?;
+        let wanted = Filling::Staged.bytes_for(kgrams).max(MIN_SIEVE_BYTES);
+        self.config.base.limits.sieve_bytes.unwrap_or(wanted.min(fits) as usize)
+    }
+
+    /// A sieve of K-grams for `kgrams` of them, within the memory.
+    fn new_sieve(&self, kgrams: u64) -> Result<KgramSieve, PipelineError> {
+        let sieve =
+            Sieve::new(Filling::Staged, self.sieve_bytes(kgrams)).map_err(|e| PipelineError::io(self.index.work, e))?;
         let words = KgramWords::new(self.config.min_span as usize);
         Ok(KgramSieve { sieve, words, line: DelayLine::default(), range: RangeParts::WHOLE, proven: 0 })
     }

@@ -378,6 +378,33 @@ fn the_sieve_keeps_unique_kgrams_out_of_the_sort_and_changes_nothing() {
     assert!(plain_stats.tokens_in_spans >= 99 * 12, "{}", plain_stats.tokens_in_spans);
 }
 
+/// A compressed corpus of many repeats holds far more K-grams than its size
+/// plans a sieve for: counted, they get the sieve they need, in one part.
+#[test]
+fn a_sieve_planned_too_small_for_a_compressed_corpus_is_made_to_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.jsonl.zst");
+    let mut encoder = dupgram_corpus::spool_encoder(std::fs::File::create(&path).unwrap()).unwrap();
+    for doc in 0..3_000u64 {
+        // Ten documents of 60 words, each repeated 300 times: about 150,000 K-grams in a few KiB.
+        let words: Vec<String> = (0..60).map(|i| format!("w{:x}", splitmix((doc % 10) * 1000 + i))).collect();
+        writeln!(encoder, "{}", serde_json::json!({ "text": words.join(" ") })).unwrap();
+    }
+    encoder.finish().unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() < 64 << 10);
+    let span = |sieve: bool| {
+        run(&path, dir.path(), Format::Jsonl, |c| {
+            c.min_span = 8;
+            c.base.sieve = sieve;
+        })
+        .unwrap()
+    };
+    let (plain, _) = span(false);
+    let (sieved, stats) = span(true);
+    assert_eq!(sieved, plain);
+    assert_eq!(stats.kgram_parts, 1);
+}
+
 /// A word number spread over 64 bits (SplitMix64's finaliser).
 fn splitmix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
