@@ -270,7 +270,7 @@ impl<R: Read> Tee<R> {
             Spool::Undecided(file) => {
                 let buffered = std::io::BufWriter::with_capacity(256 * 1024, file);
                 if crate::spool_compresses(bytes) {
-                    Spool::Zstd(crate::spool_encoder(buffered)?)
+                    Spool::Zstd(crate::spool_encoder(buffered, crate::SPOOL_LEVEL)?)
                 } else {
                     Spool::Plain(buffered)
                 }

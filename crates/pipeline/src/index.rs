@@ -73,7 +73,8 @@ pub struct DupsInput {
 
 /// Copies standard input to `path`, compressed unless it already is, by the
 /// rule and in the form of the lexicon pass's copy
-/// (`dupgram_corpus::spool_compresses`, `dupgram_corpus::spool_encoder`).
+/// (`dupgram_corpus::spool_compresses`, `dupgram_corpus::spool_encoder`),
+/// at the level of a copy made before reading (`dupgram_corpus::COPY_LEVEL`).
 fn copy_stdin(path: &Path) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     let mut stdin = std::io::stdin().lock();
@@ -81,7 +82,7 @@ fn copy_stdin(path: &Path) -> std::io::Result<()> {
         std::io::copy(&mut stdin, &mut out)?;
         return out.flush();
     }
-    let mut encoder = dupgram_corpus::spool_encoder(out)?;
+    let mut encoder = dupgram_corpus::spool_encoder(out, dupgram_corpus::COPY_LEVEL)?;
     std::io::copy(&mut stdin, &mut encoder)?;
     encoder.finish()?.flush()
 }
@@ -271,7 +272,7 @@ impl<'a> IndexJob<'a> {
 
     /// Standard input can be read once, and this job reads the corpus twice
     /// or three times: copy it to the work directory first. The copy is
-    /// compressed (zstd level 1, with its checksum), unless the input
+    /// compressed (zstd level 3, with its checksum), unless the input
     /// already is, so it takes about a third of the text's room on disk;
     /// the corpus reader decodes it as it decodes a `.zst` input.
     pub(crate) fn spool_stdin(&self) -> Result<Vec<Input>, PipelineError> {

@@ -384,7 +384,7 @@ fn the_sieve_keeps_unique_kgrams_out_of_the_sort_and_changes_nothing() {
 fn a_sieve_planned_too_small_for_a_compressed_corpus_is_made_to_fit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("corpus.jsonl.zst");
-    let mut encoder = dupgram_corpus::spool_encoder(std::fs::File::create(&path).unwrap()).unwrap();
+    let mut encoder = dupgram_corpus::spool_encoder(std::fs::File::create(&path).unwrap(), 1).unwrap();
     for doc in 0..3_000u64 {
         // Ten documents of 60 words, each repeated 300 times: about 150,000 K-grams in a few KiB.
         let words: Vec<String> = (0..60).map(|i| format!("w{:x}", splitmix((doc % 10) * 1000 + i))).collect();
