@@ -21,8 +21,8 @@ use std::time::Instant;
 use dupgram_lexicon::{Lexicon, Scope};
 use dupgram_pipeline::output::{OutputFile, PairFiles};
 use dupgram_pipeline::{
-    BucketTotals, DocTable, IndexPart, IndexTotals, PairPasses, PairsConfig, PairsStats, PipelineError, ScoreLayout,
-    ShardCut, add_common, write_common,
+    AfterCut, BucketTotals, DocTable, IndexPart, IndexTotals, PairPasses, PairsConfig, PairsStats, PipelineError,
+    ScoreLayout, ShardCut, add_common, write_common,
 };
 
 use crate::error::ClusterError;
@@ -261,7 +261,9 @@ impl Stage<'_> {
         let mut stats = PairsStats::default();
         let started = Instant::now();
         let (table, totals, rep_of) = (&corpus.table, &corpus.totals, &corpus.rep_of);
-        let kept = passes.score(slices, runs, Some(&common), &parts, table, totals, rep_of, &layout, &mut stats)?;
+        // The other score tasks read the same index parts.
+        let index = (parts.as_slice(), AfterCut::KeepIndex);
+        let kept = passes.score(slices, runs, Some(&common), index, table, totals, rep_of, &layout, &mut stats)?;
         stats.seconds.scoring = started.elapsed().as_secs_f64();
         let entries = run_entries(&kept.into_iter().map(|run| (range, run)).collect::<Vec<_>>());
         keep_dir(scratch, &target)?;

@@ -22,7 +22,7 @@ use dupgram_dedup::{DedupParams, ExactHasher, LengthTable, Marker, NgramAt, Unit
 use dupgram_merge::MergeSink;
 use serde::Serialize;
 
-use crate::index::{BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
+use crate::index::{AfterCut, BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
 use crate::ngrams::{NgramConfig, zstd_need};
 use dupgram_jobkit::attributes::{AttributesFile, char_spans};
 use dupgram_jobkit::control::Control;
@@ -391,8 +391,10 @@ impl DedupJob<'_> {
         };
         stats.index_blocks = blocks.len() as u64;
         // One block at a time: the room was planned for one.
+        // The decisions are the index's last reader: cut by block, it goes.
         let mut cache = BlockCache::new(&self.built.parts, n, &blocks, self.index.block_budget(room), self.control)
-            .split_in(self.index.work, self.config.base.limits.block_files);
+            .split_in(self.index.work, self.config.base.limits.block_files)
+            .after_cut(AfterCut::RemoveIndex);
         let params = DedupParams {
             n,
             threshold: self.config.threshold,

@@ -26,7 +26,12 @@
 //! of documents that fit in memory ([`BlockCache`]); when more than two
 //! blocks are needed and one has been built, the index is cut into a file
 //! per block (run files of the `dupgram-runs` format, postings kind, `n` = 1:
-//! the key is an n-gram's ID) so later blocks do not decode all of it again.
+//! the key is an n-gram's ID) so later blocks do not decode all of it again;
+//! when nothing reads the index after the cache (the scoring of `pairs`
+//! and the decisions of `dedup` in one process, not the score tasks of a
+//! staged job), each of its files goes once the cut has read it
+//! ([`AfterCut`]), so the index and its copy by block never take the
+//! disk together.
 //! `dupgram dedup` can
 //! instead have the merge gather each document's occurrences in memory as
 //! it goes ([`DocLists`]), when they fit: the index is then never written
@@ -1391,6 +1396,8 @@ pub(crate) struct BlockCache<'a> {
     split_dir: Option<&'a Path>,
     split_forced: bool,
     split: Option<BlockFiles>,
+    /// What becomes of the index's files once it is cut by block.
+    after_cut: AfterCut,
     /// Asked between n-grams while the index is read (a reading takes
     /// half a minute at a billion tokens).
     control: &'a Control,
@@ -1409,6 +1416,7 @@ impl<'a> BlockCache<'a> {
             split_dir: None,
             split_forced: false,
             split: None,
+            after_cut: AfterCut::KeepIndex,
             control,
         }
     }
@@ -1435,6 +1443,14 @@ impl<'a> BlockCache<'a> {
     pub fn split_in(mut self, dir: &'a Path, force: Option<bool>) -> Self {
         self.split_dir = (force != Some(false)).then_some(dir);
         self.split_forced = force == Some(true);
+        self
+    }
+
+    /// Says what becomes of the index's files once the cache has cut the
+    /// index by block: [`AfterCut::RemoveIndex`] when nothing reads them
+    /// after this cache (the blocks then come from their own files only).
+    pub fn after_cut(mut self, after: AfterCut) -> Self {
+        self.after_cut = after;
         self
     }
 
@@ -1524,7 +1540,9 @@ impl<'a> BlockCache<'a> {
         Ok(())
     }
 
-    /// Writes each block's occurrences to a file of its own, in one reading of the whole index.
+    /// Writes each block's occurrences to a file of its own, in one reading
+    /// of the whole index (removing each of its files once read, when
+    /// nothing reads it after the cache: [`AfterCut::RemoveIndex`]).
     fn cut_by_block(&mut self) -> Result<BlockFiles, PipelineError> {
         let parent = self.split_dir.expect("cut only with a directory");
         let dir =
@@ -1558,6 +1576,13 @@ impl<'a> BlockCache<'a> {
                     rest = &rest[end..];
                 }
                 id += 1;
+            }
+            if self.after_cut == AfterCut::RemoveIndex {
+                // Its occurrences are in the block files now, all the cache
+                // will ask for: the index and its copy by block are never
+                // on disk together, only the parts not yet read beside them.
+                drop(reader);
+                let _ = std::fs::remove_file(&part.path);
             }
         }
         for writer in writers {
@@ -1723,6 +1748,17 @@ impl PushBatch {
     }
 }
 
+/// What becomes of an index's files once a [`BlockCache`] has cut it by block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterCut {
+    /// Something reads the index after the cache (the tasks of a staged
+    /// job that score other ranges against it).
+    KeepIndex,
+    /// The cache is the index's last reader: its files go once cut, so
+    /// the index and its copy by block are not on disk together.
+    RemoveIndex,
+}
+
 /// The index cut by blocks of documents: for each block a postings run
 /// whose key is an n-gram's ID alone (`n` = 1), holding that block's
 /// occurrences in index order, so a block built from it is the one a
@@ -1737,7 +1773,7 @@ const BLOCK_RUNS: u64 = 0xB10C_F11E;
 
 #[cfg(test)]
 mod tests {
-    use super::{BlockCache, GroupCheck, IndexPart};
+    use super::{AfterCut, BlockCache, GroupCheck, IndexPart};
     use dupgram_jobkit::{Control, PipelineError};
     use dupgram_runs::{RunHeader, RunWriter};
     use std::sync::atomic::Ordering;
@@ -1780,6 +1816,39 @@ mod tests {
         stop(true);
         let err = cache.ensure(1, None, &occurrences, &tokens);
         assert!(matches!(err, Err(PipelineError::Interrupted)), "{err:?}");
+    }
+
+    #[test]
+    fn an_index_whose_last_reader_cut_it_by_block_goes_from_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = |name: &str| {
+            let path = dir.path().join(name);
+            // Three documents, each a block, holding three n-grams at positions 0, 1, 2.
+            let mut writer = RunWriter::create(&path, RunHeader::postings(1, 0)).unwrap();
+            for id in 0..3u32 {
+                writer.push_postings(&[id], &[at(0, id.into()), at(1, id.into()), at(2, id.into())]).unwrap();
+            }
+            writer.finish().unwrap();
+            [IndexPart { path, first_id: 0 }]
+        };
+        let blocks = [0..1, 1..2, 2..3];
+        let (occurrences, tokens) = ([3, 3, 3], [5, 5, 5]);
+        let control = Control::default();
+        let (kept, removed) = (index("kept.dgr"), index("removed.dgr"));
+        let mut keeping = BlockCache::new(&kept, 3, &blocks, 1, &control).split_in(dir.path(), Some(true));
+        let mut removing = BlockCache::new(&removed, 3, &blocks, 1, &control)
+            .split_in(dir.path(), Some(true))
+            .after_cut(AfterCut::RemoveIndex);
+        for block in [0, 2, 1, 0] {
+            keeping.ensure(block, None, &occurrences, &tokens).unwrap();
+            removing.ensure(block, None, &occurrences, &tokens).unwrap();
+            let doc = block;
+            assert_eq!(removing.block(block).unwrap().doc(doc), keeping.block(block).unwrap().doc(doc));
+            assert_eq!(removing.block(block).unwrap().doc(doc).len(), 3);
+        }
+        assert!(removing.split.is_some() && keeping.split.is_some());
+        assert!(!removed[0].path.exists(), "cut by block, the index went");
+        assert!(kept[0].path.exists(), "kept for a reader after the cache");
     }
 
     fn at(doc: u64, pos: u64) -> u64 {

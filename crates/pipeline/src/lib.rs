@@ -65,8 +65,8 @@ pub use dupgram_sieve::Sieve;
 pub use dupgram_spotsigs::SpotParams;
 pub use exact_only::{dedup_exact, dedup_exact_to, dedup_exact_with};
 pub use index::{
-    DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut, exact_groups,
-    index_fraction, run_names,
+    AfterCut, DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut,
+    exact_groups, index_fraction, run_names,
 };
 pub use ngrams::{
     CountPassTotals, DEFAULT_TMP_SHARE, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, count_ngrams,

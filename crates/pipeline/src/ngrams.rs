@@ -691,6 +691,7 @@ impl Job<'_> {
             if last {
                 // Read for the last time: off the disk before the merge writes.
                 remove_streams(&streams);
+                renumbering.remove_sides();
             }
             let t = Instant::now();
             let runs = counted.runs.into_iter().map(|(_, run)| run).collect();

@@ -47,7 +47,7 @@ use dupgram_lexicon::Lexicon;
 use dupgram_sieve::Sieve;
 
 use crate::index::{
-    BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
+    AfterCut, BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
     PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
 };
 use crate::ngrams::{NgramConfig, Reread, zstd_need};
@@ -327,8 +327,9 @@ impl<'a> PairPasses<'a> {
         let t = Instant::now();
         let Candidates { runs, common } = candidates;
         let runs = runs.into_iter().map(|(_, run)| run).collect();
-        let parts = merged.parts;
-        let kept = self.score(0..1, runs, Some(&common), &parts, &table, &merged.totals, &rep_of, &layout, stats)?;
+        // Nothing reads the index after the scoring: it goes once cut by block.
+        let index = (merged.parts.as_slice(), AfterCut::RemoveIndex);
+        let kept = self.score(0..1, runs, Some(&common), index, &table, &merged.totals, &rep_of, &layout, stats)?;
         stats.seconds.scoring = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
@@ -543,7 +544,8 @@ impl<'a> PairPasses<'a> {
 
     /// Scores the candidates of consecutive ranges `ranges` (runs from any
     /// number of buckets: a pair found in several comes once) against the
-    /// index `parts`; the kept pairs, and those of the groups whose first
+    /// index `parts` (whose files go once cut by block when `after_cut`
+    /// says so); the kept pairs, and those of the groups whose first
     /// document is in the ranges, as runs. With `expand_groups`, each kept
     /// pair's copies too, and every pair within a group (see [`Groups`]).
     /// With `common` ([`Candidates::common`], from every bucket's
@@ -555,7 +557,7 @@ impl<'a> PairPasses<'a> {
         ranges: Range<usize>,
         candidates: Vec<RunFile>,
         common: Option<&[u32]>,
-        parts: &[IndexPart],
+        (parts, after_cut): (&[IndexPart], AfterCut),
         table: &DocTable,
         totals: &IndexTotals,
         rep_of: &[u32],
@@ -566,7 +568,8 @@ impl<'a> PairPasses<'a> {
         let key = KeyLayout::new(5, u32::MAX)?;
         let capacity = self.base().limits.chunk_ngrams.unwrap_or((self.working() / 16 / 24).max(4096) as usize);
         let mut cache = BlockCache::new(parts, self.n(), &layout.blocks, layout.resident, self.control)
-            .split_in(self.work, self.base().limits.block_files);
+            .split_in(self.work, self.base().limits.block_files)
+            .after_cut(after_cut);
         if ranges != (0..layout.ranges()) {
             // Part of the pairs: blocks need hold only the documents they name.
             cache = cache.only(named_documents(&candidates, table.len())?);

@@ -289,7 +289,8 @@ impl SpanJob<'_> {
     }
 
     /// Step 0: the fingerprint of every K-gram in `range` into `sieve`
-    /// (cleared), which is then frozen; the K-grams of the corpus counted.
+    /// (new, or cleared by the caller), which is then frozen; returns the
+    /// K-grams of the whole corpus, counted.
     fn fill_sieve(
         &self,
         sieve: &mut KgramSieve,

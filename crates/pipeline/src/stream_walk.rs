@@ -37,6 +37,18 @@ impl Streamed {
         self.renumbering.heap_bytes() as u64 + streams as u64 * (READ_BYTES + SIDE_READER_BYTES)
     }
 
+    /// Removes stream `stream`'s side file, read for the last time.
+    pub fn remove_side(&self, stream: usize) {
+        if let Some(side) = self.sides.get(stream).and_then(Option::as_ref) {
+            let _ = std::fs::remove_file(&side.path);
+        }
+    }
+
+    /// Removes every stream's side file, read for the last time.
+    pub fn remove_sides(&self) {
+        (0..self.sides.len()).for_each(|stream| self.remove_side(stream));
+    }
+
     /// A walk over stream `stream`, reading its side file beside it.
     pub fn walk<const L: usize>(
         &self,
@@ -100,6 +112,8 @@ pub(crate) fn renumber_streams(
             out.codes(&codes)
         })?;
         tokens.finish()?;
+        // The rewritten stream holds the final IDs its side file gave.
+        streamed.remove_side(stream);
         out.finish()
     })?;
     let streamed =

@@ -44,7 +44,8 @@
 //!    place; tokens of words seen once are left out;
 //! 4. the codes, in place order, are the streams' [side files](SideFile):
 //!    the passes over the word streams read a stream's side file beside it
-//!    ([`SideReader`]), one entry per overflow token that has an ID.
+//!    ([`SideReader`]), one entry per overflow token that has an ID; the
+//!    caller removes a side file once its stream is read for the last time.
 //!
 //! Every record is read and written a fixed number of times, whatever the
 //! vocabulary; the memory each step holds is a sort buffer and a reader per

@@ -257,6 +257,7 @@ impl IndexJob<'_> {
                 for file in &streams {
                     file.remove();
                 }
+                streamed.remove_sides();
             }
             let run_bytes: u64 = runs.iter().map(|(_, run)| run.bytes).sum();
             stats.bytes_spilled += spilled;
