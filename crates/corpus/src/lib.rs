@@ -204,7 +204,9 @@ pub fn spool_compresses(head: &[u8]) -> bool {
 /// the corpus is read (the lexicon pass's): the fastest, as the reader
 /// thread feeds the workers meanwhile. (Long-distance matching over an
 /// 8 MiB window took a sixth off the copy of generated web-like text, but
-/// made `dedup` on standard input 9 % slower: not taken.)
+/// made `dedup` on standard input 9 % slower: not taken. Level 3 took the
+/// copy from 0.38× that text to 0.32×, and `dedup --unit doc` on 100M
+/// tokens of it from 21.0-21.6 s to 23.7-24.1 s: not taken either.)
 pub const SPOOL_LEVEL: i32 = 1;
 
 /// The zstd level of a copy of standard input made whole before anything
