@@ -147,6 +147,8 @@ pub struct DedupStats {
     pub kgrams_sieved_out: u64,
     /// `--unit span`: parts by fingerprint the K-grams were sieved and hashed in (0: no sieve).
     pub kgram_parts: u64,
+    /// `--unit span`: passes over the corpus that filled the sieve of K-grams.
+    pub kgram_sieve_fills: u64,
     /// `--unit span`: documents removed whole by `--min-tokens` or `--threshold`.
     pub documents_whole: u64,
     /// Documents with no unit left.

@@ -273,11 +273,14 @@ impl SpanJob<'_> {
         Ok(UnitSort::sorted(work, runs, KGRAM_RUNS))
     }
 
-    /// The bytes of a sieve for `kgrams` K-grams, within the memory.
+    /// The bytes of a sieve for `kgrams` K-grams, within the memory: whole
+    /// 64-bit words, as the sieve takes them, so that the capacity of the
+    /// size asked is the capacity of the sieve made (else a sieve as large
+    /// as the memory allows would look short of it, and be made again).
     fn sieve_bytes(&self, kgrams: u64) -> usize {
         let fits = (self.index.working() as f64 * SIEVE_SHARE) as u64;
         let wanted = Filling::Staged.bytes_for(kgrams).max(MIN_SIEVE_BYTES);
-        self.config.base.limits.sieve_bytes.unwrap_or(wanted.min(fits) as usize)
+        self.config.base.limits.sieve_bytes.unwrap_or(wanted.min(fits) as usize) >> 3 << 3
     }
 
     /// A sieve of K-grams for `kgrams` of them, within the memory.
@@ -319,6 +322,7 @@ impl SpanJob<'_> {
         table.flush(&mut line);
         table.freeze();
         sieve.range = range;
+        stats.kgram_sieve_fills += 1;
         stats.seconds.sieve += t.elapsed().as_secs_f64();
         Ok(kgrams)
     }

@@ -366,6 +366,9 @@ fn the_sieve_keeps_unique_kgrams_out_of_the_sort_and_changes_nothing() {
     assert_eq!(planned, plain);
     assert_eq!((plain_stats.kgram_parts, sieved_stats.kgram_parts, parted_stats.kgram_parts), (0, 1, 4));
     assert!(planned_stats.kgram_parts >= 2, "{}", planned_stats.kgram_parts);
+    // A pass over the whole corpus counts its K-grams; then each part fills a sieve of its own.
+    assert_eq!(planned_stats.kgram_sieve_fills, planned_stats.kgram_parts + 1);
+    assert_eq!((sieved_stats.kgram_sieve_fills, parted_stats.kgram_sieve_fills), (1, 5));
     assert_eq!(parted_stats.kgrams_sieved_out, sieved_stats.kgrams_sieved_out);
     assert!(planned_stats.kgrams_sieved_out > crowded_stats.kgrams_sieved_out, "{planned_stats:?}");
     // 300 documents of 40 words and 100 of 12 more: 11,100 K-grams of 8,
@@ -403,6 +406,8 @@ fn a_sieve_planned_too_small_for_a_compressed_corpus_is_made_to_fit() {
     let (sieved, stats) = span(true);
     assert_eq!(sieved, plain);
     assert_eq!(stats.kgram_parts, 1);
+    // Counted in a first pass, then filled again in a sieve of their size.
+    assert_eq!(stats.kgram_sieve_fills, 2);
 }
 
 /// A word number spread over 64 bits (SplitMix64's finaliser).
