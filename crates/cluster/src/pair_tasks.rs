@@ -262,8 +262,9 @@ impl Stage<'_> {
         let started = Instant::now();
         let (table, totals, rep_of) = (&corpus.table, &corpus.totals, &corpus.rep_of);
         // The other score tasks read the same index parts.
-        let index = (parts.as_slice(), AfterCut::KeepIndex);
-        let kept = passes.score(slices, runs, Some(&common), index, table, totals, rep_of, &layout, &mut stats)?;
+        let after = AfterCut::KeepIndex;
+        let kept =
+            passes.score(slices, runs, Some(&common), &parts, after, table, totals, rep_of, &layout, &mut stats)?;
         stats.seconds.scoring = started.elapsed().as_secs_f64();
         let entries = run_entries(&kept.into_iter().map(|run| (range, run)).collect::<Vec<_>>());
         keep_dir(scratch, &target)?;

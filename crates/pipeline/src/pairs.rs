@@ -328,8 +328,9 @@ impl<'a> PairPasses<'a> {
         let Candidates { runs, common } = candidates;
         let runs = runs.into_iter().map(|(_, run)| run).collect();
         // Nothing reads the index after the scoring: it goes once cut by block.
-        let index = (merged.parts.as_slice(), AfterCut::RemoveIndex);
-        let kept = self.score(0..1, runs, Some(&common), index, &table, &merged.totals, &rep_of, &layout, stats)?;
+        let (parts, after) = (&merged.parts, AfterCut::RemoveIndex);
+        let kept =
+            self.score(0..1, runs, Some(&common), parts, after, &table, &merged.totals, &rep_of, &layout, stats)?;
         stats.seconds.scoring = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
@@ -557,7 +558,8 @@ impl<'a> PairPasses<'a> {
         ranges: Range<usize>,
         candidates: Vec<RunFile>,
         common: Option<&[u32]>,
-        (parts, after_cut): (&[IndexPart], AfterCut),
+        parts: &[IndexPart],
+        after_cut: AfterCut,
         table: &DocTable,
         totals: &IndexTotals,
         rep_of: &[u32],

@@ -273,14 +273,11 @@ impl SpanJob<'_> {
         Ok(UnitSort::sorted(work, runs, KGRAM_RUNS))
     }
 
-    /// The bytes of a sieve for `kgrams` K-grams, within the memory: whole
-    /// 64-bit words, as the sieve takes them, so that the capacity of the
-    /// size asked is the capacity of the sieve made (else a sieve as large
-    /// as the memory allows would look short of it, and be made again).
+    /// The bytes of a sieve for `kgrams` K-grams, within the memory.
     fn sieve_bytes(&self, kgrams: u64) -> usize {
         let fits = (self.index.working() as f64 * SIEVE_SHARE) as u64;
         let wanted = Filling::Staged.bytes_for(kgrams).max(MIN_SIEVE_BYTES);
-        self.config.base.limits.sieve_bytes.unwrap_or(wanted.min(fits) as usize) >> 3 << 3
+        self.config.base.limits.sieve_bytes.unwrap_or(wanted.min(fits) as usize)
     }
 
     /// A sieve of K-grams for `kgrams` of them, within the memory.

@@ -435,9 +435,9 @@ fn score_candidates(path: &Path, index: &Path) -> Result<Vec<Vec<u32>>, Pipeline
     let rep_of: Vec<u32> = (0..INDEX_GROUPS.len() as u32).collect();
     let size = std::fs::metadata(&run).unwrap().len();
     let candidates = vec![dupgram_pipeline::RunFile { path: run, bytes: size, depth: 0 }];
-    let index = (parts.as_slice(), dupgram_pipeline::AfterCut::KeepIndex);
-    let kept =
-        passes.score(0..2, candidates, None, index, &table, &totals, &rep_of, &layout, &mut PairsStats::default())?;
+    let after = dupgram_pipeline::AfterCut::KeepIndex;
+    let mut stats = PairsStats::default();
+    let kept = passes.score(0..2, candidates, None, &parts, after, &table, &totals, &rep_of, &layout, &mut stats)?;
     let mut keys = Vec::new();
     for run in kept {
         let mut reader = RunReader::open(&run.path)?;

@@ -109,14 +109,17 @@ impl Filling {
     /// its leak is measured at one load only (see `NGRAMS_PER_FIVE_BYTES`); so
     /// it is planned no fuller than counters, and what it gains shows as
     /// fewer n-grams sorted, not as fewer parts.
+    ///
+    /// Counted in whole 64-bit words, as [`Sieve::new`] makes them, so the
+    /// capacity of the bytes asked for is the capacity of the sieve made.
     pub fn capacity(self, bytes: u64) -> u64 {
-        bytes.saturating_mul(NGRAMS_PER_FIVE_BYTES) / 5
+        (bytes / 8 * 8).saturating_mul(NGRAMS_PER_FIVE_BYTES) / 5
     }
 
-    /// The bytes of a sieve of this kind planned to take `ngrams` distinct
-    /// n-grams: the inverse of [`capacity`](Self::capacity).
+    /// The bytes (whole words) of a sieve of this kind planned to take
+    /// `ngrams` distinct n-grams: the inverse of [`capacity`](Self::capacity).
     pub fn bytes_for(self, ngrams: u64) -> u64 {
-        ngrams.saturating_mul(5).div_ceil(NGRAMS_PER_FIVE_BYTES)
+        ngrams.saturating_mul(5).div_ceil(NGRAMS_PER_FIVE_BYTES).div_ceil(8).saturating_mul(8)
     }
 }
 
@@ -902,6 +905,16 @@ mod tests {
                 let bytes = kind.bytes_for(ngrams);
                 assert!(kind.capacity(bytes) >= ngrams, "{ngrams}");
                 assert!(bytes == 0 || kind.capacity(bytes - 1) < ngrams, "{ngrams}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_sieve_takes_the_capacity_planned_for_its_bytes() {
+        for kind in [Filling::Counters, Filling::Staged] {
+            for bytes in [16, 4097, 4100, 4103, (1 << 20) + 5] {
+                let sieve = Sieve::new(kind, bytes).unwrap();
+                assert_eq!(sieve.capacity(), kind.capacity(bytes as u64), "{kind:?} {bytes}");
             }
         }
     }
