@@ -27,6 +27,9 @@ pub fn absorb(total: &mut NgramStats, part: &NgramStats) {
     total.replaced_utf8 += part.replaced_utf8;
     total.skipped_records += part.skipped_records;
     total.long_tokens += part.long_tokens;
+    // Each lexicon task's words past its table: a word past several counts once in each.
+    total.overflow_words += part.overflow_words;
+    total.overflow_tokens += part.overflow_tokens;
     total.warnings.extend(part.warnings.iter().cloned());
     total.peak_rss = total.peak_rss.max(part.peak_rss);
     total.seconds.lexicon += part.seconds.lexicon;

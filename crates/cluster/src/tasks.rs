@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use dupgram_lexicon::{Lexicon, LexiconBuilder, Scope};
+use dupgram_lexicon::{Lexicon, Scope};
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
-use dupgram_pipeline::{NgramStats, PairsStats, PipelineError, Sieve, cpu_seconds, peak_rss};
+use dupgram_pipeline::{NgramStats, PairsStats, PipelineError, Sieve, WordSource, cpu_seconds, peak_rss};
 use dupgram_runs::{RunHeader, RunWriter};
+use dupgram_vocab::{VocabError, number_shard_words, write_shard_words};
 
 use crate::error::ClusterError;
 use crate::record::{write_file, write_record};
@@ -98,8 +99,10 @@ impl<'a> Stage<'a> {
         Ok(total)
     }
 
-    fn shard_lexicon(&self, shard: usize) -> PathBuf {
-        self.work.path(&format!("lexicon/shard-{shard:04}.lex"))
+    /// A shard's words, by fingerprint, with their counts in the shard
+    /// (see [`dupgram_vocab::write_shard_words`]).
+    fn shard_words(&self, shard: usize) -> PathBuf {
+        self.work.path(&format!("lexicon/shard-{shard:04}.words"))
     }
 
     fn shard_sieve(&self, shard: usize) -> PathBuf {
@@ -114,7 +117,9 @@ impl<'a> Stage<'a> {
         self.work.path(&format!("dups/bucket-{bucket:04}.tsv"))
     }
 
-    /// Counts the words of a shard; fills and saves its sieve.
+    /// Counts the words of a shard; fills and saves its sieve. The words
+    /// past its table's room are counted on disk: the shard's words go to
+    /// one file by fingerprint, table's and overflow's alike.
     fn lexicon(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
         self.plan.check_shard(shard)?;
         let scratch = self.scratch(&self.work.path("tmp"), TaskId::Lexicon(shard))?;
@@ -124,58 +129,81 @@ impl<'a> Stage<'a> {
         // Without the memory map there is simply no sieve: results are the same.
         let sieve =
             (self.plan.sieve_bytes > 0).then(|| Sieve::with_bytes(self.plan.sieve_bytes as usize).ok()).flatten();
-        let (builder, sieve) = passes.count_words(&self.plan.shard_inputs(shard), sieve, &mut stats)?;
-        stats.seconds.lexicon = started.elapsed().as_secs_f64();
+        let (builder, sieve, overflow) = passes.count_shard_words(&self.plan.shard_inputs(shard), sieve, &mut stats)?;
         let record = TaskRecord {
             tokens: builder.tokens(),
             documents: stats.documents,
             sieve: sieve.is_some(),
             ..Default::default()
         };
-        // Shard lexicons keep every word: stop words by rank are chosen from the whole corpus.
-        write_file(&self.shard_lexicon(shard), |out| builder.write_to(self.config.norm, 0, out).map(drop))?;
         if let Some(sieve) = sieve {
             write_file(&self.shard_sieve(shard), |out| sieve.save(out))?;
         }
+        stats.overflow_tokens = overflow.iter().map(|o| o.tokens).sum();
+        // Every word is kept, stop words by rank too: those are chosen from the whole corpus.
+        let written = scratch.path().join("shard.words");
+        let plan = passes.vocabulary_plan(builder.heap_bytes() as u64);
+        let words = write_shard_words(&builder, overflow, &written, &plan).map_err(PipelineError::from)?;
+        stats.overflow_words = words.overflow_words;
+        stats.vocabulary_bytes = words.bytes;
+        let target = self.shard_words(shard);
+        std::fs::rename(&written, &target).map_err(|e| ClusterError::io(&target, e))?;
+        stats.seconds.lexicon = started.elapsed().as_secs_f64();
         Ok(TaskRecord { stats, ..record })
     }
 
-    /// The job's lexicon from the shards' counts; the combined sieve; the buckets.
+    /// The job's lexicon from the shards' words, numbered out of core (no
+    /// vocabulary is held); the combined sieve; the buckets.
     fn vocab(&self) -> Result<TaskRecord, ClusterError> {
         let shards = self.plan.shards.len();
         let parts =
             (0..shards).map(|s| self.record(TaskId::Lexicon(s), TaskId::Vocab)).collect::<Result<Vec<_>, _>>()?;
         let mut stats = NgramStats::default();
-        let mut builder = LexiconBuilder::new(self.config.stopwords.iter().cloned());
-        for (shard, part) in parts.iter().enumerate() {
-            let lexicon = Lexicon::load(&self.shard_lexicon(shard), Scope::All)?;
-            let mut words = 0;
-            for id in 0..lexicon.len() as u32 {
-                builder.add_counted(lexicon.word_bytes(id), lexicon.count(id));
-                words += lexicon.count(id);
-            }
-            builder.add_stop_tokens(part.tokens.saturating_sub(words));
-        }
-        write_file(&self.vocab_lexicon(), |out| {
-            builder.write_to(self.config.norm, self.config.stop_top, out).map(drop)
-        })?;
-
         let scratch = self.scratch(&self.work.path("tmp"), TaskId::Vocab)?;
         let passes = self.passes(scratch.path())?;
+        // The numbering reads and removes what it merges: it gets links, and
+        // a rerun of this task finds the shards' files whole.
+        let mut files = Vec::with_capacity(shards);
+        for shard in 0..shards {
+            let (from, to) = (self.shard_words(shard), scratch.path().join(format!("shard-{shard:04}.words")));
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).map_err(|e| ClusterError::io(&from, e))?;
+            }
+            files.push(to);
+        }
+        let mut listed = self.config.stopwords.clone();
+        listed.sort_unstable();
+        listed.dedup();
+        let plan = passes.vocabulary_plan(0);
+        let mut failure: Option<VocabError> = None;
+        let written = write_file(&self.vocab_lexicon(), |out| {
+            number_shard_words(files, &listed, (self.config.norm, self.config.stop_top), out, &plan).map(drop).map_err(
+                |e| {
+                    let message = e.to_string();
+                    failure = Some(e);
+                    std::io::Error::other(message)
+                },
+            )
+        });
+        if let Some(e) = failure {
+            return Err(PipelineError::from(e).into());
+        }
+        written?;
+
         let sieve = if parts.iter().all(|p| p.sieve) && shards > 0 { self.combined_sieve(shards)? } else { None };
         let sieve = passes.settle_sieve(sieve, &mut stats);
         if let Some(sieve) = &sieve {
             write_file(&self.vocab_sieve(), |out| sieve.save(out))?;
         }
-        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        // Counts only (as runs of equal counts): no word is held.
+        let lexicon = Lexicon::load_limited(&self.vocab_lexicon(), Scope::Repeated, 0, &mut |_, _| Ok(()))?;
         stats.vocabulary = lexicon.total_words();
         stats.repeated_words = lexicon.repeated_len() as u64;
         stats.stopwords = lexicon.stopwords().len() as u64;
-        let counts: Vec<u64> = (0..lexicon.len() as u32).map(|id| lexicon.count(id)).collect();
         Ok(TaskRecord {
             stats,
             sieve: sieve.is_some(),
-            bounds: bucket_bounds(&counts, self.plan.buckets),
+            bounds: bucket_bounds(lexicon.len(), |id| lexicon.count(id as u32), self.plan.buckets),
             ..Default::default()
         })
     }
@@ -241,33 +269,37 @@ impl<'a> Stage<'a> {
             runs.extend(link_runs(&map, bucket, &self.shard_runs(shard), scratch.path(), &format!("s{shard:04}"))?);
         }
         let passes = self.passes(scratch.path())?;
-        let lexicon = Lexicon::load(&self.vocab_lexicon(), self.scope())?;
         let mut writer = DupTsvWriter::new(OutputFile::create(Some(&self.bucket_dups(bucket)))?);
         let mut stats = NgramStats::default();
         let started = Instant::now();
         if self.plan.keep_postings {
             self.reduce_postings(bucket, runs, scratch.path(), &mut writer, &mut stats)?;
-        } else if self.plan.keep_state {
-            // Every n-gram goes to the state; those counted often enough to the output too.
-            let part = self.work.path(&format!("state/parts/bucket-{bucket:04}.dgr"));
-            let tmp = scratch.path().join("state.dgr");
-            let mut state = RunWriter::create(&tmp, RunHeader::counts(self.config.n as u8, lexicon.identity()))?;
-            let (min_count, mut written) = (self.config.min_count, 0);
-            passes.merge_every(runs, entries, &lexicon, &mut stats, &mut |lexicon, ids, count| {
-                state.push(ids, count)?;
-                if count >= min_count {
-                    written += 1;
-                    writer.write(lexicon, ids, count)?;
-                }
-                Ok(())
-            })?;
-            stats.output_ngrams = written;
-            state.finish()?;
-            std::fs::rename(&tmp, &part).map_err(|e| ClusterError::io(&part, e))?;
         } else {
-            passes.merge(runs, entries, &lexicon, &mut stats, &mut |lexicon, ids, count| {
-                writer.write(lexicon, ids, count)
-            })?;
+            // The words on disk, read back within a third of the memory: no vocabulary is held.
+            let (lexicon, words) = passes.lexicon_for_output(&self.vocab_lexicon(), self.scope())?;
+            let words = WordSource::Disk(&words);
+            if self.plan.keep_state {
+                // Every n-gram goes to the state; those counted often enough to the output too.
+                let part = self.work.path(&format!("state/parts/bucket-{bucket:04}.dgr"));
+                let tmp = scratch.path().join("state.dgr");
+                let mut state = RunWriter::create(&tmp, RunHeader::counts(self.config.n as u8, lexicon.identity()))?;
+                let (min_count, mut written) = (self.config.min_count, 0);
+                passes.merge_every(runs, entries, &lexicon, words, &mut stats, &mut |lexicon, ids, count| {
+                    state.push(ids, count)?;
+                    if count >= min_count {
+                        written += 1;
+                        writer.write(lexicon, ids, count)?;
+                    }
+                    Ok(())
+                })?;
+                stats.output_ngrams = written;
+                state.finish()?;
+                std::fs::rename(&tmp, &part).map_err(|e| ClusterError::io(&part, e))?;
+            } else {
+                passes.merge(runs, entries, &lexicon, words, &mut stats, &mut |lexicon, ids, count| {
+                    writer.write(lexicon, ids, count)
+                })?;
+            }
         }
         writer.finish()?;
         stats.seconds.merge = started.elapsed().as_secs_f64();
@@ -327,15 +359,15 @@ impl<'a> Stage<'a> {
 /// n-gram occurrences: an n-gram starts with a word as often as the word
 /// occurs (words are numbered by decreasing count, so early buckets hold
 /// few words). Buckets may be empty when one word outweighs a bucket.
-fn bucket_bounds(counts: &[u64], buckets: usize) -> Vec<u32> {
-    let total: u128 = counts.iter().map(|&c| c as u128).sum();
+fn bucket_bounds(words: usize, count: impl Fn(usize) -> u64, buckets: usize) -> Vec<u32> {
+    let total: u128 = (0..words).map(|id| count(id) as u128).sum();
     let mut bounds = Vec::with_capacity(buckets.saturating_sub(1));
     let mut seen: u128 = 0;
     let mut id = 0usize;
     for b in 1..buckets {
         let target = total * b as u128 / buckets as u128;
-        while id < counts.len() && seen + counts[id] as u128 <= target {
-            seen += counts[id] as u128;
+        while id < words && seen + count(id) as u128 <= target {
+            seen += count(id) as u128;
             id += 1;
         }
         bounds.push(id as u32);
@@ -345,7 +377,9 @@ fn bucket_bounds(counts: &[u64], buckets: usize) -> Vec<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    fn bucket_bounds(counts: &[u64], buckets: usize) -> Vec<u32> {
+        super::bucket_bounds(counts.len(), |id| counts[id], buckets)
+    }
 
     #[test]
     fn buckets_split_the_occurrences_evenly() {

@@ -44,7 +44,7 @@ use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFiles, PairFormat};
 use dupgram_pipeline::scratch::Scratch;
 use dupgram_pipeline::{
     BucketTotals, Control, DocTable, GroupCheck, IndexStats, IndexTotals, NgramConfig, NgramStats, PairPasses,
-    PairsConfig, Passes, PipelineError, RunFile, ShardCut, peak_rss, run_names,
+    PairsConfig, Passes, PipelineError, RunFile, ShardCut, WordSource, peak_rss, run_names,
 };
 use dupgram_runs::{RunHeader, RunKind, RunReader, RunWriter};
 use serde::{Deserialize, Serialize};
@@ -486,9 +486,14 @@ impl DayPass<'_> {
             let runs: Vec<RunFile> =
                 counted.runs.iter().filter(|(b, _)| *b == bucket).map(|(_, run)| run.clone()).collect();
             let mut day = RunWriter::create(&dir.join(format!("day-{bucket:04}.dgr")), self.header)?;
-            self.passes.merge_every(runs, counted.entries, self.lexicon, stats, &mut |_, ids, count| {
-                Ok(day.push(ids, count)?)
-            })?;
+            self.passes.merge_every(
+                runs,
+                counted.entries,
+                self.lexicon,
+                WordSource::Held(self.lexicon),
+                stats,
+                &mut |_, ids, count| Ok(day.push(ids, count)?),
+            )?;
             day.finish()?;
         }
         Ok((counted.documents, counted.tokens))

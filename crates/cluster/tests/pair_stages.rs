@@ -121,7 +121,11 @@ fn staged_pairs_are_the_one_machine_pairs() {
             .into_iter()
             .enumerate()
     {
-        let config = config(&path, chunk, max_df);
+        let mut config = config(&path, chunk, max_df);
+        if round == 2 {
+            // Tables that freeze: the lexicon tasks count most words on disk.
+            config.base.limits.table_words = Some(20);
+        }
         let one = dir.path().join(format!("one-{round}.tsv"));
         let one_stats = one_machine(&config, &one);
         let many = dir.path().join(format!("staged-{round}.tsv"));

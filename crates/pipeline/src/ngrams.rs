@@ -390,22 +390,58 @@ impl<'a> Passes<'a> {
         if self.job.config.stop_top > 0 { None } else { self.job.sieve_size() }
     }
 
+    /// Where, and in what memory, a vocabulary is sorted and numbered out
+    /// of core: the work directory, the working memory less `held` bytes.
+    pub fn vocabulary_plan(&self, held: u64) -> VocabularyPlan<'_> {
+        VocabularyPlan {
+            dir: self.job.work,
+            memory: self.job.plan.working().saturating_sub(held),
+            stop: self.job.control,
+        }
+    }
+
     /// The lexicon pass over `inputs`: word counts, and the sieve (when
     /// given) with the fingerprints of their n-grams added — or `None` if
     /// the vocabulary needed its memory. What reading found goes in `stats`.
+    /// The builder holds every word: a vocabulary past the memory stops it.
     pub fn count_words(
         &self,
         inputs: &[Input],
         sieve: Option<Sieve>,
         stats: &mut NgramStats,
     ) -> Result<(LexiconBuilder, Option<Sieve>), PipelineError> {
+        let (builder, sieve, _) = self.lexicon_pass_of_task(inputs, sieve, false, stats)?;
+        Ok((builder, sieve))
+    }
+
+    /// [`count_words`](Self::count_words) for a shard of a corpus counted in
+    /// tasks: the table freezes when its room is used, and the words past
+    /// it are counted in words-only overflow logs (their runs in the work
+    /// directory), for [`dupgram_vocab::write_shard_words`].
+    pub fn count_shard_words(
+        &self,
+        inputs: &[Input],
+        sieve: Option<Sieve>,
+        stats: &mut NgramStats,
+    ) -> Result<(LexiconBuilder, Option<Sieve>, Vec<OverflowRuns>), PipelineError> {
+        self.lexicon_pass_of_task(inputs, sieve, true, stats)
+    }
+
+    fn lexicon_pass_of_task(
+        &self,
+        inputs: &[Input],
+        sieve: Option<Sieve>,
+        words_past_table: bool,
+        stats: &mut NgramStats,
+    ) -> Result<(LexiconBuilder, Option<Sieve>, Vec<OverflowRuns>), PipelineError> {
         let fused = sieve.is_some();
         let shared: SharedSieve = RwLock::new(sieve);
         // Tasks of one job combine their sieves: a task's sieve keeps the job's size.
-        let kind = LexiconPassKind { fused, streams: false, documents: false, may_halve: false };
+        let kind = LexiconPassKind { fused, streams: false, documents: false, may_halve: false, words_past_table };
         let pass = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
         record_read(&pass.read, stats);
-        Ok((pass.builder, shared.into_inner().unwrap_or_else(|p| p.into_inner())))
+        let sieve = shared.into_inner().unwrap_or_else(|p| p.into_inner());
+        Ok((pass.builder, sieve, pass.overflow))
     }
 
     /// Records how full a (combined) sieve is in `stats`; drops it when it
@@ -429,16 +465,28 @@ impl<'a> Passes<'a> {
         self.job.count_pass(inputs, lexicon, sieve, buckets, stats)
     }
 
-    /// Merges runs; n-grams seen at least `min_count` times go to `emit`.
+    /// Loads the lexicon at `path` for writing n-grams out: its counts in
+    /// memory (as runs of equal counts), the words of `scope` by ID in a
+    /// file of the work directory, which [`merge`](Self::merge) reads
+    /// within a third of the memory. Returns the lexicon and that file.
+    pub fn lexicon_for_output(&self, path: &Path, scope: Scope) -> Result<(Lexicon, PathBuf), PipelineError> {
+        let words = self.job.work.join("words.dgi");
+        let (lexicon, _) = load_words_to_disk(path, scope, &words)?;
+        Ok((lexicon, words))
+    }
+
+    /// Merges runs; n-grams seen at least `min_count` times go to `emit`,
+    /// their words from `words`.
     pub fn merge(
         &self,
         runs: Vec<RunFile>,
         entries: u64,
         lexicon: &Lexicon,
+        words: WordSource<'_>,
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        self.job.merge_pass(runs, entries, lexicon, WordSource::Held(lexicon), self.job.config.min_count, stats, emit)
+        self.job.merge_pass(runs, entries, lexicon, words, self.job.config.min_count, stats, emit)
     }
 
     /// Merges runs of any kind (`header`'s) into `sink`, which gets each
@@ -466,10 +514,11 @@ impl<'a> Passes<'a> {
         runs: Vec<RunFile>,
         entries: u64,
         lexicon: &Lexicon,
+        words: WordSource<'_>,
         stats: &mut NgramStats,
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
-        self.job.merge_pass(runs, entries, lexicon, WordSource::Held(lexicon), 1, stats, emit)
+        self.job.merge_pass(runs, entries, lexicon, words, 1, stats, emit)
     }
 }
 
@@ -823,7 +872,7 @@ impl Job<'_> {
         let config = self.config;
         let fused = config.sieve && !self.sieve_after_lexicon();
         let sieve: SharedSieve = RwLock::new(if fused { self.sized_sieve() } else { None });
-        let kind = LexiconPassKind { fused, streams: true, documents, may_halve: true };
+        let kind = LexiconPassKind { fused, streams: true, documents, may_halve: true, words_past_table: false };
         let LexiconPass { builder, read, streams, documents: docs, overflow, sieve_again } =
             self.lexicon_pass(inputs, &sieve, kind, stats)?;
         // Counted through the insert lines of one sieve, never halved: exact.
@@ -849,20 +898,7 @@ impl Job<'_> {
             (Lexicon::load_limited(lexicon_file.path(), Scope::Repeated, 0, &mut |_, _| Ok(()))?, None)
         } else {
             let path = self.work.join("words.dgi");
-            let mut out = DiskWordsWriter::create(&path, 0)?;
-            let mut failure = None;
-            let lexicon = Lexicon::load_limited(lexicon_file.path(), Scope::Repeated, 0, &mut |_, word| {
-                out.push(word).map_err(|e| {
-                    let message = e.to_string();
-                    failure = Some(e);
-                    std::io::Error::other(message)
-                })
-            });
-            if let Some(e) = failure {
-                return Err(e.into());
-            }
-            let lexicon = lexicon?;
-            let words_bytes = out.finish()?.bytes();
+            let (lexicon, words_bytes) = load_words_to_disk(lexicon_file.path(), Scope::Repeated, &path)?;
             stats.bytes_spilled += words_bytes;
             stats.vocabulary_bytes += words_bytes;
             (lexicon, Some(path))
@@ -1214,7 +1250,8 @@ impl Job<'_> {
         // Words take at most a third of the memory; the runs read at once, the rest.
         let held = self.config.limits.output_word_bytes.unwrap_or(self.plan.working() / 3);
         let mut output = OutputWords::open(words, held)?;
-        let fan_in = self.merge_fan_in(output.heap_bytes());
+        // The lexicon stays beside the merge: whole when it holds the words.
+        let fan_in = self.merge_fan_in(lexicon.heap_bytes() as u64 + output.heap_bytes());
         stats.fan_in = fan_in;
         self.control.progress.start("merging", Some(entries));
         let header = RunHeader::counts(self.config.n as u8, lexicon.identity());
@@ -1273,7 +1310,8 @@ impl Job<'_> {
 
 /// Where a merge's output finds the words of the n-grams it writes.
 #[derive(Clone, Copy)]
-pub(crate) enum WordSource<'a> {
+/// Where a merge's output finds the words of the n-grams it writes.
+pub enum WordSource<'a> {
     /// A lexicon that holds every word in scope.
     Held(&'a Lexicon),
     /// The words by ID on disk ([`dupgram_vocab::DiskWords`]): those of the
@@ -1301,7 +1339,7 @@ impl<'a> OutputWords<'a> {
         })
     }
 
-    /// Bytes held (the lexicon's is counted where it is loaded).
+    /// Bytes held (a lexicon that holds the words is counted beside it).
     fn heap_bytes(&self) -> u64 {
         match self {
             OutputWords::Held(_) => 0,
@@ -1341,6 +1379,26 @@ impl WordsById for BatchWordsOf<'_> {
             BatchWordsOf::Disk(words) => words.word_bytes(id),
         }
     }
+}
+
+/// Loads the lexicon at `path` without its words: its counts, as runs of
+/// equal counts; the words of `scope` go by ID to a [`DiskWords`] file at
+/// `words`. Returns the lexicon and the file's bytes.
+fn load_words_to_disk(path: &Path, scope: Scope, words: &Path) -> Result<(Lexicon, u64), PipelineError> {
+    let mut out = DiskWordsWriter::create(words, 0)?;
+    let mut failure = None;
+    let lexicon = Lexicon::load_limited(path, scope, 0, &mut |_, word| {
+        out.push(word).map_err(|e| {
+            let message = e.to_string();
+            failure = Some(e);
+            std::io::Error::other(message)
+        })
+    });
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
+    let lexicon = lexicon?;
+    Ok((lexicon, out.finish()?.bytes()))
 }
 
 /// Removes the word streams; what is already gone needs no removing.

@@ -47,6 +47,11 @@
 //!    ([`SideReader`]), one entry per overflow token that has an ID; the
 //!    caller removes a side file once its stream is read for the last time.
 //!
+//! A corpus counted in shards by tasks of their own (the Slurm stages) is
+//! numbered the same way from files: each shard's words, table's and
+//! overflow's alike, by fingerprint with their counts, merged by one task
+//! that holds none of them ([`write_shard_words`], [`number_shard_words`]).
+//!
 //! Every record is read and written a fixed number of times, whatever the
 //! vocabulary; the memory each step holds is a sort buffer and a reader per
 //! run merged at once.
@@ -96,6 +101,7 @@
 //! | record run | `DGWREC` (version 2) | `(major u128, bytes, payload)` in increasing order, each major as its gap from the one before ([`records`]) |
 //! | word run by fingerprint | `DGWFPR` (version 1) | `(bytes, count)` in increasing order of the words' fingerprints, which are not written ([`records`]) |
 //! | side file | `DGWSIDE` | per overflow token with an ID: gap, code, word hash ([`side`](SideReader)) |
+//! | shard words | `DGWFPR` (a word run by fingerprint) | every word of a shard with its count ([`write_shard_words`]) |
 //! | words by ID | `DGWBYID` | words in blocks of [`BLOCK_WORDS`], an index of offsets and block checksums ([`DiskWords`]) |
 //!
 //! All of them are temporary files of one job.
@@ -111,10 +117,12 @@ pub mod frames;
 mod overflow;
 pub mod records;
 mod resolve;
+mod shards;
 mod side;
 
 pub use by_id::{BLOCK_WORDS, BatchWords, DiskWords, DiskWordsWriter, HeldWords, RareWords};
 pub use error::VocabError;
 pub use overflow::{OverflowLog, OverflowRuns, PLACE_BITS, fingerprint, place};
 pub use resolve::{Numbered, VocabularyPlan, number_vocabulary};
+pub use shards::{ShardWords, number_shard_words, write_shard_words};
 pub use side::{OverflowWord, SIDE_READER_BYTES, SideFile, SideReader};

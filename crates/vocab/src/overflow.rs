@@ -53,6 +53,9 @@ pub struct OverflowLog {
     /// Bytes the log may hold: half for occurrences, half for words.
     memory: u64,
     occurrences: Option<Chunk<3>>,
+    /// Whether occurrences are logged at all: not for a count of words
+    /// without a word stream ([`words_only`](Self::words_only)).
+    logs_occurrences: bool,
     /// Keys an occurrence chunk holds.
     capacity: usize,
     occurrence_runs: Vec<RunFile>,
@@ -70,11 +73,19 @@ impl OverflowLog {
             tokens: 0,
             memory,
             occurrences: None,
+            logs_occurrences: true,
             capacity: 0,
             occurrence_runs: Vec::new(),
             words: None,
             spilled: 0,
         }
+    }
+
+    /// A log of the words alone, counted, with no occurrences: for a pass
+    /// that writes no word stream (a Slurm lexicon task), whose words are
+    /// only numbered. Its words get all of `memory`.
+    pub fn words_only(dir: &Path, stream: usize, memory: u64) -> Self {
+        OverflowLog { logs_occurrences: false, ..OverflowLog::new(dir, stream, memory) }
     }
 
     /// Overflow tokens logged.
@@ -94,6 +105,13 @@ impl OverflowLog {
         let fp = fingerprint(bytes, hash);
         let k = self.tokens;
         self.tokens += 1;
+        if !self.logs_occurrences {
+            let (dir, stream, memory) = (&self.dir, self.stream, self.memory);
+            let words = self.words.get_or_insert_with(|| {
+                WordSort::combining_by_fingerprint(dir, &format!("overflow-words-s{stream}"), memory as usize)
+            });
+            return words.push(fp, bytes, 1);
+        }
         let half = self.memory / 2;
         let capacity = &mut self.capacity;
         let chunk = self.occurrences.get_or_insert_with(|| {

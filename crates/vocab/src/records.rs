@@ -276,6 +276,12 @@ impl SortedWords {
         Ok(SortedWords { dir: dir.to_owned(), name: name.to_owned(), majors, memory: None, runs })
     }
 
+    /// Records already sorted in run files of the `majors` kind, to be read
+    /// as one stream like any sort's (and removed once read).
+    pub(crate) fn from_runs(dir: &Path, name: &str, majors: Majors, runs: Vec<RecordRunFile>) -> SortedWords {
+        SortedWords { dir: dir.to_owned(), name: name.to_owned(), majors, memory: None, runs }
+    }
+
     /// Runs on disk (0 when everything stayed in memory).
     pub fn runs(&self) -> usize {
         self.runs.len()

@@ -90,49 +90,19 @@ pub fn number_vocabulary<W: Write>(
         });
     }
 
-    // 1. The overflow's words, fingerprint by fingerprint, into rank order.
-    let mut by_rank = WordSort::new(plan.dir, "overflow-rank", half as usize);
-    let overflow_words = {
-        let mut merged = SortedWords::concat(words_runs, plan.dir, "overflow-words")?.open(half, plan.stop)?;
-        let mut last: Option<(u128, Vec<u8>)> = None;
-        let mut index = 0u64;
-        while let Some(w) = merged.next_combined()? {
-            if let Some((fp, bytes)) = &last
-                && *fp == w.major
-            {
-                return Err(VocabError::Collision {
-                    a: String::from_utf8_lossy(bytes).into_owned(),
-                    b: String::from_utf8_lossy(w.bytes).into_owned(),
-                });
-            }
-            by_rank.push(rank_major(w.payload), w.bytes, index)?;
-            index += 1;
-            last = Some((w.major, w.bytes.to_vec()));
-            if index.is_multiple_of(65536) && plan.stop.interrupted() {
-                return Err(VocabError::Interrupted);
-            }
-        }
-        index
-    };
-    spilled += by_rank.spilled();
-
-    // 2. The table's words and the overflow's, merged in rank order, numbered.
+    // 1 and 2: every word numbered in rank order; the overflow's codes by index.
     let mut codes = WordSort::new(plan.dir, "overflow-codes", half as usize);
-    let candidates = ranked.len() as u64 + overflow_words;
-    let (out, identity) = {
-        let mut by_rank = by_rank.finish()?.open(half, plan.stop)?;
-        let words =
-            RankMerge { table: ranked.into_iter().peekable(), overflow: &mut by_rank, next: None, started: false };
-        numbering(candidates).write(out, words, |w, code| {
-            if w.tag & OVERFLOW_TAG == 0 {
-                renumbering.assign(w.tag as u32, code, w.hash);
-                Ok(())
-            } else {
-                codes.push(u128::from(w.tag & !OVERFLOW_TAG), &[], u64::from(code))
-            }
-        })?
-    };
-    spilled += codes.spilled();
+    let ranked_numbering = RankedNumbering { norm, listed: &listed, stop_top, half, dir: plan.dir, stop: plan.stop };
+    let numbered = ranked_numbering.number(ranked, words_runs, out, |w, code| {
+        if w.tag & OVERFLOW_TAG == 0 {
+            renumbering.assign(w.tag as u32, code, w.hash);
+            Ok(())
+        } else {
+            codes.push(u128::from(w.tag & !OVERFLOW_TAG), &[], u64::from(code))
+        }
+    })?;
+    let RankedOut { out, identity, candidates, overflow_words, spilled: ranked_spill } = numbered;
+    spilled += ranked_spill + codes.spilled();
 
     // 3. Each overflow token, by its word's fingerprint, gets its word's code.
     let mut by_place = WordSort::new(plan.dir, "overflow-places", half as usize);
@@ -204,8 +174,81 @@ pub fn number_vocabulary<W: Write>(
 /// Bytes a reader of an occurrence run holds (a block and its decoding).
 const OCCURRENCE_READER_BYTES: u64 = 160 << 10;
 
-fn numbered_words(candidates: u64, stop_top: usize) -> u64 {
+pub(crate) fn numbered_words(candidates: u64, stop_top: usize) -> u64 {
     candidates - candidates.min(stop_top as u64)
+}
+
+/// Steps 1 and 2 of the numbering (see the crate documentation): the words
+/// of sorted runs by fingerprint, counts added up, sorted again by rank and
+/// merged with a table's words in rank order, numbered as [`Numbering`]
+/// numbers them, the lexicon file written as they come.
+pub(crate) struct RankedNumbering<'a> {
+    pub norm: Normalization,
+    pub listed: &'a [String],
+    pub stop_top: usize,
+    /// Bytes a step's sort buffer, and the next step's readers, may take.
+    pub half: u64,
+    pub dir: &'a Path,
+    pub stop: &'a dyn Interrupt,
+}
+
+/// What [`RankedNumbering::number`] leaves.
+pub(crate) struct RankedOut<W> {
+    pub out: W,
+    pub identity: u64,
+    /// Words numbered, stop words by rank included.
+    pub candidates: u64,
+    /// Distinct words of the runs.
+    pub overflow_words: u64,
+    /// Bytes the rank sort spilled.
+    pub spilled: u64,
+}
+
+impl RankedNumbering<'_> {
+    /// Numbers `table` (ranked) and the words of `runs` together, writing
+    /// the lexicon file to `out`; `assign` learns what each word became (a
+    /// word of the runs is tagged [`OVERFLOW_TAG`] and its index in
+    /// fingerprint order). Two different words under one fingerprint stop it.
+    pub fn number<'t, W: Write>(
+        &self,
+        table: Vec<TableWord<'t>>,
+        runs: Vec<SortedWords>,
+        out: W,
+        mut assign: impl FnMut(&RankedWord<'t>, u32) -> Result<(), VocabError>,
+    ) -> Result<RankedOut<W>, VocabError> {
+        // 1. The runs' words, fingerprint by fingerprint, into rank order.
+        let mut by_rank = WordSort::new(self.dir, "overflow-rank", self.half as usize);
+        let mut merged = SortedWords::concat(runs, self.dir, "overflow-words")?.open(self.half, self.stop)?;
+        let mut last: Option<(u128, Vec<u8>)> = None;
+        let mut overflow_words = 0u64;
+        while let Some(w) = merged.next_combined()? {
+            if let Some((fp, bytes)) = &last
+                && *fp == w.major
+            {
+                return Err(VocabError::Collision {
+                    a: String::from_utf8_lossy(bytes).into_owned(),
+                    b: String::from_utf8_lossy(w.bytes).into_owned(),
+                });
+            }
+            by_rank.push(rank_major(w.payload), w.bytes, overflow_words)?;
+            overflow_words += 1;
+            last = Some((w.major, w.bytes.to_vec()));
+            if overflow_words.is_multiple_of(65536) && self.stop.interrupted() {
+                return Err(VocabError::Interrupted);
+            }
+        }
+        drop(merged);
+        let spilled = by_rank.spilled();
+
+        // 2. The table's words and the runs', merged in rank order, numbered.
+        let candidates = table.len() as u64 + overflow_words;
+        let mut by_rank = by_rank.finish()?.open(self.half, self.stop)?;
+        let words =
+            RankMerge { table: table.into_iter().peekable(), overflow: &mut by_rank, next: None, started: false };
+        let numbering = Numbering { norm: self.norm, listed: self.listed, stop_top: self.stop_top, candidates };
+        let (out, identity) = numbering.write(out, words, |w, code| assign(w, code))?;
+        Ok(RankedOut { out, identity, candidates, overflow_words, spilled })
+    }
 }
 
 /// The major of a word's rank record: decreasing count first (then bytes).

@@ -47,7 +47,10 @@ impl Job<'_> {
         kind: LexiconPassKind,
         stats: &mut NgramStats,
     ) -> Result<LexiconPass, PipelineError> {
-        let LexiconPassKind { fused, streams, documents, may_halve } = kind;
+        let LexiconPassKind { fused, streams, documents, may_halve, words_past_table } = kind;
+        // Words past the table's room are logged: with their places when
+        // the streams need them, else as words to be counted.
+        let may_freeze = streams || words_past_table;
         let config = self.config;
         self.control.progress.start("lexicon", self.total_input_bytes());
         // Each worker's cache takes at most 1/64 of the working memory.
@@ -59,7 +62,7 @@ impl Job<'_> {
         let budget = LexiconBudget {
             working,
             may_halve,
-            may_freeze: streams,
+            may_freeze,
             overflow,
             word_limit: config.limits.table_words,
             threads: config.threads,
@@ -87,7 +90,14 @@ impl Job<'_> {
                 misses: Vec::new(),
                 docs: documents.then(StreamDocs::default),
                 docs_reported: 0,
-                overflow: streams.then(|| OverflowLog::new(self.work, worker, overflow / config.threads as u64)),
+                overflow: may_freeze.then(|| {
+                    let memory = overflow / config.threads as u64;
+                    if streams {
+                        OverflowLog::new(self.work, worker, memory)
+                    } else {
+                        OverflowLog::words_only(self.work, worker, memory)
+                    }
+                }),
                 overflowed: Vec::new(),
             });
         }
@@ -152,6 +162,9 @@ pub(super) struct LexiconPassKind {
     pub documents: bool,
     /// The sieve may halve to make room for the vocabulary (else it goes).
     pub may_halve: bool,
+    /// Without streams: the table may freeze all the same, the words past
+    /// it counted in words-only overflow logs (a Slurm lexicon task's).
+    pub words_past_table: bool,
 }
 
 /// The lexicon pass's share of memory, watched as the vocabulary grows.
@@ -419,7 +432,9 @@ impl LexiconWorker<'_> {
                 Some(Seen::Overflow) => {
                     // Frozen out of the table: logged below, with the misses that are, in token order.
                     self.overflowed.push((start, end, hash, self.codes.len()));
-                    self.codes.push(OVERFLOW);
+                    if streaming {
+                        self.codes.push(OVERFLOW);
+                    }
                 }
                 Some(_) => {}
                 None => {
@@ -442,6 +457,9 @@ impl LexiconWorker<'_> {
                 }
             }
             let seen = self.cache.miss(&mut lexicon, &self.words.bytes[start as usize..end as usize], hash);
+            if seen == Seen::Overflow {
+                self.overflowed.push((start, end, hash, at));
+            }
             if streaming {
                 self.codes[at] = match seen {
                     Seen::Word(id) => id + FIRST_WORD,
@@ -449,10 +467,7 @@ impl LexiconWorker<'_> {
                         stops = true;
                         STOP_CODE
                     }
-                    Seen::Overflow => {
-                        self.overflowed.push((start, end, hash, at));
-                        OVERFLOW
-                    }
+                    Seen::Overflow => OVERFLOW,
                 };
             }
         }

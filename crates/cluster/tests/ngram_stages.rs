@@ -1,0 +1,102 @@
+//! A staged `ngrams` job whose tasks hold no vocabulary — the lexicon tasks'
+//! tables frozen, the words past them counted on disk and numbered out of
+//! core by the vocab task, the reduce tasks reading the words back from
+//! disk — gives the one-machine job's duplicates and lexicon byte for byte.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use dupgram_cluster::{JobPlan, Outputs, Stage, TaskId, WorkDir};
+use dupgram_corpus::Input;
+use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
+use dupgram_pipeline::{Control, NgramConfig, NgramStats, Passes, count_ngrams};
+use dupgram_testkit::{Corpus, CorpusSpec};
+
+/// Short documents over an open vocabulary: most words are rare.
+fn corpus(dir: &Path, seed: u64) -> PathBuf {
+    let spec = CorpusSpec {
+        seed,
+        tokens: 40_000,
+        vocabulary: 600,
+        mean_doc_len: 40,
+        open_vocabulary: 0.5,
+        ..CorpusSpec::default()
+    };
+    let generator = Corpus::new(spec.clone());
+    let path = dir.join(format!("c{seed}.jsonl"));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for (i, doc) in Corpus::new(spec).enumerate() {
+        let text = generator.text(&doc);
+        writeln!(out, "{}", serde_json::json!({ "id": format!("d{i}"), "text": text })).unwrap();
+    }
+    path
+}
+
+fn config(path: &Path, n: usize, table_words: Option<usize>) -> NgramConfig {
+    let mut config = NgramConfig::new(vec![Input::Path(path.to_owned())], n);
+    config.memory = 32 << 20;
+    config.threads = 2;
+    config.limits.table_words = table_words;
+    // A few words held for the output, the rest read from disk per batch.
+    config.limits.output_word_bytes = table_words.map(|_| 256);
+    config
+}
+
+/// The one-machine job: its duplicates (TSV) and lexicon file.
+fn one_machine(config: &NgramConfig, dir: &Path) -> (Vec<u8>, Vec<u8>) {
+    let out = dir.join("one.tsv");
+    let config = NgramConfig { lexicon_dir: Some(dir.to_owned()), ..config.clone() };
+    let mut writer = DupTsvWriter::new(OutputFile::create(Some(&out)).unwrap());
+    let outcome =
+        count_ngrams(&config, &Control::default(), &mut |words, ids, count| writer.write(words, ids, count)).unwrap();
+    writer.finish().unwrap();
+    let lexicon = std::fs::read(outcome.lexicon_file.expect("kept in the lexicon directory").path()).unwrap();
+    (std::fs::read(&out).unwrap(), lexicon)
+}
+
+/// The staged job, every task in order: its duplicates, lexicon and summary.
+fn staged(config: &NgramConfig, work: &Path, shards: usize, buckets: usize) -> (Vec<u8>, Vec<u8>, NgramStats) {
+    let control = Control::default();
+    let paths: Vec<PathBuf> =
+        config.inputs.iter().map(|i| if let Input::Path(p) = i { p.clone() } else { unreachable!() }).collect();
+    let (inputs, cut) = JobPlan::cut(&paths, None, shards, buckets).unwrap();
+    let sieve_bytes = Passes::new(config, &control, work).unwrap().sieve_size().unwrap_or(0);
+    let plan = JobPlan {
+        command: "ngrams".into(),
+        argv: vec![],
+        cwd: std::env::current_dir().unwrap(),
+        options: String::new(),
+        inputs,
+        shards: cut,
+        buckets,
+        sieve_bytes,
+        keep_state: false,
+        keep_postings: false,
+    };
+    let (out, lexicon) = (work.with_extension("tsv"), work.with_extension("lex"));
+    let work = WorkDir::new(work).unwrap();
+    let outputs = Outputs { dups: Some(out.clone()), lexicon: Some(lexicon.clone()), ..Outputs::default() };
+    let stage = Stage::new(&work, &plan, config, &control, &outputs);
+    for task in TaskId::all(&plan) {
+        stage.run(task).unwrap_or_else(|e| panic!("{}: {e}", task.name()));
+    }
+    (std::fs::read(&out).unwrap(), std::fs::read(&lexicon).unwrap(), stage.summary().unwrap())
+}
+
+#[test]
+fn staged_tasks_past_their_tables_equal_the_one_machine_job() {
+    let dir = tempfile::tempdir().unwrap();
+    // (seed, n, table words, shards, buckets)
+    for (round, (seed, n, table_words, shards, buckets)) in
+        [(3, 4, Some(30), 3, 2), (4, 3, Some(1), 4, 3), (5, 5, Some(200), 2, 1)].into_iter().enumerate()
+    {
+        let path = corpus(dir.path(), seed);
+        let plain = one_machine(&config(&path, n, None), dir.path());
+        assert!(plain.0.len() > 1000, "round {round}: too few duplicates to tell anything");
+        let work = dir.path().join(format!("w{round}"));
+        let (dups, lexicon, stats) = staged(&config(&path, n, table_words), &work, shards, buckets);
+        assert!(stats.overflow_words > 0 && stats.overflow_tokens > 0, "round {round}: the tables froze: {stats:?}");
+        assert!(dups == plain.0, "round {round}: the staged duplicates differ");
+        assert!(lexicon == plain.1, "round {round}: the staged lexicon differs");
+    }
+}
