@@ -6,6 +6,8 @@
 #   scripts/bench-cluster.sh                 # 100M generated tokens, ngrams n = 10 (pairs: n = 5), --memory 1G
 #   scripts/bench-cluster.sh --size 10M      # smaller
 #   scripts/bench-cluster.sh --only pairs    # one of ngrams, pairs, update
+#   scripts/bench-cluster.sh --size 1B --only ngrams --shards 8 --open-vocabulary 0.6
+#                                            # web-like text (a growing vocabulary), 8 × 8 tasks
 #
 # Brings up a throw-away single-node Slurm cluster (scripts/lib/slurm.sh;
 # needs root), so "through Slurm" here measures the stages' overhead (more
@@ -17,15 +19,19 @@ size=100M
 n=10
 memory=1G
 only=
+shard_counts="2 4"
+open_vocabulary=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --size) size=$2; shift 2 ;;
+    --shards) shard_counts=$2; shift 2 ;;
+    --open-vocabulary) open_vocabulary=$2; shift 2 ;;
     -n) n=$2; shift 2 ;;
     --memory) memory=$2; shift 2 ;;
     --only)
       case "$2" in ngrams|pairs|update) only=$2 ;; *) echo "--only takes ngrams, pairs or update" >&2; exit 2 ;; esac
       shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -34,10 +40,10 @@ work=${DUPGRAM_BENCH_DIR:-$here/target/bench}
 mkdir -p "$work"
 cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p dupgram -p dupgram-testkit
 bin=$here/target/release
-corpus=$work/gen-$size.jsonl
+corpus=$work/gen-$size-open$open_vocabulary.jsonl
 if [ ! -s "$corpus" ]; then
   echo "generating $size tokens (plain JSON Lines, so shards can be cut)..." >&2
-  "$bin/dupgram-gen" --tokens "$size" --seed 1 --format jsonl > "$corpus"
+  "$bin/dupgram-gen" --tokens "$size" --seed 1 --open-vocabulary "$open_vocabulary" --format jsonl > "$corpus"
 fi
 
 # shellcheck source=lib/slurm.sh
@@ -86,6 +92,15 @@ same() {
 
 ratio() { python3 -c "print(f'{$1 / $2:.2f}×')"; }
 
+# largest_task WORKDIR: the largest peak RSS of a staged job's tasks (MiB), from their records.
+largest_task() {
+  python3 - "$1" <<'PY'
+import glob, json, sys
+peaks = [json.loads(open(f).read().split("\n", 1)[1])["stats"]["peak_rss"] for f in glob.glob(sys.argv[1] + "/tasks/*.json")]
+print(f"{max(peaks) / 2**20:,.0f} MiB")
+PY
+}
+
 table=$work/cluster.md
 : > "$table"
 # header LINE...: starts another table in $table, after a blank line.
@@ -97,18 +112,20 @@ tokens=
 
 # --- n-grams: one process against the stages ---------------------------------
 if want ngrams; then
-  header "| job | shards × buckets | wall | CPU | wall vs one process | output |" "|---|---:|---:|---:|---:|---|"
+  header "| job | shards × buckets | wall | CPU | wall vs one process | peak RSS (largest task) | output |" "|---|---:|---:|---:|---:|---:|---|"
   timed "$bin/dupgram" ngrams "$corpus" -n "$n" --memory "$memory" -o "$run/one.tsv" --stats-json "$run/one.json"
   one_wall=$wall
   tokens=$(python3 -c "import json; print(json.load(open('$run/one.json'))['tokens'])")
-  echo "| dupgram ngrams, one process | — | $wall s | $cpu s | 1.00× | $(wc -l < "$run/one.tsv") duplicate $n-grams |" >> "$table"
+  one_rss=$(python3 -c "import json; print(f\"{json.load(open('$run/one.json'))['peak_rss'] / 2**20:,.0f} MiB\")")
+  echo "| dupgram ngrams, one process | — | $wall s | $cpu s | 1.00× | $one_rss | $(wc -l < "$run/one.tsv") duplicate $n-grams |" >> "$table"
 
-  for shards in 2 4; do
+  for shards in $shard_counts; do
     timed "$bin/dupgram" slurm ngrams "$corpus" -n "$n" --memory "$memory" -o "$run/staged-$shards.tsv" \
       --workdir "$run/job-$shards" --shards "$shards" --buckets "$shards" --wait
     cpu=$(tasks_cpu)
     same "$run/one.tsv" "$run/staged-$shards.tsv" "slurm ngrams $shards × $shards: the n-grams"
-    echo "| dupgram slurm ngrams, local Slurm | $shards × $shards | $wall s | $cpu s | $(ratio "$wall" "$one_wall") | byte-identical |" >> "$table"
+    echo "| dupgram slurm ngrams, local Slurm | $shards × $shards | $wall s | $cpu s | $(ratio "$wall" "$one_wall") | $(largest_task "$run/job-$shards") | byte-identical |" >> "$table"
+    rm -rf "$run/job-$shards" "$run/staged-$shards.tsv"
   done
 fi
 
@@ -123,7 +140,7 @@ if want pairs; then
   found="$(( $(wc -l < "$run/one.pairs") - 1 )) pairs, $(wc -l < "$run/one.clusters") clusters"
   echo "| dupgram pairs, one process | — | $wall s | $cpu s | 1.00× | $found |" >> "$table"
 
-  for shards in 2 4; do
+  for shards in $shard_counts; do
     timed "$bin/dupgram" slurm pairs "$corpus" "${pairs_opts[@]}" -o "$run/staged-$shards.pairs" \
       --clusters "$run/staged-$shards.clusters" --workdir "$run/pairs-job-$shards" --shards "$shards" --buckets "$shards" --wait
     cpu=$(tasks_cpu)

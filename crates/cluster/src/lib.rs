@@ -1,29 +1,50 @@
 //! A dupgram count as separate tasks on a shared work directory, so a
 //! scheduler (Slurm) can run them on any node, each within `--memory`.
 //!
-//! `dupgram ngrams` on one machine reads the corpus twice and merges once.
-//! Here the same passes — the same functions of `dupgram-pipeline`, not a
-//! second implementation — run as tasks that meet only through files:
+//! `dupgram ngrams` on one machine reads the corpus once into word streams,
+//! counts from them and merges once. Here the same passes — the same
+//! functions of `dupgram-pipeline`, not a second implementation — run as
+//! tasks that meet only through files:
 //!
-//! 1. **lexicon** (one task per shard) — count the shard's words and fill a
-//!    sieve with its n-grams' fingerprints;
-//! 2. **vocab** (one task) — add up the shards' word counts into the one
-//!    lexicon every later task uses (the same IDs and stop words a single
-//!    process would choose), combine the sieves, and cut the n-grams into
-//!    buckets by their first word ID so each bucket gets about the same
-//!    number of n-grams (an n-gram's first word is as frequent as the word);
-//! 3. **map** (one per shard) — the count pass over the shard: sorted runs,
-//!    cut by bucket;
+//! 1. **lexicon** (one task per shard) — the lexicon pass over the shard:
+//!    count its words, fill a sieve with its n-grams' fingerprints, and
+//!    write each worker's word stream. Its table of words takes its share
+//!    of `--memory` and then freezes: the words past it are counted, and
+//!    their tokens logged, in sorted runs on disk. The shard's words (the
+//!    table's and the overflow's) go to one file by fingerprint with their
+//!    counts, its table's first-seen IDs to another;
+//! 2. **vocab** (one task) — merge the shards' words by fingerprint, adding
+//!    up their counts, and number them into the one lexicon every later task
+//!    uses (the same IDs and stop words a single process would choose: the
+//!    lexicon file is byte for byte the same), out of core: no vocabulary
+//!    is held. Also what every word became, by fingerprint (`vocab.codes`),
+//!    the combined sieve, and the buckets: the n-grams cut by their first
+//!    word ID so each bucket gets about the same number of n-grams (an
+//!    n-gram's first word is as frequent as the word);
+//! 3. **map** (one per shard) — join the shard's table and overflow tokens
+//!    with `vocab.codes` by fingerprint (the first-seen IDs' renumbering and
+//!    the streams' side files), then the count pass over its word streams:
+//!    sorted runs, cut by bucket;
 //! 4. **reduce** (one per bucket) — merge the bucket's runs from every
-//!    shard, keep the n-grams seen at least `--min-count` times;
+//!    shard, keep the n-grams seen at least `--min-count` times, their words
+//!    read back from disk a batch at a time;
 //! 5. **finish** (one task) — concatenate the buckets' outputs (buckets are
 //!    ranges of first word IDs, so this is the sorted order), copy the
 //!    lexicon beside the output, and add up the summary.
 //!
+//! So no task holds a vocabulary: a lexicon task holds the table its
+//! memory allows, a map task that table's renumbering. A fingerprint never
+//! decides a word unchecked: the vocab task's merge meets every word of
+//! every shard and compares the bytes of any two under one fingerprint
+//! (see `dupgram_vocab`), so a join by fingerprint is a join by word.
+//!
 //! The output is byte-identical to `dupgram ngrams` on the same input and
 //! options: the lexicon does not depend on how the corpus was cut (words
 //! are numbered by count, ties by bytes), and a merge sums counts whatever
-//! runs they come from.
+//! runs they come from. A job that keeps its state (`--keep-state`, which
+//! counts the n-grams of words seen once too) and the `pairs` and postings
+//! tasks below read the shard's text again in their map or index tasks,
+//! with the words of the lexicon they need held in memory.
 //!
 //! A `pairs` job shares lexicon and vocab, then runs the steps of
 //! `dupgram_pipeline::PairPasses` (the code `dupgram pairs` runs in one
@@ -54,9 +75,12 @@
 //! ```text
 //! job.json                 the plan: command line, inputs (size, mtime, sample hash), shards, buckets
 //! tasks/<task>.json        the manifest: one record per finished task, written last
-//! lexicon/shard-NNNN.lex   a shard's word counts (the lexicon file format of dupgram-lexicon)
+//! lexicon/shard-NNNN.words a shard's words with their counts, by fingerprint (a word run of dupgram-vocab)
 //! lexicon/shard-NNNN.sieve a shard's sieve (the sieve file format of dupgram-sieve)
+//! streams/shard-NNNN/      a shard's word streams (dupgram-lexicon's stream format), the runs of
+//!                          their overflow tokens, its table's words (table.dgr); removed by finish
 //! vocab.lex, vocab.sieve   the job's lexicon and combined sieve
+//! vocab.codes              what every word seen twice (or a stop word) became, by fingerprint
 //! runs/shard-NNNN/         a shard's runs (the run format of dupgram-runs), removed by finish
 //! dups/bucket-NNNN.tsv     a bucket's duplicates, removed by finish
 //! state/gen-NNNN/          with --keep-state: segments of every n-gram's count, the lexicon (see

@@ -114,6 +114,17 @@ pub(crate) struct TaskRecord {
     /// Candidates: how the documents are cut for scoring.
     #[serde(default)]
     pub layout: Option<ScoreLayout>,
+    /// Lexicon tasks of a count from word streams: the shard's streams in
+    /// `streams/shard-NNNN`, each worker's segments (file names) and bytes.
+    #[serde(default)]
+    pub streams: Vec<(Vec<String>, u64)>,
+    /// Lexicon tasks of a count from word streams: the runs of the streams'
+    /// overflow tokens (file names), beside them.
+    #[serde(default)]
+    pub occurrences: Vec<String>,
+    /// Lexicon tasks of a count from word streams: first-seen IDs the table handed out.
+    #[serde(default)]
+    pub first_seen: u64,
 }
 
 /// Runs the tasks of one job.
@@ -271,6 +282,9 @@ pub(crate) fn keep_dir(scratch: Scratch, target: &Path) -> Result<(), ClusterErr
     if target.exists() {
         // Renamed by a run killed before it could record itself.
         std::fs::remove_dir_all(target).map_err(|e| ClusterError::io(target, e))?;
+    }
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| ClusterError::io(parent, e))?;
     }
     let kept = scratch.keep()?;
     std::fs::rename(&kept, target).map_err(|e| ClusterError::io(target, e))

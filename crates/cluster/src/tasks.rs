@@ -2,14 +2,14 @@
 //! [`Stage::run`], which runs any task of a job: those of a postings state
 //! (`postings`) and of a pairs job (`pair_tasks`) too.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, Scope};
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
 use dupgram_pipeline::{NgramStats, PairsStats, PipelineError, Sieve, WordSource, cpu_seconds, peak_rss};
 use dupgram_runs::{RunHeader, RunWriter};
-use dupgram_vocab::{VocabError, number_shard_words, write_shard_words};
+use dupgram_vocab::{VocabError, number_shard_words, resolve_shard, write_shard_table, write_shard_words};
 
 use crate::error::ClusterError;
 use crate::record::{write_file, write_record};
@@ -105,6 +105,25 @@ impl<'a> Stage<'a> {
         self.work.path(&format!("lexicon/shard-{shard:04}.words"))
     }
 
+    /// A shard's word streams, the runs of their overflow tokens and its
+    /// table's words (see [`Stage::counts_from_streams`]).
+    fn shard_streams(&self, shard: usize) -> PathBuf {
+        self.work.path(&format!("streams/shard-{shard:04}"))
+    }
+
+    /// What every word of the job became, by fingerprint (see [`dupgram_vocab::number_shard_words`]).
+    fn vocab_codes(&self) -> PathBuf {
+        self.work.path("vocab.codes")
+    }
+
+    /// Whether the lexicon tasks write word streams for the map tasks to
+    /// count from (no vocabulary held anywhere): plain counts. A job that
+    /// keeps its state keeps n-grams of words seen once, and `pairs` and
+    /// postings index the text: their tasks read it with the lexicon.
+    fn counts_from_streams(&self) -> bool {
+        self.plan.command == "ngrams" && !self.plan.keep_state && !self.plan.keep_postings
+    }
+
     fn shard_sieve(&self, shard: usize) -> PathBuf {
         self.work.path(&format!("lexicon/shard-{shard:04}.sieve"))
     }
@@ -119,7 +138,9 @@ impl<'a> Stage<'a> {
 
     /// Counts the words of a shard; fills and saves its sieve. The words
     /// past its table's room are counted on disk: the shard's words go to
-    /// one file by fingerprint, table's and overflow's alike.
+    /// one file by fingerprint, table's and overflow's alike. For a count
+    /// from word streams, the task also keeps its workers' streams, the
+    /// runs of their overflow tokens and its table's words by fingerprint.
     fn lexicon(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
         self.plan.check_shard(shard)?;
         let scratch = self.scratch(&self.work.path("tmp"), TaskId::Lexicon(shard))?;
@@ -129,25 +150,43 @@ impl<'a> Stage<'a> {
         // Without the memory map there is simply no sieve: results are the same.
         let sieve =
             (self.plan.sieve_bytes > 0).then(|| Sieve::with_bytes(self.plan.sieve_bytes as usize).ok()).flatten();
-        let (builder, sieve, overflow) = passes.count_shard_words(&self.plan.shard_inputs(shard), sieve, &mut stats)?;
-        let record = TaskRecord {
+        let inputs = self.plan.shard_inputs(shard);
+        let (builder, sieve, overflow, streams) = if self.counts_from_streams() {
+            let s = passes.shard_streams(&inputs, sieve, &mut stats)?;
+            (s.builder, s.sieve, s.overflow, Some(s.streams))
+        } else {
+            let (builder, sieve, overflow) = passes.count_shard_words(&inputs, sieve, &mut stats)?;
+            (builder, sieve, overflow, None)
+        };
+        let mut record = TaskRecord {
             tokens: builder.tokens(),
             documents: stats.documents,
             sieve: sieve.is_some(),
+            first_seen: builder.first_seen_len() as u64,
             ..Default::default()
         };
         if let Some(sieve) = sieve {
             write_file(&self.shard_sieve(shard), |out| sieve.save(out))?;
         }
         stats.overflow_tokens = overflow.iter().map(|o| o.tokens).sum();
+        let name = |path: &Path| path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        record.occurrences = overflow.iter().flat_map(|o| o.occurrence_paths().map(name)).collect();
+        let plan = passes.vocabulary_plan(builder.heap_bytes() as u64);
+        if let Some(streams) = &streams {
+            record.streams =
+                streams.iter().map(|(segments, bytes)| (segments.iter().map(|p| name(p)).collect(), *bytes)).collect();
+            write_shard_table(&builder, &scratch.path().join(SHARD_TABLE), &plan).map_err(PipelineError::from)?;
+        }
         // Every word is kept, stop words by rank too: those are chosen from the whole corpus.
         let written = scratch.path().join("shard.words");
-        let plan = passes.vocabulary_plan(builder.heap_bytes() as u64);
         let words = write_shard_words(&builder, overflow, &written, &plan).map_err(PipelineError::from)?;
         stats.overflow_words = words.overflow_words;
         stats.vocabulary_bytes = words.bytes;
         let target = self.shard_words(shard);
         std::fs::rename(&written, &target).map_err(|e| ClusterError::io(&target, e))?;
+        if streams.is_some() {
+            keep_dir(scratch, &self.shard_streams(shard))?;
+        }
         stats.seconds.lexicon = started.elapsed().as_secs_f64();
         Ok(TaskRecord { stats, ..record })
     }
@@ -161,34 +200,30 @@ impl<'a> Stage<'a> {
         let mut stats = NgramStats::default();
         let scratch = self.scratch(&self.work.path("tmp"), TaskId::Vocab)?;
         let passes = self.passes(scratch.path())?;
-        // The numbering reads and removes what it merges: it gets links, and
-        // a rerun of this task finds the shards' files whole.
-        let mut files = Vec::with_capacity(shards);
-        for shard in 0..shards {
-            let (from, to) = (self.shard_words(shard), scratch.path().join(format!("shard-{shard:04}.words")));
-            if std::fs::hard_link(&from, &to).is_err() {
-                std::fs::copy(&from, &to).map_err(|e| ClusterError::io(&from, e))?;
-            }
-            files.push(to);
-        }
+        let files: Vec<PathBuf> = (0..shards).map(|shard| self.shard_words(shard)).collect();
         let mut listed = self.config.stopwords.clone();
         listed.sort_unstable();
         listed.dedup();
         let plan = passes.vocabulary_plan(0);
         let mut failure: Option<VocabError> = None;
+        // What every word became, for the map tasks to read their streams by.
+        let codes = self.counts_from_streams().then(|| scratch.path().join("vocab.codes"));
         let written = write_file(&self.vocab_lexicon(), |out| {
-            number_shard_words(files, &listed, (self.config.norm, self.config.stop_top), out, &plan).map(drop).map_err(
-                |e| {
-                    let message = e.to_string();
-                    failure = Some(e);
-                    std::io::Error::other(message)
-                },
-            )
+            let options = (self.config.norm, self.config.stop_top);
+            number_shard_words(&files, &listed, options, out, codes.as_deref(), &plan).map(drop).map_err(|e| {
+                let message = e.to_string();
+                failure = Some(e);
+                std::io::Error::other(message)
+            })
         });
         if let Some(e) = failure {
             return Err(PipelineError::from(e).into());
         }
         written?;
+        if let Some(codes) = codes {
+            let target = self.vocab_codes();
+            std::fs::rename(&codes, &target).map_err(|e| ClusterError::io(&target, e))?;
+        }
 
         let sieve = if parts.iter().all(|p| p.sieve) && shards > 0 { self.combined_sieve(shards)? } else { None };
         let sieve = passes.settle_sieve(sieve, &mut stats);
@@ -230,6 +265,9 @@ impl<'a> Stage<'a> {
         if self.plan.keep_postings {
             return self.map_postings(shard);
         }
+        if self.counts_from_streams() {
+            return self.map_streams(shard);
+        }
         let vocab = self.record(TaskId::Vocab, TaskId::Map(shard))?;
         let read = self.record(TaskId::Lexicon(shard), TaskId::Map(shard))?;
         self.plan.check_shard(shard)?;
@@ -249,6 +287,64 @@ impl<'a> Stage<'a> {
             ))
             .into());
         }
+        let runs = run_entries(&counted.runs);
+        keep_dir(scratch, &self.shard_runs(shard))?;
+        Ok(TaskRecord { stats, runs, entries: counted.entries, ..Default::default() })
+    }
+
+    /// The count pass over a shard's word streams: their codes resolved
+    /// against the job's codes file, runs cut by bucket. Holds no
+    /// vocabulary: the renumbering of the shard's table (which the lexicon
+    /// task held) and a reader per stream.
+    fn map_streams(&self, shard: usize) -> Result<TaskRecord, ClusterError> {
+        let vocab = self.record(TaskId::Vocab, TaskId::Map(shard))?;
+        let read = self.record(TaskId::Lexicon(shard), TaskId::Map(shard))?;
+        self.plan.check_shard(shard)?;
+        let scratch = self.scratch(&self.work.path("runs"), TaskId::Map(shard))?;
+        let passes = self.passes(scratch.path())?;
+        let mut stats = NgramStats::default();
+        let started = Instant::now();
+        let lexicon = Lexicon::load_limited(&self.vocab_lexicon(), Scope::Repeated, 0, &mut |_, _| Ok(()))?;
+        let dir = self.shard_streams(shard);
+        let occurrences: Vec<PathBuf> = read.occurrences.iter().map(|name| dir.join(name)).collect();
+        let first_seen = usize::try_from(read.first_seen)
+            .map_err(|_| ClusterError::corrupt(&self.record_path(TaskId::Lexicon(shard)), "first-seen IDs"))?;
+        let plan = passes.vocabulary_plan(lexicon.heap_bytes() as u64);
+        let (renumbering, sides) = resolve_shard(
+            &dir.join(SHARD_TABLE),
+            first_seen,
+            &occurrences,
+            &self.vocab_codes(),
+            read.streams.len(),
+            &plan,
+        )
+        .map_err(PipelineError::from)?;
+        let streams: Vec<(Vec<PathBuf>, u64)> = read
+            .streams
+            .iter()
+            .map(|(segments, bytes)| (segments.iter().map(|name| dir.join(name)).collect(), *bytes))
+            .collect();
+        let mut sieve = if vocab.sieve { Some(self.load_sieve()?) } else { None };
+        stats.tokens = read.tokens;
+        let counted = passes.count_shard_streams(
+            &streams,
+            &lexicon,
+            renumbering,
+            sides,
+            sieve.as_mut(),
+            &vocab.bounds,
+            &mut stats,
+        )?;
+        stats.seconds.count = started.elapsed().as_secs_f64();
+        if counted.documents != read.documents {
+            return Err(PipelineError::Changed(format!(
+                "shard {shard}: the lexicon task wrote {} documents to its streams, the map task read {}",
+                read.documents, counted.documents
+            ))
+            .into());
+        }
+        // The lexicon task counted the tokens; the summary takes them from there.
+        stats.tokens = 0;
         let runs = run_entries(&counted.runs);
         keep_dir(scratch, &self.shard_runs(shard))?;
         Ok(TaskRecord { stats, runs, entries: counted.entries, ..Default::default() })
@@ -346,7 +442,7 @@ impl<'a> Stage<'a> {
 
     /// Runs removed once the output is written: they are as large as the data.
     fn remove_spill(&self) -> Result<(), ClusterError> {
-        for dir in ["runs", "dups", "tmp", "pairs"] {
+        for dir in ["runs", "streams", "dups", "tmp", "pairs"] {
             let path = self.work.path(dir);
             std::fs::remove_dir_all(&path).map_err(|e| ClusterError::io(&path, e))?;
             std::fs::create_dir_all(&path).map_err(|e| ClusterError::io(&path, e))?;
@@ -354,6 +450,9 @@ impl<'a> Stage<'a> {
         Ok(())
     }
 }
+
+/// The table's words by fingerprint, in a shard's streams directory.
+const SHARD_TABLE: &str = "table.dgr";
 
 /// The first word ID of buckets 1.. so each holds about the same number of
 /// n-gram occurrences: an n-gram starts with a word as often as the word

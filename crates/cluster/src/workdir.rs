@@ -17,7 +17,7 @@ impl WorkDir {
     pub fn new(root: &Path) -> Result<WorkDir, ClusterError> {
         std::fs::create_dir_all(root).map_err(|e| ClusterError::io(root, e))?;
         let root = std::path::absolute(root).map_err(|e| ClusterError::io(root, e))?;
-        for sub in ["tasks", "lexicon", "runs", "dups", "slurm", "tmp", "state/parts", "pairs"] {
+        for sub in ["tasks", "lexicon", "streams", "runs", "dups", "slurm", "tmp", "state/parts", "pairs"] {
             let dir = root.join(sub);
             std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io(&dir, e))?;
         }

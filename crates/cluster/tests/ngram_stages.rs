@@ -1,7 +1,8 @@
 //! A staged `ngrams` job whose tasks hold no vocabulary — the lexicon tasks'
 //! tables frozen, the words past them counted on disk and numbered out of
 //! core by the vocab task, the reduce tasks reading the words back from
-//! disk — gives the one-machine job's duplicates and lexicon byte for byte.
+//! disk, the map tasks counting from the lexicon tasks' word streams —
+//! gives the one-machine job's duplicates and lexicon byte for byte.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -98,5 +99,8 @@ fn staged_tasks_past_their_tables_equal_the_one_machine_job() {
         assert!(stats.overflow_words > 0 && stats.overflow_tokens > 0, "round {round}: the tables froze: {stats:?}");
         assert!(dups == plain.0, "round {round}: the staged duplicates differ");
         assert!(lexicon == plain.1, "round {round}: the staged lexicon differs");
+        // The word streams and their side files went with the job's spill.
+        let left: Vec<_> = std::fs::read_dir(work.join("streams")).unwrap().collect();
+        assert!(left.is_empty(), "round {round}: streams left behind: {left:?}");
     }
 }

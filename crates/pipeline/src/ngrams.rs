@@ -12,13 +12,13 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use dupgram_chunker::{Chunk, KeyLayout};
 use dupgram_corpus::{Batch, CorpusError, Input, ReadOptions, ReadStats};
-use dupgram_lexicon::{Lexicon, LexiconBuilder, Normalization, Scope, WordsById};
+use dupgram_lexicon::{Lexicon, LexiconBuilder, Normalization, Renumbering, Scope, WordsById};
 use dupgram_merge::{MergeSink, RunFile};
 use dupgram_runs::RunHeader;
 use dupgram_sieve::{DelayLine, Filling, Sieve, Slot};
 use dupgram_vocab::{
-    BatchWords, DiskWords, DiskWordsWriter, HeldWords, Numbered, OverflowRuns, RareWords, VocabError, VocabularyPlan,
-    number_vocabulary,
+    BatchWords, DiskWords, DiskWordsWriter, HeldWords, Numbered, OverflowRuns, RareWords, SideFile, VocabError,
+    VocabularyPlan, number_vocabulary,
 };
 use serde::{Deserialize, Serialize};
 
@@ -427,6 +427,60 @@ impl<'a> Passes<'a> {
         self.lexicon_pass_of_task(inputs, sieve, true, stats)
     }
 
+    /// The lexicon pass over a shard of a corpus counted in tasks, writing
+    /// each worker's word stream to the work directory as the one-process
+    /// count does: the table freezes when its room is used, and the words
+    /// past it go to overflow logs (occurrences and words) for
+    /// [`dupgram_vocab::resolve_shard`] and [`dupgram_vocab::write_shard_words`].
+    pub fn shard_streams(
+        &self,
+        inputs: &[Input],
+        sieve: Option<Sieve>,
+        stats: &mut NgramStats,
+    ) -> Result<ShardStreams, PipelineError> {
+        let fused = sieve.is_some();
+        let shared: SharedSieve = RwLock::new(sieve);
+        let kind =
+            LexiconPassKind { fused, streams: true, documents: false, may_halve: false, words_past_table: false };
+        let pass = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
+        record_read(&pass.read, stats);
+        Ok(ShardStreams {
+            sieve: shared.into_inner().unwrap_or_else(|p| p.into_inner()),
+            streams: pass.streams.into_iter().map(|w| (w.segments, w.bytes)).collect(),
+            builder: pass.builder,
+            overflow: pass.overflow,
+        })
+    }
+
+    /// The count pass over a shard's word streams ([`shard_streams`](Self::shard_streams)):
+    /// runs per bucket in the work directory, as [`count_ngrams`](Self::count_ngrams)
+    /// writes from the text. `renumbering` and `sides` say what the streams'
+    /// codes are ([`dupgram_vocab::resolve_shard`]); the streams are read, and
+    /// stay; the side files go once read.
+    #[allow(clippy::too_many_arguments)]
+    pub fn count_shard_streams(
+        &self,
+        streams: &[(Vec<PathBuf>, u64)],
+        lexicon: &Lexicon,
+        renumbering: Renumbering,
+        sides: Vec<Option<SideFile>>,
+        sieve: Option<&mut Sieve>,
+        buckets: &[u32],
+        stats: &mut NgramStats,
+    ) -> Result<CountPassTotals, PipelineError> {
+        let files: Vec<WordsFile> =
+            streams.iter().map(|(segments, bytes)| WordsFile { segments: segments.clone(), bytes: *bytes }).collect();
+        let vocabulary = u32::try_from(renumbering.ids.len())
+            .map_err(|_| PipelineError::Corrupt("a shard table of over 2^32 words".into()))?;
+        let streamed = Streamed { renumbering, vocabulary, sides, final_ids: false };
+        // The sieve, filled by the lexicon tasks, is only asked.
+        let part =
+            StreamPart { sieve, fill: false, prints: None, part: FirstWords::ALL, label: (1, 1), last: false, buckets };
+        let counted = self.job.count_streams(&files, lexicon, &streamed, part, stats);
+        streamed.remove_sides();
+        counted
+    }
+
     fn lexicon_pass_of_task(
         &self,
         inputs: &[Input],
@@ -520,6 +574,16 @@ impl<'a> Passes<'a> {
     ) -> Result<(), PipelineError> {
         self.job.merge_pass(runs, entries, lexicon, words, 1, stats, emit)
     }
+}
+
+/// What the lexicon pass over a shard leaves ([`Passes::shard_streams`]).
+pub struct ShardStreams {
+    pub builder: LexiconBuilder,
+    pub sieve: Option<Sieve>,
+    /// Each worker's word stream: its segments (in the work directory) and bytes.
+    pub streams: Vec<(Vec<PathBuf>, u64)>,
+    /// The overflow logs of the streams that had overflow tokens.
+    pub overflow: Vec<OverflowRuns>,
 }
 
 /// A finished count.
@@ -726,7 +790,7 @@ impl Job<'_> {
                 &streams,
                 &lexicon,
                 &renumbering,
-                StreamPart { sieve: table, fill, prints, part, label: (i, parts), last },
+                StreamPart { sieve: table, fill, prints, part, label: (i, parts), last, buckets: &[] },
                 stats,
             )?;
             plan.counted(stats.run_bytes - written);
@@ -1002,7 +1066,7 @@ impl Job<'_> {
         self.control.progress.start(&phase_of("counting", label), Some(stats.tokens + stats.documents));
         let header = RunHeader::counts(config.n as u8, lexicon.identity());
         let outputs = each_stream(streams, |worker, file, abort| {
-            let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, &[]);
+            let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, part.buckets);
             let mut keep = KeepNgrams::new(sieve, range, spill);
             keep.prints = part.prints.filter(|_| sieve.is_some());
             let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
@@ -1534,6 +1598,8 @@ struct StreamPart<'a> {
     label: (usize, usize),
     /// The streams' last reading: each segment goes once read.
     last: bool,
+    /// Runs cut by bucket of first word IDs (see [`Passes::count_ngrams`]); none when empty.
+    buckets: &'a [u32],
 }
 
 /// How a count's parts are planned: each with the sieve filled for it, or

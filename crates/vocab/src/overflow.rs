@@ -174,6 +174,11 @@ pub struct OverflowRuns {
 }
 
 impl OverflowRuns {
+    /// The runs of the stream's overflow tokens (by fingerprint, then place).
+    pub fn occurrence_paths(&self) -> impl Iterator<Item = &Path> {
+        self.occurrences.iter().map(|r| r.path.as_path())
+    }
+
     /// Whether the stream had overflow tokens at all.
     pub fn is_empty(&self) -> bool {
         self.tokens == 0

@@ -41,7 +41,7 @@ pub struct Numbered<W> {
 }
 
 /// The tag bit of an overflow word handed to [`Numbering`] (below it: its index in fingerprint order).
-const OVERFLOW_TAG: u64 = 1 << 63;
+pub(crate) const OVERFLOW_TAG: u64 = 1 << 63;
 
 /// Numbers the words of `table` and of the `overflow` logs (one per stream)
 /// together, as one builder holding them all would, and writes the lexicon
@@ -133,31 +133,7 @@ pub fn number_vocabulary<W: Write>(
     spilled += by_place.spilled();
 
     // 4. The codes in each stream's order: its side file.
-    let mut sides: Vec<Option<SideFile>> = vec![None; streams];
-    {
-        let mut by_place = by_place.finish()?.open(room, plan.stop)?;
-        let mut writer: Option<(usize, SideWriter)> = None;
-        while let Some(r) = by_place.next_record()? {
-            let stream = (r.major >> PLACE_BITS) as usize;
-            let k = (r.major as u64) & ((1 << PLACE_BITS) - 1);
-            if writer.as_ref().is_none_or(|(s, _)| *s != stream) {
-                if let Some((s, w)) = writer.take() {
-                    sides[s] = Some(w.finish()?);
-                }
-                let path = plan.dir.join(format!("overflow-side-s{stream}.dgs"));
-                writer = Some((stream, SideWriter::create(&path)?));
-            }
-            let hash = u64::from_le_bytes(
-                r.bytes.try_into().map_err(|_| VocabError::Inconsistent("a token's hash is not 8 bytes".into()))?,
-            );
-            let code =
-                u32::try_from(r.payload).map_err(|_| VocabError::Inconsistent("a code beyond 32 bits".into()))?;
-            writer.as_mut().expect("opened above").1.push(k, code, hash)?;
-        }
-        if let Some((s, w)) = writer.take() {
-            sides[s] = Some(w.finish()?);
-        }
-    }
+    let sides = write_side_files(by_place, streams, room, plan)?;
     spilled += sides.iter().flatten().map(|s| s.bytes).sum::<u64>();
     Ok(Numbered {
         out,
@@ -171,8 +147,44 @@ pub fn number_vocabulary<W: Write>(
     })
 }
 
+/// Step 4: the codes filed by place (stream, then token), as each stream's
+/// side file in `plan.dir`; `memory` for the sort's readers.
+pub(crate) fn write_side_files(
+    by_place: WordSort,
+    streams: usize,
+    memory: u64,
+    plan: &VocabularyPlan<'_>,
+) -> Result<Vec<Option<SideFile>>, VocabError> {
+    let mut sides: Vec<Option<SideFile>> = vec![None; streams];
+    let mut by_place = by_place.finish()?.open(memory, plan.stop)?;
+    let mut writer: Option<(usize, SideWriter)> = None;
+    while let Some(r) = by_place.next_record()? {
+        let stream = (r.major >> PLACE_BITS) as usize;
+        let k = (r.major as u64) & ((1 << PLACE_BITS) - 1);
+        if stream >= streams {
+            return Err(VocabError::Inconsistent(format!("an overflow token of stream {stream} of {streams}")));
+        }
+        if writer.as_ref().is_none_or(|(s, _)| *s != stream) {
+            if let Some((s, w)) = writer.take() {
+                sides[s] = Some(w.finish()?);
+            }
+            let path = plan.dir.join(format!("overflow-side-s{stream}.dgs"));
+            writer = Some((stream, SideWriter::create(&path)?));
+        }
+        let hash = u64::from_le_bytes(
+            r.bytes.try_into().map_err(|_| VocabError::Inconsistent("a token's hash is not 8 bytes".into()))?,
+        );
+        let code = u32::try_from(r.payload).map_err(|_| VocabError::Inconsistent("a code beyond 32 bits".into()))?;
+        writer.as_mut().expect("opened above").1.push(k, code, hash)?;
+    }
+    if let Some((s, w)) = writer.take() {
+        sides[s] = Some(w.finish()?);
+    }
+    Ok(sides)
+}
+
 /// Bytes a reader of an occurrence run holds (a block and its decoding).
-const OCCURRENCE_READER_BYTES: u64 = 160 << 10;
+pub(crate) const OCCURRENCE_READER_BYTES: u64 = 160 << 10;
 
 pub(crate) fn numbered_words(candidates: u64, stop_top: usize) -> u64 {
     candidates - candidates.min(stop_top as u64)

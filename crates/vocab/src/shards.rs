@@ -19,12 +19,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use dupgram_lexicon::{LexiconBuilder, Normalization, TableWord};
+use dupgram_lexicon::{LexiconBuilder, Normalization, Renumbering, TableWord};
+use dupgram_merge::{MergeSink, RunFile, merge_all};
 
 use crate::error::VocabError;
-use crate::overflow::OverflowRuns;
-use crate::records::{Majors, RecordRunFile, RecordRunWriter, SortedWords, WordSort};
-use crate::resolve::{RankedNumbering, numbered_words};
+use crate::overflow::{OverflowRuns, occurrence_header};
+use crate::records::{Majors, MergedWords, RecordRunFile, RecordRunWriter, SortedWords, WordSort};
+use crate::resolve::{OCCURRENCE_READER_BYTES, OVERFLOW_TAG, RankedNumbering, numbered_words, write_side_files};
+use crate::side::SideFile;
 use crate::{VocabularyPlan, fingerprint};
 
 /// What [`write_shard_words`] wrote.
@@ -76,28 +78,263 @@ pub fn write_shard_words(
     Ok(ShardWords { words, overflow_words: words.saturating_sub(table_words), bytes: run.bytes })
 }
 
+/// What [`number_shard_words`] wrote.
+pub struct NumberedShards<W> {
+    pub out: W,
+    /// The lexicon file's identity.
+    pub identity: u64,
+    /// Words in the lexicon file (stop words aside).
+    pub words: u64,
+}
+
 /// Numbers the words of every shard's file ([`write_shard_words`]) as one
 /// builder holding them all (with the stop list `listed`, sorted) would,
-/// and writes the lexicon file to `out`; returns it, the file's identity
-/// and the words numbered (stop words by rank aside). The files are read
-/// once and removed: give links to keep them.
+/// and writes the lexicon file to `out`. With `codes`, also writes there
+/// what each word became, by fingerprint ([`resolve_shard`] reads it): its
+/// ID, or [`Renumbering::STOP`] for a stop word by rank; a word seen once,
+/// which breaks every n-gram, is left out. The shards' files are read
+/// through links in `plan.dir` and stay whole.
 pub fn number_shard_words<W: Write>(
-    shards: Vec<PathBuf>,
+    shards: &[PathBuf],
     listed: &[String],
     (norm, stop_top): (Normalization, usize),
     out: W,
+    codes: Option<&Path>,
     plan: &VocabularyPlan<'_>,
-) -> Result<(W, u64, u64), VocabError> {
+) -> Result<NumberedShards<W>, VocabError> {
+    let half = plan.memory / 2;
+    let mut by_index = codes.map(|_| WordSort::new(plan.dir, "shard-codes", half as usize));
+    let numbering = RankedNumbering { norm, listed, stop_top, half, dir: plan.dir, stop: plan.stop };
+    let numbered = numbering.number(Vec::new(), vec![linked_words(shards, plan.dir, "a")?], out, |w, code| {
+        match by_index.as_mut() {
+            Some(sort) if code != Renumbering::BREAK => {
+                sort.push(u128::from(w.tag & !OVERFLOW_TAG), &[], u64::from(code))
+            }
+            _ => Ok(()),
+        }
+    })?;
+    if let (Some(path), Some(by_index)) = (codes, by_index) {
+        write_codes(shards, by_index, numbered.overflow_words, path, plan)?;
+    }
+    Ok(NumberedShards {
+        out: numbered.out,
+        identity: numbered.identity,
+        words: numbered_words(numbered.candidates, stop_top),
+    })
+}
+
+/// The shards' files, linked into `dir` (copied where a link cannot be
+/// made), as one sorted stream to be read once.
+fn linked_words(shards: &[PathBuf], dir: &Path, round: &str) -> Result<SortedWords, VocabError> {
     let mut runs = Vec::with_capacity(shards.len());
-    for path in shards {
+    for (i, from) in shards.iter().enumerate() {
+        let path = dir.join(format!("shard-words-{round}{i:06}.dgr"));
+        link_or_copy(from, &path)?;
         let bytes = std::fs::metadata(&path).map_err(|e| VocabError::io(&path, e))?.len();
         // The reader checks the records against the file's own count.
         runs.push(RecordRunFile { path, records: 0, bytes, majors: Majors::Fingerprints });
     }
-    let sorted = SortedWords::from_runs(plan.dir, "shard-words", Majors::Fingerprints, runs);
-    let numbering = RankedNumbering { norm, listed, stop_top, half: plan.memory / 2, dir: plan.dir, stop: plan.stop };
-    let numbered = numbering.number(Vec::new(), vec![sorted], out, |_, _| Ok(()))?;
-    Ok((numbered.out, numbered.identity, numbered_words(numbered.candidates, stop_top)))
+    Ok(SortedWords::from_runs(dir, "shard-words", Majors::Fingerprints, runs))
+}
+
+/// A second name for `from` at `to` (its bytes copied where a link cannot
+/// be made): what reads and removes `to` leaves `from` whole.
+pub fn link_or_copy(from: &Path, to: &Path) -> Result<(), VocabError> {
+    if std::fs::hard_link(from, to).is_err() {
+        std::fs::copy(from, to).map_err(|e| VocabError::io(from, e))?;
+    }
+    Ok(())
+}
+
+/// The codes file: the shards' words merged by fingerprint once more (the
+/// order their indexes count), each beside its code from `by_index`.
+fn write_codes(
+    shards: &[PathBuf],
+    by_index: WordSort,
+    words: u64,
+    path: &Path,
+    plan: &VocabularyPlan<'_>,
+) -> Result<(), VocabError> {
+    let quarter = plan.memory / 4;
+    let mut merged = linked_words(shards, plan.dir, "b")?.open(quarter, plan.stop)?;
+    let mut codes = by_index.finish()?.open(quarter, plan.stop)?;
+    let mut next = codes.next_record()?.map(|r| (r.major, r.payload));
+    let mut out = RecordRunWriter::create(path, Majors::Fingerprints)?;
+    let mut index = 0u64;
+    while let Some(w) = merged.next_combined()? {
+        if let Some((at, code)) = next
+            && at == u128::from(index)
+        {
+            out.push(&crate::records::WordRecord { major: w.major, bytes: w.bytes, payload: code })?;
+            next = codes.next_record()?.map(|r| (r.major, r.payload));
+        }
+        index += 1;
+        if index.is_multiple_of(65536) && plan.stop.interrupted() {
+            return Err(VocabError::Interrupted);
+        }
+    }
+    if index != words || next.is_some() {
+        return Err(VocabError::Inconsistent(format!(
+            "the shards' words were {words} when numbered and {index} when read again"
+        )));
+    }
+    out.finish()?;
+    Ok(())
+}
+
+/// Writes the words of a shard's table by fingerprint, each with its
+/// first-seen ID, to `path`: how the shard's word streams name them.
+pub fn write_shard_table(table: &LexiconBuilder, path: &Path, plan: &VocabularyPlan<'_>) -> Result<u64, VocabError> {
+    let (ranked, _) = table.ranking();
+    let ranking_bytes = (ranked.capacity() * std::mem::size_of::<TableWord<'_>>()) as u64;
+    let half = plan.memory.saturating_sub(ranking_bytes) / 2;
+    let mut sort = WordSort::combining_by_fingerprint(plan.dir, "shard-table", half as usize);
+    for w in &ranked {
+        sort.push(fingerprint(w.bytes, w.hash), w.bytes, u64::from(w.first_seen))?;
+    }
+    drop(ranked);
+    let mut merged = sort.finish()?.open(half, plan.stop)?;
+    let mut out = RecordRunWriter::create(path, Majors::Fingerprints)?;
+    let mut words = 0u64;
+    while let Some(w) = merged.next_record()? {
+        out.push(&w)?;
+        words += 1;
+    }
+    out.finish()?;
+    Ok(words)
+}
+
+/// What a shard's word streams' codes become once the job's words are
+/// numbered: the renumbering of its table's `first_seen` first-seen IDs
+/// (from its table file, [`write_shard_table`]) and a side file per
+/// stream (of `streams`) for its overflow tokens (from their occurrence
+/// runs), both joined with the job's codes file ([`number_shard_words`]) by
+/// fingerprint. The files are read through links in `plan.dir` and stay whole.
+///
+/// A fingerprint names one word: the job's numbering merged every word of
+/// every shard by fingerprint and compared the bytes of any two under one
+/// ([`VocabError::Collision`]), so a join by fingerprint is a join by word.
+pub fn resolve_shard(
+    table: &Path,
+    first_seen: usize,
+    occurrences: &[PathBuf],
+    codes: &Path,
+    streams: usize,
+    plan: &VocabularyPlan<'_>,
+) -> Result<(Renumbering, Vec<Option<SideFile>>), VocabError> {
+    let renumbering = renumber_table(table, first_seen, codes, plan)?;
+    let reserved = renumbering.heap_bytes() as u64;
+    let room = plan.memory.saturating_sub(reserved);
+    let half = room / 2;
+    let mut by_place = WordSort::new(plan.dir, "shard-places", half as usize);
+    {
+        let mut codes = open_linked(codes, plan.dir, "codes-b", half / 2, plan)?;
+        let mut runs = Vec::with_capacity(occurrences.len());
+        for (i, from) in occurrences.iter().enumerate() {
+            let path = plan.dir.join(format!("shard-tokens-{i:06}.dgr"));
+            link_or_copy(from, &path)?;
+            let bytes = std::fs::metadata(&path).map_err(|e| VocabError::io(&path, e))?.len();
+            runs.push(RunFile { path, bytes, depth: 0 });
+        }
+        let mut join = FingerprintJoin {
+            next: codes.next_record()?.map(|r| (r.major, r.payload)),
+            codes,
+            by_place: &mut by_place,
+        };
+        let fan_in = ((half / 2 / OCCURRENCE_READER_BYTES) as usize).max(2);
+        let mut made = 0u64;
+        merge_all(
+            runs,
+            occurrence_header(),
+            fan_in,
+            || {
+                made += 1;
+                plan.dir.join(format!("shard-tokens-merged-{made:06}.dgr"))
+            },
+            &mut join,
+            plan.stop,
+        )?;
+    }
+    let sides = write_side_files(by_place, streams, room, plan)?;
+    Ok((renumbering, sides))
+}
+
+/// A file of words by fingerprint, read once through a link in `dir`.
+fn open_linked(
+    from: &Path,
+    dir: &Path,
+    name: &str,
+    memory: u64,
+    plan: &VocabularyPlan<'_>,
+) -> Result<MergedWords, VocabError> {
+    let path = dir.join(format!("{name}.dgr"));
+    link_or_copy(from, &path)?;
+    let bytes = std::fs::metadata(&path).map_err(|e| VocabError::io(&path, e))?.len();
+    let run = RecordRunFile { path, records: 0, bytes, majors: Majors::Fingerprints };
+    SortedWords::from_runs(dir, name, Majors::Fingerprints, vec![run]).open(memory, plan.stop)
+}
+
+/// The table's first-seen IDs joined with the codes by fingerprint: a word
+/// the codes file does not hold was seen once in the whole corpus.
+fn renumber_table(
+    table: &Path,
+    first_seen: usize,
+    codes: &Path,
+    plan: &VocabularyPlan<'_>,
+) -> Result<Renumbering, VocabError> {
+    let mut renumbering = Renumbering::for_table(first_seen);
+    let quarter = plan.memory.saturating_sub(renumbering.heap_bytes() as u64) / 4;
+    let mut words = open_linked(table, plan.dir, "table", quarter, plan)?;
+    let mut codes = open_linked(codes, plan.dir, "codes-a", quarter, plan)?;
+    let mut next = codes.next_record()?.map(|r| (r.major, r.bytes.to_vec(), r.payload));
+    while let Some(w) = words.next_record()? {
+        while next.as_ref().is_some_and(|(fp, bytes, _)| (*fp, bytes.as_slice()) < (w.major, w.bytes)) {
+            next = codes.next_record()?.map(|r| (r.major, r.bytes.to_vec(), r.payload));
+        }
+        let code = match &next {
+            Some((fp, bytes, code)) if *fp == w.major && bytes.as_slice() == w.bytes => *code,
+            _ => u64::from(Renumbering::BREAK),
+        };
+        let id = usize::try_from(w.payload).ok().filter(|&id| id < first_seen).ok_or_else(|| {
+            VocabError::Inconsistent(format!("a table word's first-seen ID {} of {first_seen}", w.payload))
+        })?;
+        let code = u32::try_from(code).map_err(|_| VocabError::Inconsistent("a code beyond 32 bits".into()))?;
+        renumbering.assign(id as u32, code, (w.major >> 64) as u64);
+    }
+    Ok(renumbering)
+}
+
+/// Walks the merged occurrences (by fingerprint, then place) beside the
+/// codes file (by fingerprint) and files each token under its place with
+/// its word's code; a word the codes file does not hold was seen once, and
+/// its tokens are left out (a token not filed breaks the window).
+struct FingerprintJoin<'a> {
+    codes: MergedWords,
+    /// The codes file's next record: fingerprint and code.
+    next: Option<(u128, u64)>,
+    by_place: &'a mut WordSort,
+}
+
+impl MergeSink for FingerprintJoin<'_> {
+    type Error = VocabError;
+
+    fn accept(&mut self, key: &[u32], count: u64, _: &[u64]) -> Result<(), VocabError> {
+        let word = key[..4].iter().fold(0u128, |acc, &w| (acc << 32) | u128::from(w));
+        let place = (u64::from(key[4]) << 32) | u64::from(key[5]);
+        if count != 1 {
+            return Err(VocabError::Inconsistent(format!("overflow token at place {place:#x} logged {count} times")));
+        }
+        while self.next.is_some_and(|(fp, _)| fp < word) {
+            self.next = self.codes.next_record()?.map(|r| (r.major, r.payload));
+        }
+        if let Some((fp, code)) = self.next
+            && fp == word
+        {
+            let hash = (word >> 64) as u64;
+            self.by_place.push(u128::from(place), &hash.to_le_bytes(), code)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -131,10 +368,9 @@ mod tests {
             write_shard_words(&builder, vec![log.finish().unwrap()], &path, &plan).unwrap();
             files.push(path);
         }
-        let (out, _, _) =
-            number_shard_words(files, &["s".to_string()], (Normalization::default(), stop_top), Vec::new(), &plan)
-                .unwrap();
-        out
+        let listed = ["s".to_string()];
+        let norm = Normalization::default();
+        number_shard_words(&files, &listed, (norm, stop_top), Vec::new(), None, &plan).unwrap().out
     }
 
     /// The lexicon file of one builder that saw every shard's tokens.
@@ -170,8 +406,12 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let file = numbered_in_shards(&shards, freeze_after, stop_top, dir.path());
             prop_assert!(file == numbered_at_once(&shards, stop_top));
-            // The shard files were read and removed; nothing else is left.
-            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            // The shards' files stay whole; nothing else is left.
+            let left: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|name| !(name.starts_with("shard-") && name.ends_with(".words")))
+                .collect();
             prop_assert!(left.is_empty(), "{:?}", left);
         }
     }
