@@ -7,10 +7,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use dupgram_cluster::{JobPlan, Outputs, Stage, TaskId, WorkDir};
+mod common;
+
+use dupgram_cluster::{Outputs, Stage, TaskId, WorkDir};
 use dupgram_corpus::Input;
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
-use dupgram_pipeline::{Control, NgramConfig, NgramStats, Passes, count_ngrams};
+use dupgram_pipeline::{Control, NgramConfig, NgramStats, count_ngrams};
 use dupgram_testkit::{Corpus, CorpusSpec};
 
 /// Short documents over an open vocabulary: most words are rare.
@@ -58,22 +60,7 @@ fn one_machine(config: &NgramConfig, dir: &Path) -> (Vec<u8>, Vec<u8>) {
 /// The staged job, every task in order: its duplicates, lexicon and summary.
 fn staged(config: &NgramConfig, work: &Path, shards: usize, buckets: usize) -> (Vec<u8>, Vec<u8>, NgramStats) {
     let control = Control::default();
-    let paths: Vec<PathBuf> =
-        config.inputs.iter().map(|i| if let Input::Path(p) = i { p.clone() } else { unreachable!() }).collect();
-    let (inputs, cut) = JobPlan::cut(&paths, None, shards, buckets).unwrap();
-    let sieve_bytes = Passes::new(config, &control, work).unwrap().sieve_size().unwrap_or(0);
-    let plan = JobPlan {
-        command: "ngrams".into(),
-        argv: vec![],
-        cwd: std::env::current_dir().unwrap(),
-        options: String::new(),
-        inputs,
-        shards: cut,
-        buckets,
-        sieve_bytes,
-        keep_state: false,
-        keep_postings: false,
-    };
+    let plan = common::job_plan("ngrams", config, work, shards, buckets);
     let (out, lexicon) = (work.with_extension("tsv"), work.with_extension("lex"));
     let work = WorkDir::new(work).unwrap();
     let outputs = Outputs { dups: Some(out.clone()), lexicon: Some(lexicon.clone()), ..Outputs::default() };

@@ -4,10 +4,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use dupgram_cluster::{JobPlan, Outputs, PairsOutputs, Stage, TaskId, WorkDir};
+mod common;
+
+use dupgram_cluster::{Outputs, PairsOutputs, Stage, TaskId, WorkDir};
 use dupgram_corpus::Input;
 use dupgram_pipeline::output::{OutputFile, PairFiles, PairFormat};
-use dupgram_pipeline::{Control, NgramConfig, PairsConfig, PairsStats, Passes, find_pairs};
+use dupgram_pipeline::{Control, NgramConfig, PairsConfig, PairsStats, find_pairs};
 use dupgram_testkit::{Corpus, CorpusSpec};
 
 fn corpus(dir: &Path, seed: u64) -> PathBuf {
@@ -54,22 +56,7 @@ fn run_staged(
 ) -> Result<PairsStats, String> {
     let control = Control::default();
     let base = &config.base;
-    let paths: Vec<PathBuf> =
-        base.inputs.iter().map(|i| if let Input::Path(p) = i { p.clone() } else { unreachable!() }).collect();
-    let (inputs, cut) = JobPlan::cut(&paths, None, shards, buckets).unwrap();
-    let sieve_bytes = Passes::new(base, &control, work).unwrap().sieve_size().unwrap_or(0);
-    let plan = JobPlan {
-        command: "pairs".into(),
-        argv: vec![],
-        cwd: std::env::current_dir().unwrap(),
-        options: String::new(),
-        inputs,
-        shards: cut,
-        buckets,
-        sieve_bytes,
-        keep_state: false,
-        keep_postings: false,
-    };
+    let plan = common::job_plan("pairs", base, work, shards, buckets);
     let work = WorkDir::new(work).unwrap();
     let outputs = Outputs {
         pairs: Some(PairsOutputs {

@@ -128,3 +128,20 @@ pub use shards::{
     NumberedShards, ShardWords, link_or_copy, number_shard_words, resolve_shard, write_shard_table, write_shard_words,
 };
 pub use side::{OverflowWord, SIDE_READER_BYTES, SideFile, SideReader};
+
+/// What the tests of several modules draw their token lists from.
+#[cfg(test)]
+pub(crate) mod testing {
+    use proptest::prelude::*;
+
+    /// Between 1 and `lists - 1` lists of under `len` tokens over a Zipf-ish
+    /// vocabulary: a few frequent words, `rare` rare ones, and the stop word `s`.
+    pub fn token_lists(rare: u32, len: usize, lists: usize) -> impl Strategy<Value = Vec<Vec<String>>> {
+        let word = prop_oneof![
+            4 => (0u32..8).prop_map(|i| format!("w{i}")),
+            3 => (0u32..rare).prop_map(|i| format!("r{i}")),
+            1 => Just("s".to_string()),
+        ];
+        proptest::collection::vec(proptest::collection::vec(word, 0..len), 1..lists)
+    }
+}

@@ -39,6 +39,17 @@ pub(crate) fn occurrence_layout() -> KeyLayout {
     KeyLayout::new(6, u32::MAX).expect("6 words of 32 bits fit a key")
 }
 
+/// An occurrence run entry's word fingerprint and place; an entry logged
+/// more than once is damage (every token has a place of its own).
+pub(crate) fn occurrence(key: &[u32], count: u64) -> Result<(u128, u64), VocabError> {
+    let word = key[..4].iter().fold(0u128, |acc, &w| (acc << 32) | u128::from(w));
+    let place = (u64::from(key[4]) << 32) | u64::from(key[5]);
+    if count != 1 {
+        return Err(VocabError::Inconsistent(format!("overflow token at place {place:#x} logged {count} times")));
+    }
+    Ok((word, place))
+}
+
 /// The run header of occurrence runs.
 pub(crate) fn occurrence_header() -> RunHeader {
     RunHeader::counts(6, u64::from_le_bytes(*b"overflow"))

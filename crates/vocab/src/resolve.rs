@@ -6,10 +6,10 @@ use std::io::Write;
 use std::path::Path;
 
 use dupgram_lexicon::{LexiconBuilder, Normalization, Numbering, RankedWord, Renumbering, TableWord, rank_order};
-use dupgram_merge::{Interrupt, MergeSink, merge_all};
+use dupgram_merge::{Interrupt, MergeReport, MergeSink, RunFile, merge_all};
 
 use crate::error::VocabError;
-use crate::overflow::{OverflowRuns, PLACE_BITS, occurrence_header};
+use crate::overflow::{OverflowRuns, PLACE_BITS, occurrence, occurrence_header};
 use crate::records::{MergedWords, SortedWords, WordSort};
 use crate::side::{SideFile, SideWriter};
 
@@ -109,19 +109,7 @@ pub fn number_vocabulary<W: Write>(
     {
         let mut codes = codes.finish()?.open(half / 2, plan.stop)?;
         let mut join = Join { codes: &mut codes, by_place: &mut by_place, word: None, index: 0, code: 0 };
-        let fan_in = ((half / 2 / OCCURRENCE_READER_BYTES) as usize).max(2);
-        let mut made = 0u64;
-        let report = merge_all(
-            occurrence_runs,
-            occurrence_header(),
-            fan_in,
-            || {
-                made += 1;
-                plan.dir.join(format!("overflow-tokens-merged-{made:06}.dgr"))
-            },
-            &mut join,
-            plan.stop,
-        )?;
+        let report = merge_occurrences(occurrence_runs, &mut join, "overflow-tokens", half / 2, plan)?;
         spilled += report.bytes_written;
         if join.index != overflow_words || join.codes.next_record()?.is_some() {
             return Err(VocabError::Inconsistent(format!(
@@ -145,6 +133,25 @@ pub fn number_vocabulary<W: Write>(
         overflow_tokens,
         spilled,
     })
+}
+
+/// Merges occurrence runs (by fingerprint, then place) into `sink`, with
+/// as many readers at once as `memory` holds; intermediate merges are
+/// `{name}-merged-NNNNNN.dgr` in `plan.dir`.
+pub(crate) fn merge_occurrences<S: MergeSink<Error = VocabError>>(
+    runs: Vec<RunFile>,
+    sink: &mut S,
+    name: &str,
+    memory: u64,
+    plan: &VocabularyPlan<'_>,
+) -> Result<MergeReport, VocabError> {
+    let fan_in = ((memory / OCCURRENCE_READER_BYTES) as usize).max(2);
+    let mut made = 0u64;
+    let new_run = || {
+        made += 1;
+        plan.dir.join(format!("{name}-merged-{made:06}.dgr"))
+    };
+    Ok(merge_all(runs, occurrence_header(), fan_in, new_run, sink, plan.stop)?)
 }
 
 /// Step 4: the codes filed by place (stream, then token), as each stream's
@@ -184,7 +191,7 @@ pub(crate) fn write_side_files(
 }
 
 /// Bytes a reader of an occurrence run holds (a block and its decoding).
-pub(crate) const OCCURRENCE_READER_BYTES: u64 = 160 << 10;
+const OCCURRENCE_READER_BYTES: u64 = 160 << 10;
 
 pub(crate) fn numbered_words(candidates: u64, stop_top: usize) -> u64 {
     candidates - candidates.min(stop_top as u64)
@@ -330,11 +337,7 @@ impl MergeSink for Join<'_> {
     type Error = VocabError;
 
     fn accept(&mut self, key: &[u32], count: u64, _: &[u64]) -> Result<(), VocabError> {
-        let word = key[..4].iter().fold(0u128, |acc, &w| (acc << 32) | u128::from(w));
-        let place = (u64::from(key[4]) << 32) | u64::from(key[5]);
-        if count != 1 {
-            return Err(VocabError::Inconsistent(format!("overflow token at place {place:#x} logged {count} times")));
-        }
+        let (word, place) = occurrence(key, count)?;
         if self.word != Some(word) {
             if self.word.is_some_and(|w| w > word) {
                 return Err(VocabError::Inconsistent("overflow tokens out of order".into()));
@@ -465,21 +468,11 @@ mod tests {
         Ok(())
     }
 
-    fn corpus() -> impl Strategy<Value = Vec<Vec<String>>> {
-        // A Zipf-ish vocabulary: a few frequent words, many rare ones.
-        let word = prop_oneof![
-            4 => (0u32..8).prop_map(|i| format!("w{i}")),
-            3 => (0u32..200).prop_map(|i| format!("r{i}")),
-            1 => Just("s".to_string()),
-        ];
-        proptest::collection::vec(proptest::collection::vec(word, 0..120), 1..4)
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn freezing_the_table_changes_no_id(
-            streams in corpus(),
+            streams in crate::testing::token_lists(200, 120, 4),
             freeze_after in 0usize..200,
             stop_top in 0usize..3,
             memory in prop_oneof![Just(0u64), Just(1u64 << 20)],

@@ -20,12 +20,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dupgram_lexicon::{LexiconBuilder, Normalization, Renumbering, TableWord};
-use dupgram_merge::{MergeSink, RunFile, merge_all};
+use dupgram_merge::{MergeSink, RunFile};
 
 use crate::error::VocabError;
-use crate::overflow::{OverflowRuns, occurrence_header};
+use crate::overflow::{OverflowRuns, occurrence};
 use crate::records::{Majors, MergedWords, RecordRunFile, RecordRunWriter, SortedWords, WordSort};
-use crate::resolve::{OCCURRENCE_READER_BYTES, OVERFLOW_TAG, RankedNumbering, numbered_words, write_side_files};
+use crate::resolve::{OVERFLOW_TAG, RankedNumbering, merge_occurrences, numbered_words, write_side_files};
 use crate::side::SideFile;
 use crate::{VocabularyPlan, fingerprint};
 
@@ -241,19 +241,7 @@ pub fn resolve_shard(
             codes,
             by_place: &mut by_place,
         };
-        let fan_in = ((half / 2 / OCCURRENCE_READER_BYTES) as usize).max(2);
-        let mut made = 0u64;
-        merge_all(
-            runs,
-            occurrence_header(),
-            fan_in,
-            || {
-                made += 1;
-                plan.dir.join(format!("shard-tokens-merged-{made:06}.dgr"))
-            },
-            &mut join,
-            plan.stop,
-        )?;
+        merge_occurrences(runs, &mut join, "shard-tokens", half / 2, plan)?;
     }
     let sides = write_side_files(by_place, streams, room, plan)?;
     Ok((renumbering, sides))
@@ -319,11 +307,7 @@ impl MergeSink for FingerprintJoin<'_> {
     type Error = VocabError;
 
     fn accept(&mut self, key: &[u32], count: u64, _: &[u64]) -> Result<(), VocabError> {
-        let word = key[..4].iter().fold(0u128, |acc, &w| (acc << 32) | u128::from(w));
-        let place = (u64::from(key[4]) << 32) | u64::from(key[5]);
-        if count != 1 {
-            return Err(VocabError::Inconsistent(format!("overflow token at place {place:#x} logged {count} times")));
-        }
+        let (word, place) = occurrence(key, count)?;
         while self.next.is_some_and(|(fp, _)| fp < word) {
             self.next = self.codes.next_record()?.map(|r| (r.major, r.payload));
         }
@@ -386,20 +370,11 @@ mod tests {
         out
     }
 
-    fn corpus() -> impl Strategy<Value = Vec<Vec<String>>> {
-        let word = prop_oneof![
-            4 => (0u32..8).prop_map(|i| format!("w{i}")),
-            3 => (0u32..300).prop_map(|i| format!("r{i}")),
-            1 => Just("s".to_string()),
-        ];
-        proptest::collection::vec(proptest::collection::vec(word, 0..150), 1..5)
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
         #[test]
         fn shards_numbered_together_write_the_lexicon_of_one_builder(
-            shards in corpus(),
+            shards in crate::testing::token_lists(300, 150, 5),
             freeze_after in 0usize..160,
             stop_top in 0usize..3,
         ) {
