@@ -50,13 +50,14 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// 10M → 10_000_000; 2k → 2000.
+/// 10M → 10_000_000; 2k → 2000; 1B (or 1G) → 1_000_000_000.
 fn count(text: &str) -> anyhow::Result<u64> {
     let (num, scale) = match text.chars().last() {
         Some('k' | 'K') => (&text[..text.len() - 1], 1_000),
         Some('m' | 'M') => (&text[..text.len() - 1], 1_000_000),
-        Some('g' | 'G') => (&text[..text.len() - 1], 1_000_000_000),
+        Some('g' | 'G' | 'b' | 'B') => (&text[..text.len() - 1], 1_000_000_000),
         _ => (text, 1),
     };
-    Ok((num.parse::<f64>()? * scale as f64) as u64)
+    let num: f64 = num.parse().map_err(|_| anyhow::anyhow!("{text:?} is not a count (such as 100M, 1.5B or 2k)"))?;
+    Ok((num * scale as f64) as u64)
 }
