@@ -145,7 +145,8 @@ impl Stage<'_> {
         let (table, _) = self.corpus_table(me)?;
         let config = self.pairs_config()?;
         let passes = PairPasses::new(&config, self.control, scratch.path())?;
-        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        // Only the lexicon's identity names the index part: no word is held.
+        let lexicon = Lexicon::load_limited(&self.vocab_lexicon(), Scope::Repeated, 0, &mut |_, _| Ok(()))?;
         let mut stats = PairsStats::default();
         let written = scratch.path().join("index.dgr");
         let part = passes.merge_postings(runs, &lexicon, &table, &written, &mut stats.index)?;
