@@ -209,6 +209,46 @@ fn a_plan_only_job_writes_no_scripts_and_its_stages_run_by_hand() {
     assert_same(dir.path(), "job", &expect, "planned only, run by hand");
 }
 
+/// A growing vocabulary (most words seen once, as in web text) through the
+/// stages at a real budget too small for a shard's words, nothing forced:
+/// each task run by hand, as a scheduler runs it (a process of its own), its
+/// lexicon tasks' tables frozen, the output the one-machine job's, and
+/// every task's peak memory within the budget.
+#[test]
+fn staged_tasks_keep_to_the_budget_whatever_the_vocabulary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("open.txt");
+    // 3M tokens: enough words that a lexicon task holding its shard's whole
+    // vocabulary stops at this budget.
+    let texts = texts(open_vocabulary(7, 3_000_000));
+    std::fs::write(&path, texts.join("\n") + "\n").unwrap();
+    let options = ["-n", "3", "--memory", "24M", "--threads", "1"];
+    let expect = one_machine(dir.path(), &[&path], &options);
+    let (work, out, lexicon) = (dir.path().join("w"), dir.path().join("job.tsv"), dir.path().join("job.tsv.lex"));
+    let mut plan: Vec<&str> = vec!["slurm", "ngrams", s(&path), "-q", "-o", s(&out), "--lexicon", s(&lexicon)];
+    plan.extend(["--workdir", s(&work), "--shards", "3", "--buckets", "2", "--plan-only"]);
+    plan.extend(options);
+    let (code, _, stderr) = run(&plan);
+    assert_eq!(code, 0, "{stderr}");
+    for (stage, count) in [("lexicon", 3), ("vocab", 1), ("map", 3), ("reduce", 2), ("finish", 1)] {
+        for i in 0..count {
+            let (code, _, stderr) = run(&["stage", stage, "--workdir", s(&work), "--index", &i.to_string()]);
+            assert_eq!(code, 0, "{stage} {i}: {stderr}");
+        }
+    }
+    assert_same(dir.path(), "job", &expect, "a growing vocabulary in 24M");
+    let mut frozen = 0;
+    for entry in std::fs::read_dir(work.join("tasks")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let (_, body) = text.split_once('\n').unwrap();
+        let record: serde_json::Value = serde_json::from_str(body).unwrap();
+        let rss = record["stats"]["peak_rss"].as_u64().unwrap();
+        assert!(rss < 24 << 20, "{}: {rss} bytes", record["task"]);
+        frozen += u64::from(record["stats"]["overflow_words"].as_u64().unwrap() > 0);
+    }
+    assert_eq!(frozen, 3, "every lexicon task's table froze");
+}
+
 #[test]
 fn changed_inputs_and_other_jobs_are_refused() {
     let dir = tempfile::tempdir().unwrap();
