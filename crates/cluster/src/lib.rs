@@ -42,17 +42,21 @@
 //! options: the lexicon does not depend on how the corpus was cut (words
 //! are numbered by count, ties by bytes), and a merge sums counts whatever
 //! runs they come from. A job that keeps its state (`--keep-state`, which
-//! counts the n-grams of words seen once too) and the `pairs` and postings
-//! tasks below read the shard's text again in their map or index tasks,
-//! with the words of the lexicon they need held in memory.
+//! counts the n-grams of words seen once too) and the postings tasks of
+//! such a state read the shard's text again in their map tasks, with every
+//! word of the lexicon held in memory.
 //!
 //! A `pairs` job shares lexicon and vocab, then runs the steps of
 //! `dupgram_pipeline::PairPasses` (the code `dupgram pairs` runs in one
 //! process) as tasks:
 //!
-//! 3. **index** (per shard) — the index pass over the shard, documents
-//!    numbered after the earlier shards' (the lexicon tasks counted them):
-//!    postings runs cut by bucket, and the shard's document table;
+//! 3. **index** (per shard) — the index pass over the shard's word streams
+//!    (resolved as a map task resolves them; the lexicon task also kept the
+//!    streams' document lists, `docs.dgd`), documents numbered after the
+//!    earlier shards' (the lexicon tasks counted them): postings runs cut by
+//!    bucket, and the shard's document table. Words are named by their IDs,
+//!    and words seen once by numbers no other token of any shard has, so
+//!    identical documents of different shards hash alike;
 //! 4. **postings** (per bucket) — merge the bucket's postings from every
 //!    shard into its part of the duplicate-only index, with per-document
 //!    totals and its part of the check of identical documents;
@@ -78,7 +82,8 @@
 //! lexicon/shard-NNNN.words a shard's words with their counts, by fingerprint (a word run of dupgram-vocab)
 //! lexicon/shard-NNNN.sieve a shard's sieve (the sieve file format of dupgram-sieve)
 //! streams/shard-NNNN/      a shard's word streams (dupgram-lexicon's stream format), the runs of
-//!                          their overflow tokens, its table's words (table.dgr); removed by finish
+//!                          their overflow tokens, its table's words (table.dgr), for pairs the
+//!                          streams' document lists (docs.dgd, `ShardDocuments`); removed by finish
 //! vocab.lex, vocab.sieve   the job's lexicon and combined sieve
 //! vocab.codes              what every word seen twice (or a stop word) became, by fingerprint
 //! runs/shard-NNNN/         a shard's runs (the run format of dupgram-runs), removed by finish

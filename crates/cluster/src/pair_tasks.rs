@@ -22,12 +22,14 @@ use dupgram_lexicon::{Lexicon, Scope};
 use dupgram_pipeline::output::{OutputFile, PairFiles};
 use dupgram_pipeline::{
     AfterCut, BucketTotals, DocTable, IndexPart, IndexTotals, PairPasses, PairsConfig, PairsStats, PipelineError,
-    ScoreLayout, ShardCut, add_common, write_common,
+    ScoreLayout, ShardCut, ShardDocuments, add_common, write_common,
 };
 
 use crate::error::ClusterError;
 use crate::record::write_file;
-use crate::stage::{PairsOutputs, SLICES, Stage, TaskId, TaskRecord, keep_dir, link_runs, run_entries};
+use crate::stage::{
+    PairsOutputs, ResolvedStreams, SLICES, Stage, TaskId, TaskRecord, keep_dir, link_runs, run_entries,
+};
 
 /// A candidates task's counts of the n-grams too common to make candidates,
 /// beside its runs ([`dupgram_pipeline::Candidates::common`]).
@@ -95,16 +97,35 @@ impl Stage<'_> {
         let scratch = self.scratch(target.parent().expect("under pairs/"), me)?;
         let config = self.pairs_config()?;
         let passes = PairPasses::new(&config, self.control, scratch.path())?;
-        let lexicon = Lexicon::load(&self.vocab_lexicon(), Scope::Repeated)?;
+        // Counts only (as runs): the streams name the words, no word is held.
+        let lexicon = Lexicon::load_limited(&self.vocab_lexicon(), Scope::Repeated, 0, &mut |_, _| Ok(()))?;
+        let count_passes = self.passes(scratch.path())?;
+        let plan = count_passes.vocabulary_plan(lexicon.heap_bytes() as u64);
+        let ResolvedStreams { renumbering, sides, streams } = self.resolve_streams(shard, &read, &plan)?;
+        let documents = ShardDocuments::load(&self.shard_documents(shard))?;
         let sieve = if vocab.sieve { Some(self.load_sieve()?) } else { None };
         let mut stats = PairsStats::default();
         let cut = ShardCut { first_doc, buckets: &vocab.bounds };
-        let (runs, table) =
-            passes.index_shard(&self.plan.shard_inputs(shard), &lexicon, sieve.as_ref(), cut, &mut stats.index)?;
-        if stats.index.tokens != read.tokens || stats.index.documents != read.documents {
+        // The streams of every shard numbered apart: words seen once are named by them.
+        let mut first_stream = 0;
+        for earlier in 0..shard {
+            first_stream += self.record(TaskId::Lexicon(earlier), me)?.streams.len();
+        }
+        let (runs, table) = passes.index_shard_streams(
+            &streams,
+            documents,
+            &lexicon,
+            (renumbering, sides),
+            sieve,
+            (cut, first_stream),
+            (read.documents, read.tokens),
+            &mut stats.index,
+        )?;
+        if table.len() as u64 != read.documents {
             return Err(PipelineError::Changed(format!(
-                "shard {shard}: the lexicon task read {} documents and {} tokens, the index task {} and {}",
-                read.documents, read.tokens, stats.index.documents, stats.index.tokens
+                "shard {shard}: the lexicon task read {} documents, the index task indexed {}",
+                read.documents,
+                table.len()
             ))
             .into());
         }

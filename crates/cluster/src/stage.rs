@@ -5,12 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-use dupgram_lexicon::Scope;
+use dupgram_lexicon::{Renumbering, Scope};
 use dupgram_pipeline::output::PairFormat;
 use dupgram_pipeline::scratch::Scratch;
 use dupgram_pipeline::{
-    Control, NgramConfig, NgramStats, PairsConfig, PairsStats, Passes, RunFile, ScoreLayout, Sieve,
+    Control, NgramConfig, NgramStats, PairsConfig, PairsStats, Passes, PipelineError, RunFile, ScoreLayout, Sieve,
 };
+use dupgram_vocab::{SideFile, VocabularyPlan, resolve_shard};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ClusterError;
@@ -228,6 +229,64 @@ impl<'a> Stage<'a> {
         Ok(sieve)
     }
 
+    /// A shard's word streams, the runs of their overflow tokens and its
+    /// table's words (see [`Stage::reads_streams`]).
+    pub(crate) fn shard_streams(&self, shard: usize) -> PathBuf {
+        self.work.path(&format!("streams/shard-{shard:04}"))
+    }
+
+    /// What every word of the job became, by fingerprint (see [`dupgram_vocab::number_shard_words`]).
+    pub(crate) fn vocab_codes(&self) -> PathBuf {
+        self.work.path("vocab.codes")
+    }
+
+    /// Whether the lexicon tasks write word streams for the map or index
+    /// tasks to read (no vocabulary held anywhere): plain counts and
+    /// `pairs`. A job that keeps its state keeps n-grams of words seen
+    /// once, and a postings state indexes the text: their tasks read it
+    /// with the lexicon.
+    pub(crate) fn reads_streams(&self) -> bool {
+        match self.plan.command.as_str() {
+            "pairs" => true,
+            _ => !self.plan.keep_state && !self.plan.keep_postings,
+        }
+    }
+
+    /// What the codes of a shard's word streams are, from `vocab.codes` and
+    /// what its lexicon task (`read`) kept: its table's renumbering and the
+    /// streams' side files (written to `plan.dir`); and the streams.
+    pub(crate) fn resolve_streams(
+        &self,
+        shard: usize,
+        read: &TaskRecord,
+        plan: &VocabularyPlan<'_>,
+    ) -> Result<ResolvedStreams, ClusterError> {
+        let dir = self.shard_streams(shard);
+        let occurrences: Vec<PathBuf> = read.occurrences.iter().map(|name| dir.join(name)).collect();
+        let first_seen = usize::try_from(read.first_seen)
+            .map_err(|_| ClusterError::corrupt(&self.record_path(TaskId::Lexicon(shard)), "first-seen IDs"))?;
+        let (renumbering, sides) = resolve_shard(
+            &dir.join(SHARD_TABLE),
+            first_seen,
+            &occurrences,
+            &self.vocab_codes(),
+            read.streams.len(),
+            plan,
+        )
+        .map_err(PipelineError::from)?;
+        let streams = read
+            .streams
+            .iter()
+            .map(|(segments, bytes)| (segments.iter().map(|name| dir.join(name)).collect(), *bytes))
+            .collect();
+        Ok(ResolvedStreams { renumbering, sides, streams })
+    }
+
+    /// A shard's document lists, as its lexicon task kept them for the index.
+    pub(crate) fn shard_documents(&self, shard: usize) -> PathBuf {
+        self.shard_streams(shard).join(SHARD_DOCS)
+    }
+
     /// What an index pass over a shard starts from: the vocab task's record
     /// (buckets, sieve), the shard's lexicon record (what it read), and the
     /// number of its first document (the earlier shards' documents).
@@ -317,4 +376,17 @@ pub(crate) fn check_bounds(bounds: &[u32], buckets: usize, path: &Path) -> Resul
         ));
     }
     Ok(())
+}
+
+/// The table's words by fingerprint, in a shard's streams directory.
+pub(crate) const SHARD_TABLE: &str = "table.dgr";
+/// The streams' document lists (`pairs`), in a shard's streams directory.
+pub(crate) const SHARD_DOCS: &str = "docs.dgd";
+
+/// What a shard's word streams are read with ([`Stage::resolve_streams`]).
+pub(crate) struct ResolvedStreams {
+    pub renumbering: Renumbering,
+    pub sides: Vec<Option<SideFile>>,
+    /// Each stream's segments and bytes.
+    pub streams: Vec<(Vec<PathBuf>, u64)>,
 }

@@ -9,11 +9,13 @@ use dupgram_lexicon::{Lexicon, Scope};
 use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
 use dupgram_pipeline::{NgramStats, PairsStats, PipelineError, Sieve, WordSource, cpu_seconds, peak_rss};
 use dupgram_runs::{RunHeader, RunWriter};
-use dupgram_vocab::{VocabError, number_shard_words, resolve_shard, write_shard_table, write_shard_words};
+use dupgram_vocab::{VocabError, number_shard_words, write_shard_table, write_shard_words};
 
 use crate::error::ClusterError;
 use crate::record::{write_file, write_record};
-use crate::stage::{Stage, TaskId, TaskOutcome, TaskRecord, keep_dir, link_runs, run_entries};
+use crate::stage::{
+    ResolvedStreams, SHARD_DOCS, SHARD_TABLE, Stage, TaskId, TaskOutcome, TaskRecord, keep_dir, link_runs, run_entries,
+};
 use crate::state::generation_dir;
 use crate::stats;
 
@@ -105,25 +107,6 @@ impl<'a> Stage<'a> {
         self.work.path(&format!("lexicon/shard-{shard:04}.words"))
     }
 
-    /// A shard's word streams, the runs of their overflow tokens and its
-    /// table's words (see [`Stage::counts_from_streams`]).
-    fn shard_streams(&self, shard: usize) -> PathBuf {
-        self.work.path(&format!("streams/shard-{shard:04}"))
-    }
-
-    /// What every word of the job became, by fingerprint (see [`dupgram_vocab::number_shard_words`]).
-    fn vocab_codes(&self) -> PathBuf {
-        self.work.path("vocab.codes")
-    }
-
-    /// Whether the lexicon tasks write word streams for the map tasks to
-    /// count from (no vocabulary held anywhere): plain counts. A job that
-    /// keeps its state keeps n-grams of words seen once, and `pairs` and
-    /// postings index the text: their tasks read it with the lexicon.
-    fn counts_from_streams(&self) -> bool {
-        self.plan.command == "ngrams" && !self.plan.keep_state && !self.plan.keep_postings
-    }
-
     fn shard_sieve(&self, shard: usize) -> PathBuf {
         self.work.path(&format!("lexicon/shard-{shard:04}.sieve"))
     }
@@ -151,8 +134,13 @@ impl<'a> Stage<'a> {
         let sieve =
             (self.plan.sieve_bytes > 0).then(|| Sieve::with_bytes(self.plan.sieve_bytes as usize).ok()).flatten();
         let inputs = self.plan.shard_inputs(shard);
-        let (builder, sieve, overflow, streams) = if self.counts_from_streams() {
-            let s = passes.shard_streams(&inputs, sieve, &mut stats)?;
+        let (builder, sieve, overflow, streams) = if self.reads_streams() {
+            // An index over the streams names their documents.
+            let listed = self.plan.command == "pairs";
+            let s = passes.shard_streams(&inputs, sieve, listed, &mut stats)?;
+            if listed {
+                write_file(&scratch.path().join(SHARD_DOCS), |out| s.documents.write_to(out))?;
+            }
             (s.builder, s.sieve, s.overflow, Some(s.streams))
         } else {
             let (builder, sieve, overflow) = passes.count_shard_words(&inputs, sieve, &mut stats)?;
@@ -207,7 +195,7 @@ impl<'a> Stage<'a> {
         let plan = passes.vocabulary_plan(0);
         let mut failure: Option<VocabError> = None;
         // What every word became, for the map tasks to read their streams by.
-        let codes = self.counts_from_streams().then(|| scratch.path().join("vocab.codes"));
+        let codes = self.reads_streams().then(|| scratch.path().join("vocab.codes"));
         let written = write_file(&self.vocab_lexicon(), |out| {
             let options = (self.config.norm, self.config.stop_top);
             number_shard_words(&files, &listed, options, out, codes.as_deref(), &plan).map(drop).map_err(|e| {
@@ -265,7 +253,7 @@ impl<'a> Stage<'a> {
         if self.plan.keep_postings {
             return self.map_postings(shard);
         }
-        if self.counts_from_streams() {
+        if self.reads_streams() {
             return self.map_streams(shard);
         }
         let vocab = self.record(TaskId::Vocab, TaskId::Map(shard))?;
@@ -305,25 +293,8 @@ impl<'a> Stage<'a> {
         let mut stats = NgramStats::default();
         let started = Instant::now();
         let lexicon = Lexicon::load_limited(&self.vocab_lexicon(), Scope::Repeated, 0, &mut |_, _| Ok(()))?;
-        let dir = self.shard_streams(shard);
-        let occurrences: Vec<PathBuf> = read.occurrences.iter().map(|name| dir.join(name)).collect();
-        let first_seen = usize::try_from(read.first_seen)
-            .map_err(|_| ClusterError::corrupt(&self.record_path(TaskId::Lexicon(shard)), "first-seen IDs"))?;
         let plan = passes.vocabulary_plan(lexicon.heap_bytes() as u64);
-        let (renumbering, sides) = resolve_shard(
-            &dir.join(SHARD_TABLE),
-            first_seen,
-            &occurrences,
-            &self.vocab_codes(),
-            read.streams.len(),
-            &plan,
-        )
-        .map_err(PipelineError::from)?;
-        let streams: Vec<(Vec<PathBuf>, u64)> = read
-            .streams
-            .iter()
-            .map(|(segments, bytes)| (segments.iter().map(|name| dir.join(name)).collect(), *bytes))
-            .collect();
+        let ResolvedStreams { renumbering, sides, streams } = self.resolve_streams(shard, &read, &plan)?;
         let mut sieve = if vocab.sieve { Some(self.load_sieve()?) } else { None };
         stats.tokens = read.tokens;
         let counted = passes.count_shard_streams(
@@ -450,9 +421,6 @@ impl<'a> Stage<'a> {
         Ok(())
     }
 }
-
-/// The table's words by fingerprint, in a shard's streams directory.
-const SHARD_TABLE: &str = "table.dgr";
 
 /// The first word ID of buckets 1.. so each holds about the same number of
 /// n-gram occurrences: an n-gram starts with a word as often as the word

@@ -44,6 +44,7 @@ mod pairs;
 mod parts;
 mod repeat_prints;
 mod scan;
+mod shard_docs;
 mod span;
 mod spot;
 mod stream_walk;
@@ -78,5 +79,6 @@ pub use pairs::{
     ScoreLayout, find_pairs,
 };
 pub use parts::{BucketTotals, add_common, write_common};
+pub use shard_docs::ShardDocuments;
 pub use span::{MAX_MIN_SPAN, dedup_spans, dedup_spans_to};
 pub use spot::{SpotConfig, SpotStats, find_spot_pairs};

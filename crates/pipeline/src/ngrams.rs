@@ -27,6 +27,7 @@ mod lexicon_pass;
 use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan, parts_for};
 use crate::repeat_prints::{BucketPlan, PRINT_READER_BYTES, PrintBuckets, Proof, ProofRoom, print_runs_fit, prove};
 use crate::scan::{ScanSink, Scanner};
+use crate::shard_docs::ShardDocuments;
 use crate::stream_walk::{StreamJob, Streamed, fill_sieve, phase_of, renumber_streams};
 use crate::words::{WordsFile, each_stream, read_words};
 use dupgram_jobkit::control::Control;
@@ -432,16 +433,18 @@ impl<'a> Passes<'a> {
     /// count does: the table freezes when its room is used, and the words
     /// past it go to overflow logs (occurrences and words) for
     /// [`dupgram_vocab::resolve_shard`] and [`dupgram_vocab::write_shard_words`].
+    /// With `documents`, each worker also lists the documents of its stream
+    /// (for an index over the streams).
     pub fn shard_streams(
         &self,
         inputs: &[Input],
         sieve: Option<Sieve>,
+        documents: bool,
         stats: &mut NgramStats,
     ) -> Result<ShardStreams, PipelineError> {
         let fused = sieve.is_some();
         let shared: SharedSieve = RwLock::new(sieve);
-        let kind =
-            LexiconPassKind { fused, streams: true, documents: false, may_halve: false, words_past_table: false };
+        let kind = LexiconPassKind { fused, streams: true, documents, may_halve: false, words_past_table: false };
         let pass = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
         record_read(&pass.read, stats);
         Ok(ShardStreams {
@@ -449,6 +452,7 @@ impl<'a> Passes<'a> {
             streams: pass.streams.into_iter().map(|w| (w.segments, w.bytes)).collect(),
             builder: pass.builder,
             overflow: pass.overflow,
+            documents: ShardDocuments { lists: pass.documents },
         })
     }
 
@@ -472,7 +476,7 @@ impl<'a> Passes<'a> {
             streams.iter().map(|(segments, bytes)| WordsFile { segments: segments.clone(), bytes: *bytes }).collect();
         let vocabulary = u32::try_from(renumbering.ids.len())
             .map_err(|_| PipelineError::Corrupt("a shard table of over 2^32 words".into()))?;
-        let streamed = Streamed { renumbering, vocabulary, sides, final_ids: false };
+        let streamed = Streamed { renumbering, vocabulary, sides, final_ids: false, shard_streams: None };
         // The sieve, filled by the lexicon tasks, is only asked.
         let part =
             StreamPart { sieve, fill: false, prints: None, part: FirstWords::ALL, label: (1, 1), last: false, buckets };
@@ -584,6 +588,8 @@ pub struct ShardStreams {
     pub streams: Vec<(Vec<PathBuf>, u64)>,
     /// The overflow logs of the streams that had overflow tokens.
     pub overflow: Vec<OverflowRuns>,
+    /// Each stream's documents, when listed.
+    pub documents: ShardDocuments,
 }
 
 /// A finished count.
@@ -975,8 +981,13 @@ impl Job<'_> {
             settle_sieve(&sieve, stats);
         }
         let sieve = sieve.into_inner().unwrap_or_else(|p| p.into_inner());
-        let renumbering =
-            Streamed { renumbering: numbered.renumbering, vocabulary, sides: numbered.sides, final_ids: false };
+        let renumbering = Streamed {
+            renumbering: numbered.renumbering,
+            vocabulary,
+            sides: numbered.sides,
+            final_ids: false,
+            shard_streams: None,
+        };
         Ok(Tokenised { lexicon, words, lexicon_file, sieve, passing, renumbering, streams, documents: docs })
     }
 

@@ -43,15 +43,18 @@ use dupgram_runs::{RunHeader, RunReader};
 use serde::{Deserialize, Serialize};
 
 use dupgram_corpus::Input;
-use dupgram_lexicon::Lexicon;
+use dupgram_lexicon::{Lexicon, Renumbering};
 use dupgram_sieve::Sieve;
 
 use crate::index::{
     AfterCut, BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
     PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
 };
-use crate::ngrams::{NgramConfig, Reread, zstd_need};
+use crate::ngrams::{NgramConfig, NgramStats, Reread, zstd_need};
 use crate::parts::BucketTotals;
+use crate::shard_docs::ShardDocuments;
+use crate::stream_walk::{StreamJob, Streamed};
+use crate::words::WordsFile;
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::error::PipelineError;
 use dupgram_jobkit::groups::{Expansion, Groups};
@@ -60,6 +63,7 @@ use dupgram_jobkit::merging::merge_in;
 use dupgram_jobkit::output::PairsSink;
 use dupgram_jobkit::parted::PartedRuns;
 use dupgram_jobkit::shared_sets::SharedSets;
+use dupgram_vocab::SideFile;
 
 /// What to pair, and which pairs to keep.
 #[derive(Debug, Clone)]
@@ -368,6 +372,45 @@ impl<'a> PairPasses<'a> {
     ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
         let t = Instant::now();
         let done = self.index.index_pass(inputs, lexicon, sieve, false, cut, stats);
+        stats.index_seconds += t.elapsed().as_secs_f64();
+        done
+    }
+
+    /// [`index_shard`](Self::index_shard) over the shard's word streams,
+    /// as its lexicon task wrote them ([`crate::Passes::shard_streams`] with
+    /// its documents listed): no text is read, no word looked up.
+    /// `renumbering` and `sides` say what the streams' codes are
+    /// (`dupgram_vocab::resolve_shard`); `read` is the lexicon task's
+    /// documents and tokens, `first_stream` the number of the shard's first
+    /// stream among all shards'. The streams stay; the side files go once read.
+    #[allow(clippy::too_many_arguments)]
+    pub fn index_shard_streams(
+        &self,
+        streams: &[(Vec<PathBuf>, u64)],
+        mut documents: ShardDocuments,
+        lexicon: &Lexicon,
+        (renumbering, sides): (Renumbering, Vec<Option<SideFile>>),
+        sieve: Option<Sieve>,
+        (cut, first_stream): (ShardCut, usize),
+        read: (u64, u64),
+        stats: &mut IndexStats,
+    ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
+        let t = Instant::now();
+        let files: Vec<WordsFile> =
+            streams.iter().map(|(segments, bytes)| WordsFile { segments: segments.clone(), bytes: *bytes }).collect();
+        let vocabulary = u32::try_from(renumbering.ids.len())
+            .map_err(|_| PipelineError::Corrupt("a shard table of over 2^32 words".into()))?;
+        // Named by IDs, so identical documents of different shards hash alike.
+        let streamed = Streamed { renumbering, vocabulary, sides, final_ids: false, shard_streams: Some(first_stream) };
+        let layout = KeyLayout::new(self.config.base.n, lexicon.len().saturating_sub(1) as u32)?;
+        let job = StreamJob { streams: &files, lexicon, streamed: &streamed, layout };
+        let (documents_read, tokens) = read;
+        let mut first =
+            NgramStats { n: self.config.base.n, documents: documents_read, tokens, ..NgramStats::default() };
+        let done = self.index.index_shard_streams(&job, &mut documents.lists, sieve, cut, &mut first);
+        streamed.remove_sides();
+        stats.documents = documents_read;
+        stats.tokens = tokens;
         stats.index_seconds += t.elapsed().as_secs_f64();
         done
     }

@@ -28,6 +28,12 @@ pub(crate) struct Streamed {
     /// The streams hold final IDs ([`renumber_streams`]): no renumbering,
     /// no side files, and [`OVERFLOW`] marks a word seen once.
     pub final_ids: bool,
+    /// For the streams of one shard of a corpus read in shards (a staged
+    /// job's), each with a table of its own: the number of the shard's
+    /// first stream among all shards'. Words are then named by their IDs,
+    /// not by first-seen IDs of one table, so the documents of different
+    /// shards hash alike ([`crate::scan::ScanSink::word`]).
+    pub shard_streams: Option<usize>,
 }
 
 impl Streamed {
@@ -61,9 +67,10 @@ impl Streamed {
         let tokens = TokenReader {
             renumbering: &self.renumbering,
             side,
-            stream,
+            stream: self.shard_streams.unwrap_or(0) + stream,
             overflow: 0,
             final_ids: self.final_ids,
+            by_id: self.shard_streams.is_some(),
             failure: None,
         };
         Ok(IdWalk::new(layout, tokens, fingerprints))
@@ -94,6 +101,7 @@ pub(crate) fn renumber_streams(
             stream,
             overflow: 0,
             final_ids: false,
+            by_id: false,
             failure: None,
         };
         let mut out = WordsOut::create_named(work, &format!("final-w{stream}"))?;
@@ -116,8 +124,13 @@ pub(crate) fn renumber_streams(
         streamed.remove_side(stream);
         out.finish()
     })?;
-    let streamed =
-        Streamed { renumbering: Renumbering::default(), vocabulary: words, sides: Vec::new(), final_ids: true };
+    let streamed = Streamed {
+        renumbering: Renumbering::default(),
+        vocabulary: words,
+        sides: Vec::new(),
+        final_ids: true,
+        shard_streams: None,
+    };
     Ok((files, streamed))
 }
 
@@ -195,6 +208,9 @@ struct TokenReader<'a> {
     /// Overflow (or, in final-ID streams, seen-once) tokens met so far.
     overflow: u64,
     final_ids: bool,
+    /// Name the table's words by their IDs (and words seen once by numbers
+    /// of their own) rather than by first-seen IDs: see [`Streamed::shard_streams`].
+    by_id: bool,
     failure: Option<VocabError>,
 }
 
@@ -236,7 +252,11 @@ impl TokenReader<'_> {
                 // The reader checked every code against the vocabulary, which the renumbering spans.
                 match self.renumbering.ids[first_seen] {
                     Renumbering::STOP => Token::Skip,
+                    Renumbering::BREAK if self.by_id => Token::Break(self.next_once()),
                     Renumbering::BREAK => Token::Break(first_seen as u64),
+                    id if self.by_id => {
+                        Token::Word(id, self.renumbering.hashes[first_seen], OVERFLOW_WORD + u64::from(id))
+                    }
                     id => Token::Word(id, self.renumbering.hashes[first_seen], first_seen as u64),
                 }
             }
@@ -523,8 +543,13 @@ mod tests {
     /// Walks `codes` in frames of `frame` codes, keeping `part` (all when `None`).
     fn walk(codes: &[u32], n: usize, part: Option<FirstWords>, frame: usize, words: bool) -> (Heard, u64) {
         let layout = KeyLayout::new(n, 15).unwrap();
-        let streamed =
-            Streamed { renumbering: Renumbering::default(), vocabulary: 16, sides: Vec::new(), final_ids: true };
+        let streamed = Streamed {
+            renumbering: Renumbering::default(),
+            vocabulary: 16,
+            sides: Vec::new(),
+            final_ids: true,
+            shard_streams: None,
+        };
         let mut walk = streamed.walk::<1>(layout, 0, true).unwrap();
         if let Some(part) = part {
             walk.keep_only(part, 0.0);

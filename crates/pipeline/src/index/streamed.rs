@@ -138,6 +138,10 @@ struct PartCut<'a, const L: usize> {
     label: (usize, usize),
     /// The streams' last reading: each segment goes once read.
     last: bool,
+    /// The corpus's number of the streams' first document (a shard's, in a
+    /// staged job): postings name documents by the corpus's numbers, the
+    /// document table by the streams' own.
+    first_doc: u64,
 }
 
 impl IndexJob<'_> {
@@ -247,6 +251,7 @@ impl IndexJob<'_> {
                 count: gather_possible,
                 label: (i, expected),
                 last,
+                first_doc: 0,
             };
             let it = Instant::now();
             let (runs, spilled) =
@@ -303,6 +308,63 @@ impl IndexJob<'_> {
         let table = table.ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
         let paths = if merged.lists.is_some() { Vec::new() } else { paths };
         Ok((merged, table, paths, lexicon.normalization(), lexicon.stopwords().to_vec()))
+    }
+
+    /// The index pass over a shard's word streams (a staged job's index
+    /// task): postings runs cut by `cut.buckets`, the documents numbered
+    /// from `cut.first_doc`, and the shard's document table. `first` holds
+    /// the shard's documents and tokens (its lexicon task's reading).
+    pub(crate) fn index_shard_streams(
+        &self,
+        job: &StreamJob,
+        documents: &mut [StreamDocs],
+        sieve: Option<Sieve>,
+        cut: super::ShardCut,
+        first: &mut NgramStats,
+    ) -> Result<(Vec<(usize, dupgram_merge::RunFile)>, DocTable), PipelineError> {
+        match job.layout.words() {
+            1 => self.index_shard_streams_with::<1>(job, documents, sieve, cut, first),
+            2 => self.index_shard_streams_with::<2>(job, documents, sieve, cut, first),
+            3 => self.index_shard_streams_with::<3>(job, documents, sieve, cut, first),
+            4 => self.index_shard_streams_with::<4>(job, documents, sieve, cut, first),
+            6 => self.index_shard_streams_with::<6>(job, documents, sieve, cut, first),
+            8 => self.index_shard_streams_with::<8>(job, documents, sieve, cut, first),
+            12 => self.index_shard_streams_with::<12>(job, documents, sieve, cut, first),
+            _ => self.index_shard_streams_with::<16>(job, documents, sieve, cut, first),
+        }
+    }
+
+    fn index_shard_streams_with<const L: usize>(
+        &self,
+        job: &StreamJob,
+        documents: &mut [StreamDocs],
+        mut sieve: Option<Sieve>,
+        cut: super::ShardCut,
+        first: &mut NgramStats,
+    ) -> Result<(Vec<(usize, dupgram_merge::RunFile)>, DocTable), PipelineError> {
+        let listed: u64 = documents.iter().map(|d| d.len() as u64).sum();
+        if listed != first.documents {
+            return Err(PipelineError::Changed(format!(
+                "the lexicon task read {} documents and listed {listed}",
+                first.documents
+            )));
+        }
+        let beside = job.streamed.beside(job.streams.len()) + documents.iter().map(StreamDocs::heap_bytes).sum::<u64>();
+        let capacity = self.make_room_for_postings::<L>(&mut sieve, job.lexicon, beside, job.layout, first)?;
+        let how = PartCut {
+            range: KeyRange::<L>::new(FirstWords::ALL, job.layout),
+            buckets: cut.buckets,
+            fill: false,
+            table: true,
+            count: false,
+            label: (1, 1),
+            last: false,
+            first_doc: cut.first_doc,
+        };
+        let mut table = None;
+        let (runs, _) = self.index_streams::<L>(job, documents, sieve.as_mut(), capacity, how, &mut table, first)?;
+        let table = table.ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
+        Ok((runs, table))
     }
 
     /// The parts of an index whose sieve is filled for each, planned one at
@@ -399,10 +461,10 @@ impl IndexJob<'_> {
                 .get(worker)
                 .ok_or_else(|| PipelineError::Usage(format!("internal error: no document list for {}", file.name())))?;
             let mut inner = IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header);
-            inner.doc = listed.numbers().next().unwrap_or(0);
+            inner.doc = how.first_doc + listed.numbers().next().unwrap_or(0);
             inner.buckets = how.buckets;
             inner.counts = how.count.then(Vec::new);
-            let mut numbers = listed.numbers();
+            let mut numbers = listed.numbers().map(|doc| how.first_doc + doc);
             numbers.next();
             let mut sink = StreamIndexSink {
                 inner,
@@ -452,7 +514,7 @@ impl IndexJob<'_> {
             runs.extend(part.runs);
             let Some(table) = built.as_mut() else { continue };
             for &(doc, c) in part.counts.iter().flatten() {
-                table.candidates[doc as usize] += c;
+                table.candidates[(doc - how.first_doc) as usize] += c;
             }
             let mut at = table.ids.len() as u64;
             // The IDs move into the table: no later part needs them.

@@ -519,7 +519,7 @@ pub(crate) struct StreamDocs {
 }
 
 impl StreamDocs {
-    fn push(&mut self, number: u64, id: &str) {
+    pub(crate) fn push(&mut self, number: u64, id: &str) {
         match self.runs.last_mut() {
             Some((first, count)) if *first + *count == number => *count += 1,
             _ => self.runs.push((number, 1)),
