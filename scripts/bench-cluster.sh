@@ -138,14 +138,15 @@ fi
 
 # --- pairs: one process against the stages -----------------------------------
 if want pairs; then
-  header "| job | shards × buckets | wall | CPU | wall vs one process | output |" "|---|---:|---:|---:|---:|---|"
+  header "| job | shards × buckets | wall | CPU | wall vs one process | peak RSS (largest task) | output |" "|---|---:|---:|---:|---:|---:|---|"
   pairs_opts=(-n 5 --memory "$memory" --min-sscr 0.5)
   timed "$bin/dupgram" pairs "$corpus" "${pairs_opts[@]}" -o "$run/one.pairs" --clusters "$run/one.clusters" \
     --stats-json "$run/pairs.json"
   one_wall=$wall
   tokens=$(python3 -c "import json; print(json.load(open('$run/pairs.json'))['tokens'])")
   found="$(( $(wc -l < "$run/one.pairs") - 1 )) pairs, $(wc -l < "$run/one.clusters") clusters"
-  echo "| dupgram pairs, one process | — | $wall s | $cpu s | 1.00× | $found |" >> "$table"
+  one_rss=$(python3 -c "import json; print(f\"{json.load(open('$run/pairs.json'))['peak_rss'] / 2**20:,.0f} MiB\")")
+  echo "| dupgram pairs, one process | — | $wall s | $cpu s | 1.00× | $one_rss | $found |" >> "$table"
 
   for shards in $shard_counts; do
     timed "$bin/dupgram" slurm pairs "$corpus" "${pairs_opts[@]}" -o "$run/staged-$shards.pairs" \
@@ -153,7 +154,8 @@ if want pairs; then
     cpu=$(tasks_cpu)
     same "$run/one.pairs" "$run/staged-$shards.pairs" "slurm pairs $shards × $shards: the pairs"
     same "$run/one.clusters" "$run/staged-$shards.clusters" "slurm pairs $shards × $shards: the clusters"
-    echo "| dupgram slurm pairs, local Slurm | $shards × $shards | $wall s | $cpu s | $(ratio "$wall" "$one_wall") | byte-identical (pairs and clusters) |" >> "$table"
+    echo "| dupgram slurm pairs, local Slurm | $shards × $shards | $wall s | $cpu s | $(ratio "$wall" "$one_wall") | $(largest_task "$run/pairs-job-$shards") | byte-identical (pairs and clusters) |" >> "$table"
+    rm -rf "$run/pairs-job-$shards"
   done
 fi
 
