@@ -317,9 +317,7 @@ pub(crate) fn link_runs(
     for run in record.runs.iter().filter(|r| r.bucket == part) {
         let source = from.join(&run.file);
         let target = to.join(format!("{prefix}-{}", run.file));
-        if std::fs::hard_link(&source, &target).is_err() {
-            std::fs::copy(&source, &target).map_err(|e| ClusterError::io(&source, e))?;
-        }
+        dupgram_runs::reclaim::second_name(&source, &target).map_err(|e| ClusterError::io(&source, e))?;
         runs.push(RunFile { path: target, bytes: run.bytes, depth: 0 });
     }
     Ok(runs)

@@ -555,9 +555,7 @@ fn link_docs(from: &Path, to: &Path, current: u32) -> Result<(), ClusterError> {
             if !source.exists() {
                 continue;
             }
-            if std::fs::hard_link(&source, &target).is_err() {
-                std::fs::copy(&source, &target).map_err(|e| ClusterError::io(&source, e))?;
-            }
+            dupgram_runs::reclaim::second_name(&source, &target).map_err(|e| ClusterError::io(&source, e))?;
         }
     }
     Ok(())

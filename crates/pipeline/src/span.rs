@@ -443,9 +443,7 @@ impl SpanJob<'_> {
             stats.index.tokens += part.tokens;
             for (name, bytes) in part.runs {
                 let (from, to) = (dir.join(&name), linked.join(format!("{i}-{name}")));
-                if std::fs::hard_link(&from, &to).is_err() {
-                    std::fs::copy(&from, &to).map_err(|e| PipelineError::io(&from, e))?;
-                }
+                dupgram_runs::reclaim::second_name(&from, &to).map_err(|e| PipelineError::io(&from, e))?;
                 runs.push(RunFile { path: to, bytes, depth: 0 });
             }
         }

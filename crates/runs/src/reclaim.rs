@@ -53,6 +53,17 @@ impl Reclaim {
     }
 }
 
+/// Gives `from` a second name, `to` (its bytes copied where the file system
+/// cannot link): a merge may read and remove `to`, and since a file of two
+/// names is never punched ([`Reclaim::open`]), `from` stays whole, for a
+/// task that is run again. The error is the copy's.
+pub fn second_name(from: &Path, to: &Path) -> std::io::Result<()> {
+    if std::fs::hard_link(from, to).is_err() {
+        std::fs::copy(from, to)?;
+    }
+    Ok(())
+}
+
 /// Whether `file` has exactly one name.
 #[cfg(unix)]
 fn sole_name(file: &File) -> bool {

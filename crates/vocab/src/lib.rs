@@ -124,9 +124,7 @@ pub use by_id::{BLOCK_WORDS, BatchWords, DiskWords, DiskWordsWriter, HeldWords, 
 pub use error::VocabError;
 pub use overflow::{OverflowLog, OverflowRuns, PLACE_BITS, fingerprint, place};
 pub use resolve::{Numbered, VocabularyPlan, number_vocabulary};
-pub use shards::{
-    NumberedShards, ShardWords, link_or_copy, number_shard_words, resolve_shard, write_shard_table, write_shard_words,
-};
+pub use shards::{NumberedShards, ShardWords, number_shard_words, resolve_shard, write_shard_table, write_shard_words};
 pub use side::{OverflowWord, SIDE_READER_BYTES, SideFile, SideReader};
 
 /// What the tests of several modules draw their token lists from.

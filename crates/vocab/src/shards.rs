@@ -51,17 +51,33 @@ pub fn write_shard_words(
     path: &Path,
     plan: &VocabularyPlan<'_>,
 ) -> Result<ShardWords, VocabError> {
+    let more = overflow.into_iter().filter_map(|o| o.words).collect();
+    let (words, table_words, bytes) = write_table_by_fingerprint(table, |w| w.count, more, path, plan)?;
+    Ok(ShardWords { words, overflow_words: words.saturating_sub(table_words), bytes })
+}
+
+/// Writes the words of `table`, each with `payload` of it, and the records
+/// of `more` (sorted by fingerprint too), to one word run by fingerprint at
+/// `path`; equal words add their payloads up. Returns the records written,
+/// the table's words and the file's bytes.
+fn write_table_by_fingerprint(
+    table: &LexiconBuilder,
+    payload: impl Fn(&TableWord<'_>) -> u64,
+    more: Vec<SortedWords>,
+    path: &Path,
+    plan: &VocabularyPlan<'_>,
+) -> Result<(u64, u64, u64), VocabError> {
     let (ranked, _) = table.ranking();
     let table_words = ranked.len() as u64;
     let ranking_bytes = (ranked.capacity() * std::mem::size_of::<TableWord<'_>>()) as u64;
     let half = plan.memory.saturating_sub(ranking_bytes) / 2;
     let mut sort = WordSort::combining_by_fingerprint(plan.dir, "shard-table", half as usize);
     for w in &ranked {
-        sort.push(fingerprint(w.bytes, w.hash), w.bytes, w.count)?;
+        sort.push(fingerprint(w.bytes, w.hash), w.bytes, payload(w))?;
     }
     drop(ranked);
     let mut parts = vec![sort.finish()?];
-    parts.extend(overflow.into_iter().filter_map(|o| o.words));
+    parts.extend(more);
     let mut merged = SortedWords::concat(parts, plan.dir, "shard-words")?.open(half, plan.stop)?;
     let mut out = RecordRunWriter::create(path, Majors::Fingerprints)?;
     let mut words = 0u64;
@@ -75,7 +91,7 @@ pub fn write_shard_words(
         }
     }
     let run = out.finish()?;
-    Ok(ShardWords { words, overflow_words: words.saturating_sub(table_words), bytes: run.bytes })
+    Ok((words, table_words, run.bytes))
 }
 
 /// What [`number_shard_words`] wrote.
@@ -126,24 +142,22 @@ pub fn number_shard_words<W: Write>(
 /// The shards' files, linked into `dir` (copied where a link cannot be
 /// made), as one sorted stream to be read once.
 fn linked_words(shards: &[PathBuf], dir: &Path, round: &str) -> Result<SortedWords, VocabError> {
-    let mut runs = Vec::with_capacity(shards.len());
-    for (i, from) in shards.iter().enumerate() {
-        let path = dir.join(format!("shard-words-{round}{i:06}.dgr"));
-        link_or_copy(from, &path)?;
-        let bytes = std::fs::metadata(&path).map_err(|e| VocabError::io(&path, e))?.len();
-        // The reader checks the records against the file's own count.
-        runs.push(RecordRunFile { path, records: 0, bytes, majors: Majors::Fingerprints });
-    }
+    let runs = shards
+        .iter()
+        .enumerate()
+        .map(|(i, from)| linked_run(from, dir.join(format!("shard-words-{round}{i:06}.dgr"))))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(SortedWords::from_runs(dir, "shard-words", Majors::Fingerprints, runs))
 }
 
-/// A second name for `from` at `to` (its bytes copied where a link cannot
-/// be made): what reads and removes `to` leaves `from` whole.
-pub fn link_or_copy(from: &Path, to: &Path) -> Result<(), VocabError> {
-    if std::fs::hard_link(from, to).is_err() {
-        std::fs::copy(from, to).map_err(|e| VocabError::io(from, e))?;
-    }
-    Ok(())
+/// A run of `majors` records read through a second name for `from` at
+/// `to` (see [`dupgram_runs::reclaim::second_name`]): whoever reads and
+/// removes it leaves `from` whole.
+fn linked_run(from: &Path, to: PathBuf) -> Result<RecordRunFile, VocabError> {
+    dupgram_runs::reclaim::second_name(from, &to).map_err(|e| VocabError::io(from, e))?;
+    let bytes = std::fs::metadata(&to).map_err(|e| VocabError::io(&to, e))?.len();
+    // The reader checks the records against the file's own count.
+    Ok(RecordRunFile { path: to, records: 0, bytes, majors: Majors::Fingerprints })
 }
 
 /// The codes file: the shards' words merged by fingerprint once more (the
@@ -185,22 +199,7 @@ fn write_codes(
 /// Writes the words of a shard's table by fingerprint, each with its
 /// first-seen ID, to `path`: how the shard's word streams name them.
 pub fn write_shard_table(table: &LexiconBuilder, path: &Path, plan: &VocabularyPlan<'_>) -> Result<u64, VocabError> {
-    let (ranked, _) = table.ranking();
-    let ranking_bytes = (ranked.capacity() * std::mem::size_of::<TableWord<'_>>()) as u64;
-    let half = plan.memory.saturating_sub(ranking_bytes) / 2;
-    let mut sort = WordSort::combining_by_fingerprint(plan.dir, "shard-table", half as usize);
-    for w in &ranked {
-        sort.push(fingerprint(w.bytes, w.hash), w.bytes, u64::from(w.first_seen))?;
-    }
-    drop(ranked);
-    let mut merged = sort.finish()?.open(half, plan.stop)?;
-    let mut out = RecordRunWriter::create(path, Majors::Fingerprints)?;
-    let mut words = 0u64;
-    while let Some(w) = merged.next_record()? {
-        out.push(&w)?;
-        words += 1;
-    }
-    out.finish()?;
+    let (words, _, _) = write_table_by_fingerprint(table, |w| u64::from(w.first_seen), Vec::new(), path, plan)?;
     Ok(words)
 }
 
@@ -231,10 +230,8 @@ pub fn resolve_shard(
         let mut codes = open_linked(codes, plan.dir, "codes-b", half / 2, plan)?;
         let mut runs = Vec::with_capacity(occurrences.len());
         for (i, from) in occurrences.iter().enumerate() {
-            let path = plan.dir.join(format!("shard-tokens-{i:06}.dgr"));
-            link_or_copy(from, &path)?;
-            let bytes = std::fs::metadata(&path).map_err(|e| VocabError::io(&path, e))?.len();
-            runs.push(RunFile { path, bytes, depth: 0 });
+            let run = linked_run(from, plan.dir.join(format!("shard-tokens-{i:06}.dgr")))?;
+            runs.push(RunFile { path: run.path, bytes: run.bytes, depth: 0 });
         }
         let mut join = FingerprintJoin {
             next: codes.next_record()?.map(|r| (r.major, r.payload)),
@@ -255,10 +252,7 @@ fn open_linked(
     memory: u64,
     plan: &VocabularyPlan<'_>,
 ) -> Result<MergedWords, VocabError> {
-    let path = dir.join(format!("{name}.dgr"));
-    link_or_copy(from, &path)?;
-    let bytes = std::fs::metadata(&path).map_err(|e| VocabError::io(&path, e))?.len();
-    let run = RecordRunFile { path, records: 0, bytes, majors: Majors::Fingerprints };
+    let run = linked_run(from, dir.join(format!("{name}.dgr")))?;
     SortedWords::from_runs(dir, name, Majors::Fingerprints, vec![run]).open(memory, plan.stop)
 }
 
@@ -274,13 +268,14 @@ fn renumber_table(
     let quarter = plan.memory.saturating_sub(renumbering.heap_bytes() as u64) / 4;
     let mut words = open_linked(table, plan.dir, "table", quarter, plan)?;
     let mut codes = open_linked(codes, plan.dir, "codes-a", quarter, plan)?;
-    let mut next = codes.next_record()?.map(|r| (r.major, r.bytes.to_vec(), r.payload));
+    // By fingerprint alone, as the occurrences are joined (see `resolve_shard`).
+    let mut next = codes.next_record()?.map(|r| (r.major, r.payload));
     while let Some(w) = words.next_record()? {
-        while next.as_ref().is_some_and(|(fp, bytes, _)| (*fp, bytes.as_slice()) < (w.major, w.bytes)) {
-            next = codes.next_record()?.map(|r| (r.major, r.bytes.to_vec(), r.payload));
+        while next.is_some_and(|(fp, _)| fp < w.major) {
+            next = codes.next_record()?.map(|r| (r.major, r.payload));
         }
-        let code = match &next {
-            Some((fp, bytes, code)) if *fp == w.major && bytes.as_slice() == w.bytes => *code,
+        let code = match next {
+            Some((fp, code)) if fp == w.major => code,
             _ => u64::from(Renumbering::BREAK),
         };
         let id = usize::try_from(w.payload).ok().filter(|&id| id < first_seen).ok_or_else(|| {
