@@ -87,7 +87,7 @@
 //! vocab.lex, vocab.sieve   the job's lexicon and combined sieve
 //! vocab.codes              what every word seen twice (or a stop word) became, by fingerprint
 //! runs/shard-NNNN/         a shard's runs (the run format of dupgram-runs), removed by finish
-//! dups/bucket-NNNN.tsv     a bucket's duplicates, removed by finish
+//! dups/bucket-NNNN.tsv.zst a bucket's duplicates (zstd), removed by finish
 //! state/gen-NNNN/          with --keep-state: segments of every n-gram's count, the lexicon (see
 //!                          `update`); with --keep-postings, segments of every n-gram's occurrences
 //!                          and docs-GGGG.table/.totals, the documents' table (see `postings`)

@@ -115,8 +115,10 @@ impl<'a> Stage<'a> {
         self.work.path(&format!("runs/shard-{shard:04}"))
     }
 
+    /// A bucket's duplicates, zstd-compressed: at a billion tokens the
+    /// buckets' TSV is 11 GB, which waits on disk until finish joins it.
     fn bucket_dups(&self, bucket: usize) -> PathBuf {
-        self.work.path(&format!("dups/bucket-{bucket:04}.tsv"))
+        self.work.path(&format!("dups/bucket-{bucket:04}.tsv.zst"))
     }
 
     /// Counts the words of a shard; fills and saves its sieve. The words
@@ -381,7 +383,10 @@ impl<'a> Stage<'a> {
         for bucket in 0..self.plan.buckets {
             self.record(TaskId::Reduce(bucket), TaskId::Finish)?;
             let path = self.bucket_dups(bucket);
-            let mut part = std::fs::File::open(&path).map_err(|e| ClusterError::io(&path, e))?;
+            // Decompressed and written as one output: its bytes are those of the one-process job's.
+            let mut part = std::fs::File::open(&path)
+                .and_then(zstd::stream::read::Decoder::new)
+                .map_err(|e| ClusterError::io(&path, e))?;
             loop {
                 let got = std::io::Read::read(&mut part, &mut buf).map_err(|e| ClusterError::io(&path, e))?;
                 if got == 0 {

@@ -91,3 +91,44 @@ fn staged_tasks_past_their_tables_equal_the_one_machine_job() {
         assert!(left.is_empty(), "round {round}: streams left behind: {left:?}");
     }
 }
+
+/// The reduce tasks keep their buckets' duplicates compressed until finish
+/// joins them: the joined `.zst` output is the one-machine job's file byte
+/// for byte, and a damaged bucket is refused by name, not joined.
+#[test]
+fn compressed_buckets_join_into_the_one_machine_file_and_damage_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = corpus(dir.path(), 6);
+    let config = config(&path, 4, None);
+    let one = dir.path().join("one.tsv.zst");
+    let mut writer = DupTsvWriter::new(OutputFile::create(Some(&one)).unwrap());
+    count_ngrams(&config, &Control::default(), &mut |words, ids, count| writer.write(words, ids, count)).unwrap();
+    writer.finish().unwrap();
+
+    let control = Control::default();
+    let work_path = dir.path().join("w");
+    let plan = common::job_plan("ngrams", &config, &work_path, 2, 3);
+    let work = WorkDir::new(&work_path).unwrap();
+    let out = dir.path().join("staged.tsv.zst");
+    let outputs = Outputs { dups: Some(out.clone()), ..Outputs::default() };
+    let stage = Stage::new(&work, &plan, &config, &control, &outputs);
+    for task in TaskId::all(&plan).into_iter().filter(|&t| t != TaskId::Finish) {
+        stage.run(task).unwrap_or_else(|e| panic!("{}: {e}", task.name()));
+    }
+    let bucket = work_path.join("dups/bucket-0001.tsv.zst");
+    let kept = std::fs::read(&bucket).unwrap();
+    let mut damaged = kept.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0x10;
+    std::fs::write(&bucket, &damaged).unwrap();
+    let refused = stage.run(TaskId::Finish).expect_err("a damaged bucket was joined");
+    assert!(refused.to_string().contains("bucket-0001.tsv.zst"), "the message names the bucket: {refused}");
+    assert!(!out.exists(), "no output under its name after a refusal");
+
+    std::fs::write(&bucket, &kept).unwrap();
+    stage.run(TaskId::Finish).unwrap();
+    assert!(
+        std::fs::read(&out).unwrap() == std::fs::read(&one).unwrap(),
+        "the staged .zst differs from the one-machine file"
+    );
+}
