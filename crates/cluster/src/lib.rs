@@ -80,7 +80,7 @@
 //! job.json                 the plan: command line, inputs (size, mtime, sample hash), shards, buckets
 //! tasks/<task>.json        the manifest: one record per finished task, written last
 //! lexicon/shard-NNNN.words a shard's words with their counts, by fingerprint (a word run of dupgram-vocab)
-//! lexicon/shard-NNNN.sieve a shard's sieve (the sieve file format of dupgram-sieve)
+//! lexicon/shard-NNNN.sieve.zst a shard's sieve (the sieve file format of dupgram-sieve, in zstd)
 //! streams/shard-NNNN/      a shard's word streams (dupgram-lexicon's stream format), the runs of
 //!                          their overflow tokens, its table's words (table.dgr), for pairs the
 //!                          streams' document lists (docs.dgd, `ShardDocuments`); removed by finish
