@@ -398,6 +398,7 @@ impl<'a> Passes<'a> {
             dir: self.job.work,
             memory: self.job.plan.working().saturating_sub(held),
             stop: self.job.control,
+            threads: self.job.config.threads,
         }
     }
 
@@ -1007,7 +1008,7 @@ impl Job<'_> {
             dupgram_jobkit::output::temp_beside(dir, "dupgram-lexicon").map_err(|e| PipelineError::io(dir, e))?;
         let path = file.path().to_owned();
         let memory = self.plan.working().saturating_sub(builder.heap_bytes() as u64 + beside);
-        let plan = VocabularyPlan { dir: self.work, memory, stop: self.control };
+        let plan = VocabularyPlan { dir: self.work, memory, stop: self.control, threads: config.threads };
         let numbered = {
             let out = std::io::BufWriter::new(file.as_file());
             let numbered = number_vocabulary(&builder, overflow, (config.norm, config.stop_top), out, &plan).map_err(

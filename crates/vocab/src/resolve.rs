@@ -20,6 +20,17 @@ pub struct VocabularyPlan<'a> {
     /// Bytes the sorts may hold, beside the table and its ranking.
     pub memory: u64,
     pub stop: &'a dyn Interrupt,
+    /// Threads the job may use: with more than one, a sort of the numbering
+    /// writes its full buffers on a helper thread ([`WordSort::in_background`]).
+    pub threads: usize,
+}
+
+impl VocabularyPlan<'_> {
+    /// A sort of the numbering named `name`, in `limit` bytes.
+    pub(crate) fn sort(&self, name: &str, limit: u64) -> WordSort {
+        let sort = WordSort::new(self.dir, name, limit as usize);
+        if self.threads > 1 { sort.in_background() } else { sort }
+    }
 }
 
 /// What numbering produced.
@@ -91,8 +102,8 @@ pub fn number_vocabulary<W: Write>(
     }
 
     // 1 and 2: every word numbered in rank order; the overflow's codes by index.
-    let mut codes = WordSort::new(plan.dir, "overflow-codes", half as usize);
-    let ranked_numbering = RankedNumbering { norm, listed: &listed, stop_top, half, dir: plan.dir, stop: plan.stop };
+    let mut codes = plan.sort("overflow-codes", half);
+    let ranked_numbering = RankedNumbering { norm, listed: &listed, stop_top, half, plan };
     let numbered = ranked_numbering.number(ranked, words_runs, out, |w, code| {
         if w.tag & OVERFLOW_TAG == 0 {
             renumbering.assign(w.tag as u32, code, w.hash);
@@ -102,12 +113,13 @@ pub fn number_vocabulary<W: Write>(
         }
     })?;
     let RankedOut { out, identity, candidates, overflow_words, spilled: ranked_spill } = numbered;
-    spilled += ranked_spill + codes.spilled();
+    let codes = codes.finish()?;
+    spilled += ranked_spill + codes.run_bytes();
 
     // 3. Each overflow token, by its word's fingerprint, gets its word's code.
-    let mut by_place = WordSort::new(plan.dir, "overflow-places", half as usize);
+    let mut by_place = plan.sort("overflow-places", half);
     {
-        let mut codes = codes.finish()?.open(half / 2, plan.stop)?;
+        let mut codes = codes.open(half / 2, plan.stop)?;
         let mut join = Join { codes: &mut codes, by_place: &mut by_place, word: None, index: 0, code: 0 };
         let report = merge_occurrences(occurrence_runs, &mut join, "overflow-tokens", half / 2, plan)?;
         spilled += report.bytes_written;
@@ -118,7 +130,8 @@ pub fn number_vocabulary<W: Write>(
             )));
         }
     }
-    spilled += by_place.spilled();
+    let by_place = by_place.finish()?;
+    spilled += by_place.run_bytes();
 
     // 4. The codes in each stream's order: its side file.
     let sides = write_side_files(by_place, streams, room, plan)?;
@@ -157,13 +170,13 @@ pub(crate) fn merge_occurrences<S: MergeSink<Error = VocabError>>(
 /// Step 4: the codes filed by place (stream, then token), as each stream's
 /// side file in `plan.dir`; `memory` for the sort's readers.
 pub(crate) fn write_side_files(
-    by_place: WordSort,
+    by_place: SortedWords,
     streams: usize,
     memory: u64,
     plan: &VocabularyPlan<'_>,
 ) -> Result<Vec<Option<SideFile>>, VocabError> {
     let mut sides: Vec<Option<SideFile>> = vec![None; streams];
-    let mut by_place = by_place.finish()?.open(memory, plan.stop)?;
+    let mut by_place = by_place.open(memory, plan.stop)?;
     let mut writer: Option<(usize, SideWriter)> = None;
     while let Some(r) = by_place.next_record()? {
         let stream = (r.major >> PLACE_BITS) as usize;
@@ -207,8 +220,7 @@ pub(crate) struct RankedNumbering<'a> {
     pub stop_top: usize,
     /// Bytes a step's sort buffer, and the next step's readers, may take.
     pub half: u64,
-    pub dir: &'a Path,
-    pub stop: &'a dyn Interrupt,
+    pub plan: &'a VocabularyPlan<'a>,
 }
 
 /// What [`RankedNumbering::number`] leaves.
@@ -236,8 +248,8 @@ impl RankedNumbering<'_> {
         mut assign: impl FnMut(&RankedWord<'t>, u32) -> Result<(), VocabError>,
     ) -> Result<RankedOut<W>, VocabError> {
         // 1. The runs' words, fingerprint by fingerprint, into rank order.
-        let mut by_rank = WordSort::new(self.dir, "overflow-rank", self.half as usize);
-        let mut merged = SortedWords::concat(runs, self.dir, "overflow-words")?.open(self.half, self.stop)?;
+        let mut by_rank = self.plan.sort("overflow-rank", self.half);
+        let mut merged = SortedWords::concat(runs, self.plan.dir, "overflow-words")?.open(self.half, self.plan.stop)?;
         let mut last: Option<(u128, Vec<u8>)> = None;
         let mut overflow_words = 0u64;
         while let Some(w) = merged.next_combined()? {
@@ -252,16 +264,17 @@ impl RankedNumbering<'_> {
             by_rank.push(rank_major(w.payload), w.bytes, overflow_words)?;
             overflow_words += 1;
             last = Some((w.major, w.bytes.to_vec()));
-            if overflow_words.is_multiple_of(65536) && self.stop.interrupted() {
+            if overflow_words.is_multiple_of(65536) && self.plan.stop.interrupted() {
                 return Err(VocabError::Interrupted);
             }
         }
         drop(merged);
-        let spilled = by_rank.spilled();
+        let by_rank = by_rank.finish()?;
+        let spilled = by_rank.run_bytes();
 
         // 2. The table's words and the runs', merged in rank order, numbered.
         let candidates = table.len() as u64 + overflow_words;
-        let mut by_rank = by_rank.finish()?.open(self.half, self.stop)?;
+        let mut by_rank = by_rank.open(self.half, self.plan.stop)?;
         let words =
             RankMerge { table: table.into_iter().peekable(), overflow: &mut by_rank, next: None, started: false };
         let numbering = Numbering { norm: self.norm, listed: self.listed, stop_top: self.stop_top, candidates };
@@ -414,7 +427,7 @@ mod tests {
             }
         }
         let runs = logs.into_iter().map(|l| l.finish().unwrap()).collect();
-        let plan = VocabularyPlan { dir, memory, stop: &() };
+        let plan = VocabularyPlan { dir, memory, stop: &(), threads: 2 };
         let numbered =
             number_vocabulary(&builder, runs, (Normalization::default(), stop_top), Vec::new(), &plan).unwrap();
         (numbered.out.clone(), numbered, outcomes)

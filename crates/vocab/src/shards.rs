@@ -119,8 +119,8 @@ pub fn number_shard_words<W: Write>(
     plan: &VocabularyPlan<'_>,
 ) -> Result<NumberedShards<W>, VocabError> {
     let half = plan.memory / 2;
-    let mut by_index = codes.map(|_| WordSort::new(plan.dir, "shard-codes", half as usize));
-    let numbering = RankedNumbering { norm, listed, stop_top, half, dir: plan.dir, stop: plan.stop };
+    let mut by_index = codes.map(|_| plan.sort("shard-codes", half));
+    let numbering = RankedNumbering { norm, listed, stop_top, half, plan };
     let numbered = numbering.number(Vec::new(), vec![linked_words(shards, plan.dir, "a")?], out, |w, code| {
         match by_index.as_mut() {
             Some(sort) if code != Renumbering::BREAK => {
@@ -225,7 +225,7 @@ pub fn resolve_shard(
     let reserved = renumbering.heap_bytes() as u64;
     let room = plan.memory.saturating_sub(reserved);
     let half = room / 2;
-    let mut by_place = WordSort::new(plan.dir, "shard-places", half as usize);
+    let mut by_place = plan.sort("shard-places", half);
     {
         let mut codes = open_linked(codes, plan.dir, "codes-b", half / 2, plan)?;
         let mut runs = Vec::with_capacity(occurrences.len());
@@ -240,7 +240,7 @@ pub fn resolve_shard(
         };
         merge_occurrences(runs, &mut join, "shard-tokens", half / 2, plan)?;
     }
-    let sides = write_side_files(by_place, streams, room, plan)?;
+    let sides = write_side_files(by_place.finish()?, streams, room, plan)?;
     Ok((renumbering, sides))
 }
 
@@ -327,7 +327,7 @@ mod tests {
     /// `freeze_after` of its tokens and a words-only log, into shard files;
     /// numbers them; returns the lexicon file.
     fn numbered_in_shards(shards: &[Vec<String>], freeze_after: usize, stop_top: usize, dir: &Path) -> Vec<u8> {
-        let plan = VocabularyPlan { dir, memory: 1 << 12, stop: &() };
+        let plan = VocabularyPlan { dir, memory: 1 << 12, stop: &(), threads: 2 };
         let mut files = Vec::new();
         for (s, words) in shards.iter().enumerate() {
             let mut builder = LexiconBuilder::new(["s".to_string()]);
