@@ -57,8 +57,10 @@
 //! run merged at once. The numbering runs after the pass, when nothing else
 //! does: with more than one thread, each of its sorts hands a full buffer
 //! to a helper thread, which sorts and writes it while the next one fills
-//! ([`records::WordSort::in_background`]; two buffers of half the size).
-//! The runs are the same, so the output is too.
+//! ([`records::WordSort::in_background`]; two buffers of half the size),
+//! and the codes of step 4 are sorted per stream, each stream's side file
+//! written on a thread of its own. The runs are the same, so the output is
+//! too.
 //!
 //! The disk holds the word streams and these runs at once, so the runs are
 //! kept small: a word's fingerprint is not written in its run but computed

@@ -19,7 +19,8 @@ pub struct VocabularyPlan<'a> {
     pub dir: &'a Path,
     /// Bytes the sorts may hold, beside the table and its ranking.
     pub memory: u64,
-    pub stop: &'a dyn Interrupt,
+    /// Asked between records; shared with the threads that write side files.
+    pub stop: &'a (dyn Interrupt + Sync),
     /// Threads the job may use: with more than one, a sort of the numbering
     /// writes its full buffers on a helper thread ([`WordSort::in_background`]).
     pub threads: usize,
@@ -117,7 +118,7 @@ pub fn number_vocabulary<W: Write>(
     spilled += ranked_spill + codes.run_bytes();
 
     // 3. Each overflow token, by its word's fingerprint, gets its word's code.
-    let mut by_place = plan.sort("overflow-places", half);
+    let mut by_place = CodesByPlace::new(plan, "overflow-places", streams, half);
     {
         let mut codes = codes.open(half / 2, plan.stop)?;
         let mut join = Join { codes: &mut codes, by_place: &mut by_place, word: None, index: 0, code: 0 };
@@ -130,12 +131,9 @@ pub fn number_vocabulary<W: Write>(
             )));
         }
     }
-    let by_place = by_place.finish()?;
-    spilled += by_place.run_bytes();
-
     // 4. The codes in each stream's order: its side file.
-    let sides = write_side_files(by_place, streams, room, plan)?;
-    spilled += sides.iter().flatten().map(|s| s.bytes).sum::<u64>();
+    let (sides, sorted) = by_place.write_side_files(room, plan)?;
+    spilled += sorted + sides.iter().flatten().map(|s| s.bytes).sum::<u64>();
     Ok(Numbered {
         out,
         identity,
@@ -167,40 +165,90 @@ pub(crate) fn merge_occurrences<S: MergeSink<Error = VocabError>>(
     Ok(merge_all(runs, occurrence_header(), fan_in, new_run, sink, plan.stop)?)
 }
 
-/// Step 4: the codes filed by place (stream, then token), as each stream's
-/// side file in `plan.dir`; `memory` for the sort's readers.
-pub(crate) fn write_side_files(
-    by_place: SortedWords,
-    streams: usize,
+/// The codes of overflow tokens gathered by place, a sort per stream, so
+/// that step 4 writes each stream's side file on a thread of its own.
+pub(crate) struct CodesByPlace {
+    sorts: Vec<WordSort>,
+}
+
+impl CodesByPlace {
+    /// Sorts named `{name}-sN` for `streams` streams, in `memory` bytes together.
+    pub fn new(plan: &VocabularyPlan<'_>, name: &str, streams: usize, memory: u64) -> Self {
+        let share = memory / streams.max(1) as u64;
+        let sorts = (0..streams).map(|s| plan.sort(&format!("{name}-s{s}"), share)).collect();
+        CodesByPlace { sorts }
+    }
+
+    /// Files the code of the overflow token at `place` (its stream, then its
+    /// number there), with its word's hash.
+    pub fn push(&mut self, place: u64, hash: u64, code: u64) -> Result<(), VocabError> {
+        let stream = (place >> PLACE_BITS) as usize;
+        let streams = self.sorts.len();
+        let Some(sort) = self.sorts.get_mut(stream) else {
+            return Err(VocabError::Inconsistent(format!("an overflow token of stream {stream} of {streams}")));
+        };
+        sort.push(u128::from(place), &hash.to_le_bytes(), code)
+    }
+
+    /// Step 4: the codes in each stream's order, as its side file in
+    /// `plan.dir` (none for a stream without one); the streams are written
+    /// `plan.threads` at a time, sharing `memory` for their readers.
+    /// Returns the side files and the bytes the sorts spilled.
+    pub fn write_side_files(
+        self,
+        memory: u64,
+        plan: &VocabularyPlan<'_>,
+    ) -> Result<(Vec<Option<SideFile>>, u64), VocabError> {
+        let mut sorted = Vec::with_capacity(self.sorts.len());
+        for sort in self.sorts {
+            sorted.push(sort.finish()?);
+        }
+        let spilled = sorted.iter().map(SortedWords::run_bytes).sum();
+        let at_once = plan.threads.clamp(1, sorted.len().max(1));
+        let share = memory / at_once as u64;
+        let mut sides = Vec::with_capacity(sorted.len());
+        let mut streams = sorted.into_iter().enumerate().peekable();
+        while streams.peek().is_some() {
+            let group: Vec<(usize, SortedWords)> = streams.by_ref().take(at_once).collect();
+            let written: Vec<Result<Option<SideFile>, VocabError>> = std::thread::scope(|scope| {
+                let writers: Vec<_> = group
+                    .into_iter()
+                    .map(|(stream, codes)| scope.spawn(move || write_side_file(stream, codes, share, plan)))
+                    .collect();
+                writers.into_iter().map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+            });
+            for side in written {
+                sides.push(side?);
+            }
+        }
+        Ok((sides, spilled))
+    }
+}
+
+/// One stream's side file from its codes in place order, if it has any.
+fn write_side_file(
+    stream: usize,
+    codes: SortedWords,
     memory: u64,
     plan: &VocabularyPlan<'_>,
-) -> Result<Vec<Option<SideFile>>, VocabError> {
-    let mut sides: Vec<Option<SideFile>> = vec![None; streams];
-    let mut by_place = by_place.open(memory, plan.stop)?;
-    let mut writer: Option<(usize, SideWriter)> = None;
-    while let Some(r) = by_place.next_record()? {
-        let stream = (r.major >> PLACE_BITS) as usize;
+) -> Result<Option<SideFile>, VocabError> {
+    let mut codes = codes.open(memory, plan.stop)?;
+    let mut writer: Option<SideWriter> = None;
+    while let Some(r) = codes.next_record()? {
+        if (r.major >> PLACE_BITS) as usize != stream {
+            return Err(VocabError::Inconsistent(format!("an overflow token of another stream in stream {stream}'s")));
+        }
         let k = (r.major as u64) & ((1 << PLACE_BITS) - 1);
-        if stream >= streams {
-            return Err(VocabError::Inconsistent(format!("an overflow token of stream {stream} of {streams}")));
-        }
-        if writer.as_ref().is_none_or(|(s, _)| *s != stream) {
-            if let Some((s, w)) = writer.take() {
-                sides[s] = Some(w.finish()?);
-            }
-            let path = plan.dir.join(format!("overflow-side-s{stream}.dgs"));
-            writer = Some((stream, SideWriter::create(&path)?));
-        }
         let hash = u64::from_le_bytes(
             r.bytes.try_into().map_err(|_| VocabError::Inconsistent("a token's hash is not 8 bytes".into()))?,
         );
         let code = u32::try_from(r.payload).map_err(|_| VocabError::Inconsistent("a code beyond 32 bits".into()))?;
-        writer.as_mut().expect("opened above").1.push(k, code, hash)?;
+        if writer.is_none() {
+            writer = Some(SideWriter::create(&plan.dir.join(format!("overflow-side-s{stream}.dgs")))?);
+        }
+        writer.as_mut().expect("opened above").push(k, code, hash)?;
     }
-    if let Some((s, w)) = writer.take() {
-        sides[s] = Some(w.finish()?);
-    }
-    Ok(sides)
+    writer.map(SideWriter::finish).transpose()
 }
 
 /// Bytes a reader of an occurrence run holds (a block and its decoding).
@@ -338,7 +386,7 @@ impl RankMerge<'_, '_> {
 /// out: a token not filed breaks the window.
 struct Join<'a> {
     codes: &'a mut MergedWords,
-    by_place: &'a mut WordSort,
+    by_place: &'a mut CodesByPlace,
     /// The fingerprint of the word being walked.
     word: Option<u128>,
     /// Words walked so far.
@@ -366,7 +414,7 @@ impl MergeSink for Join<'_> {
         }
         if self.code != Renumbering::BREAK {
             let hash = (word >> 64) as u64;
-            self.by_place.push(u128::from(place), &hash.to_le_bytes(), u64::from(self.code))?;
+            self.by_place.push(place, hash, u64::from(self.code))?;
         }
         Ok(())
     }

@@ -25,7 +25,7 @@ use dupgram_merge::{MergeSink, RunFile};
 use crate::error::VocabError;
 use crate::overflow::{OverflowRuns, occurrence};
 use crate::records::{Majors, MergedWords, RecordRunFile, RecordRunWriter, SortedWords, WordSort};
-use crate::resolve::{OVERFLOW_TAG, RankedNumbering, merge_occurrences, numbered_words, write_side_files};
+use crate::resolve::{CodesByPlace, OVERFLOW_TAG, RankedNumbering, merge_occurrences, numbered_words};
 use crate::side::SideFile;
 use crate::{VocabularyPlan, fingerprint};
 
@@ -225,7 +225,7 @@ pub fn resolve_shard(
     let reserved = renumbering.heap_bytes() as u64;
     let room = plan.memory.saturating_sub(reserved);
     let half = room / 2;
-    let mut by_place = plan.sort("shard-places", half);
+    let mut by_place = CodesByPlace::new(plan, "shard-places", streams, half);
     {
         let mut codes = open_linked(codes, plan.dir, "codes-b", half / 2, plan)?;
         let mut runs = Vec::with_capacity(occurrences.len());
@@ -240,7 +240,7 @@ pub fn resolve_shard(
         };
         merge_occurrences(runs, &mut join, "shard-tokens", half / 2, plan)?;
     }
-    let sides = write_side_files(by_place.finish()?, streams, room, plan)?;
+    let (sides, _) = by_place.write_side_files(room, plan)?;
     Ok((renumbering, sides))
 }
 
@@ -295,7 +295,7 @@ struct FingerprintJoin<'a> {
     codes: MergedWords,
     /// The codes file's next record: fingerprint and code.
     next: Option<(u128, u64)>,
-    by_place: &'a mut WordSort,
+    by_place: &'a mut CodesByPlace,
 }
 
 impl MergeSink for FingerprintJoin<'_> {
@@ -310,7 +310,7 @@ impl MergeSink for FingerprintJoin<'_> {
             && fp == word
         {
             let hash = (word >> 64) as u64;
-            self.by_place.push(u128::from(place), &hash.to_le_bytes(), code)?;
+            self.by_place.push(place, hash, code)?;
         }
         Ok(())
     }
