@@ -168,6 +168,7 @@ impl<'a> Stage<'a> {
                 let mut packed = zstd::Encoder::new(out, 1)?;
                 // Zeros need no long window; a short one keeps the encoder small.
                 packed.window_log(SIEVE_WINDOW_LOG)?;
+                packed.include_checksum(true)?;
                 sieve.save(&mut packed)?;
                 packed.finish().map(drop)
             })?;

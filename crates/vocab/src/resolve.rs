@@ -438,12 +438,12 @@ mod tests {
 
     /// Counts `streams` (token lists) through one builder frozen after
     /// `freeze_after` tokens, logging the overflow per stream; returns the
-    /// lexicon file, what numbering said and each token's outcome.
+    /// lexicon file, what numbering (with `threads`) said and each token's outcome.
     fn numbered_with(
         streams: &[Vec<String>],
-        freeze_after: usize,
-        stop_top: usize,
+        (freeze_after, stop_top): (usize, usize),
         memory: u64,
+        threads: usize,
         dir: &Path,
     ) -> (Vec<u8>, Numbered<Vec<u8>>, Vec<Vec<Token>>) {
         let mut builder = LexiconBuilder::new(["s".to_string()]);
@@ -475,17 +475,24 @@ mod tests {
             }
         }
         let runs = logs.into_iter().map(|l| l.finish().unwrap()).collect();
-        let plan = VocabularyPlan { dir, memory, stop: &(), threads: 2 };
+        let plan = VocabularyPlan { dir, memory, stop: &(), threads };
         let numbered =
             number_vocabulary(&builder, runs, (Normalization::default(), stop_top), Vec::new(), &plan).unwrap();
         (numbered.out.clone(), numbered, outcomes)
     }
 
-    fn check(streams: &[Vec<String>], freeze_after: usize, stop_top: usize, memory: u64) -> Result<(), TestCaseError> {
+    /// The numbering with `threads` (sorts and side files on helper threads
+    /// from two on) against the plain path's lexicon and every token's ID.
+    fn check(
+        streams: &[Vec<String>],
+        (freeze_after, stop_top): (usize, usize),
+        memory: u64,
+        threads: usize,
+    ) -> Result<(), TestCaseError> {
         let dir = tempfile::tempdir().unwrap();
         // The plain path: one builder that never freezes.
-        let (plain, _, _) = numbered_with(streams, usize::MAX, stop_top, memory, dir.path());
-        let (file, numbered, outcomes) = numbered_with(streams, freeze_after, stop_top, memory, dir.path());
+        let (plain, _, _) = numbered_with(streams, (usize::MAX, stop_top), memory, 1, dir.path());
+        let (file, numbered, outcomes) = numbered_with(streams, (freeze_after, stop_top), memory, threads, dir.path());
         prop_assert!(file == plain, "the lexicon file is the one a builder holding every word writes");
         let path = dir.path().join("words.lex");
         std::fs::write(&path, &file).unwrap();
@@ -537,8 +544,9 @@ mod tests {
             freeze_after in 0usize..200,
             stop_top in 0usize..3,
             memory in prop_oneof![Just(0u64), Just(1u64 << 20)],
+            threads in 1usize..4,
         ) {
-            check(&streams, freeze_after, stop_top, memory)?;
+            check(&streams, (freeze_after, stop_top), memory, threads)?;
         }
     }
 
@@ -546,9 +554,9 @@ mod tests {
     fn an_empty_overflow_numbers_the_table_alone() {
         let streams = vec![vec!["a".to_string(), "b".into(), "a".into()]];
         let dir = tempfile::tempdir().unwrap();
-        let (_, numbered, _) = numbered_with(&streams, usize::MAX, 0, 1 << 20, dir.path());
+        let (_, numbered, _) = numbered_with(&streams, (usize::MAX, 0), 1 << 20, 2, dir.path());
         assert_eq!(numbered.overflow_words, 0);
         assert!(numbered.sides.iter().all(Option::is_none));
-        check(&streams, 0, 0, 1 << 20).unwrap();
+        check(&streams, (0, 0), 1 << 20, 2).unwrap();
     }
 }
