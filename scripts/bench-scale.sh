@@ -12,6 +12,7 @@
 #   scripts/bench-scale.sh --sizes 1B --memory 1G,256M     # one size, two budgets (outputs compared)
 #   scripts/bench-scale.sh --sizes 1B,3B --jobs dedup-doc,dedup-span
 #   scripts/bench-scale.sh --sizes 1B --jobs pairs
+#   scripts/bench-scale.sh --copies-of comments.txt --sizes 1,2   # a real text, then twice with new word forms
 #
 # Options:
 #   --sizes LIST            token counts (k, M, B suffixes), smallest first; the per-token
@@ -20,6 +21,10 @@
 #   --jobs LIST             ngrams, dedup-doc, dedup-span, pairs (default ngrams)
 #   --open-vocabulary X     dupgram-gen's share of fresh words from the open tail (default 0.6:
 #                           about 3M distinct words at 100M tokens, 18M at 1B, 42M at 3B)
+#   --copies-of FILE        read copies of FILE (one document a line) instead of generated text,
+#                           each copy's words suffixed with its number (`word_2`), so every copy
+#                           brings a vocabulary of its own, read with --tokens raw; --sizes are
+#                           then numbers of copies
 #   --output-zst            write each output as .zst (the default writes plain files)
 #   --output-stdout         write each output to standard output, through `zstd -3`, and keep only
 #                           its SHA-256 (for sizes whose output does not fit beside the run)
@@ -37,6 +42,7 @@ jobs=ngrams
 open_vocabulary=0.6
 ext=
 keep=0
+copies_of=
 to_stdout=0
 tmp_share=
 bin_dir=
@@ -46,6 +52,7 @@ while [ $# -gt 0 ]; do
     --memory) memories=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --open-vocabulary) open_vocabulary=$2; shift 2 ;;
+    --copies-of) copies_of=$2; shift 2 ;;
     --output-zst) ext=.zst; shift ;;
     --output-stdout) ext=.zst; to_stdout=1; shift ;;
     --keep) keep=1; shift ;;
@@ -65,6 +72,24 @@ else
   bin=$here/target/release
 fi
 table=$work/scale.md
+
+# With --copies-of, a row's copies are written to a file first (sed is slower than the
+# job, so piping it would time sed), which the row reads and removes.
+copies=$work/copies.txt
+unit=tokens
+if [ -n "$copies_of" ]; then unit="copies of $copies_of"; fi
+make_copies() {
+  for i in $(seq 1 "$1"); do LC_ALL=C sed "s/[^ ][^ ]*/&_$i/g" "$copies_of"; done > "$copies"
+}
+
+# The text of a row of `size`: generated web-like text of that many tokens, or the copies.
+corpus() {
+  if [ -n "$copies_of" ]; then
+    cat "$copies"
+  else
+    "$bin/dupgram-gen" --tokens "$(count "$1")" --seed 1 --open-vocabulary "$open_vocabulary" --format text 2> /dev/null
+  fi
+}
 
 # 10M → 10000000; 1B → 1000000000.
 count() { awk -v s="$1" 'BEGIN { m = 1; u = toupper(substr(s, length(s)))
@@ -102,22 +127,23 @@ for job in ${jobs//,/ }; do
     pairs) args=(pairs - -n 5) ;;
     *) echo "unknown job $job (ngrams, dedup-doc, dedup-span, pairs)" >&2; exit 2 ;;
   esac
+  if [ -n "$copies_of" ]; then args+=(--tokens raw); fi
   for memory in ${memories//,/ }; do
     first_per_token=
     for size in ${sizes//,/ }; do
-      tokens=$(count "$size")
       tmp=$work/scale-tmp
       rm -rf "$tmp"; mkdir -p "$tmp"
       out=$work/scale-$job-$size-$memory.out$ext
       stats=$work/scale-$job-$size-$memory.json
-      echo "$job, $size tokens, --memory $memory ..." >&2
+      echo "$job, $size $unit, --memory $memory ..." >&2
       rm -f "$out.sha"
       # With --output-stdout the output goes by on standard output through `zstd -3` (so its
       # hash compares only with other --output-stdout runs) and only its SHA-256 stays.
       target=$out
       [ "$to_stdout" = 1 ] && target=-
+      if [ -n "$copies_of" ]; then make_copies "$size"; fi
       (
-        "$bin/dupgram-gen" --tokens "$tokens" --seed 1 --open-vocabulary "$open_vocabulary" --format text 2> /dev/null \
+        corpus "$size" \
           | /usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin/dupgram" "${args[@]}" -q --memory "$memory" \
               --tmp-dir "$tmp" -o "$target" --stats-json "$stats" 2> "$work/stderr.log" \
           | if [ "$to_stdout" = 1 ]; then zstd -3 -q -c | sha256sum | cut -d' ' -f1 > "$out.sha"; else cat; fi
@@ -175,5 +201,5 @@ PY
   done
   [ "$keep" = 1 ] || rm -f "$work"/scale-"$job"-*.out$ext
 done
-rm -rf "$work/scale-tmp"
+rm -rf "$work/scale-tmp" "$copies"
 cat "$table"
