@@ -207,6 +207,13 @@ impl CodesByPlace {
         let at_once = plan.threads.clamp(1, sorted.len().max(1));
         let share = memory / at_once as u64;
         let mut sides = Vec::with_capacity(sorted.len());
+        if at_once == 1 {
+            // One thread: no other is started (a thread's stack and arena stay resident after it).
+            for (stream, codes) in sorted.into_iter().enumerate() {
+                sides.push(write_side_file(stream, codes, share, plan)?);
+            }
+            return Ok((sides, spilled));
+        }
         let mut streams = sorted.into_iter().enumerate().peekable();
         while streams.peek().is_some() {
             let group: Vec<(usize, SortedWords)> = streams.by_ref().take(at_once).collect();
