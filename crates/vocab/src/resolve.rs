@@ -208,7 +208,8 @@ impl CodesByPlace {
         let share = memory / at_once as u64;
         let mut sides = Vec::with_capacity(sorted.len());
         if at_once == 1 {
-            // One thread: no other is started (a thread's stack and arena stay resident after it).
+            // One thread: no other is started. A finished thread's stack and
+            // allocator arena can stay resident, which the smallest budgets lack.
             for (stream, codes) in sorted.into_iter().enumerate() {
                 sides.push(write_side_file(stream, codes, share, plan)?);
             }
