@@ -111,9 +111,10 @@ fn summary(s: &NgramStats) -> String {
         line(
             "vocabulary",
             format!(
-                "{} words past the lexicon's room ({} tokens), counted and numbered on disk",
+                "{} words past the lexicon's room ({} tokens, {} slots of its epochs), counted and numbered on disk",
                 group(s.overflow_words),
-                group(s.overflow_tokens)
+                group(s.overflow_tokens),
+                group(s.overflow_slots)
             ),
         );
     }

@@ -126,6 +126,10 @@ pub(crate) struct TaskRecord {
     /// Lexicon tasks of a count from word streams: first-seen IDs the table handed out.
     #[serde(default)]
     pub first_seen: u64,
+    /// Lexicon tasks of a count from word streams: slots an epoch of the
+    /// streams' overflow has at most (see `dupgram_vocab::SideFile`).
+    #[serde(default)]
+    pub epoch_slots: u32,
 }
 
 /// Runs the tasks of one job.
@@ -268,7 +272,7 @@ impl<'a> Stage<'a> {
         let (renumbering, sides) = resolve_shard(
             &dir.join(SHARD_TABLE),
             first_seen,
-            &occurrences,
+            (&occurrences, read.epoch_slots),
             &self.vocab_codes(),
             read.streams.len(),
             plan,

@@ -30,6 +30,7 @@ pub fn absorb(total: &mut NgramStats, part: &NgramStats) {
     // Each lexicon task's words past its table: a word past several counts once in each.
     total.overflow_words += part.overflow_words;
     total.overflow_tokens += part.overflow_tokens;
+    total.overflow_slots += part.overflow_slots;
     total.warnings.extend(part.warnings.iter().cloned());
     total.peak_rss = total.peak_rss.max(part.peak_rss);
     total.seconds.lexicon += part.seconds.lexicon;

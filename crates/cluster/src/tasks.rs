@@ -174,8 +174,10 @@ impl<'a> Stage<'a> {
             })?;
         }
         stats.overflow_tokens = overflow.iter().map(|o| o.tokens).sum();
+        stats.overflow_slots = overflow.iter().map(|o| o.slots).sum();
         let name = |path: &Path| path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         record.occurrences = overflow.iter().flat_map(|o| o.occurrence_paths().map(name)).collect();
+        record.epoch_slots = overflow.iter().map(|o| o.epoch_slots).max().unwrap_or(0);
         let plan = passes.vocabulary_plan(builder.heap_bytes() as u64);
         if let Some(streams) = &streams {
             record.streams =

@@ -40,6 +40,8 @@ fn config(path: &Path, n: usize, table_words: Option<usize>) -> NgramConfig {
     config.memory = 32 << 20;
     config.threads = 2;
     config.limits.table_words = table_words;
+    // The overflow's dictionaries in epochs of a few words.
+    config.limits.epoch_slots = table_words.map(|_| 3);
     // A few words held for the output, the rest read from disk per batch.
     config.limits.output_word_bytes = table_words.map(|_| 256);
     config

@@ -112,6 +112,7 @@ fn staged_pairs_are_the_one_machine_pairs() {
         if round == 2 {
             // Tables that freeze: the lexicon tasks count most words on disk.
             config.base.limits.table_words = Some(20);
+            config.base.limits.epoch_slots = Some(2);
         }
         let one = dir.path().join(format!("one-{round}.tsv"));
         let one_stats = one_machine(&config, &one);

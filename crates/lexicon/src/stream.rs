@@ -10,21 +10,33 @@
 //! or two bytes.
 //!
 //! A word met after the lexicon's table was frozen (its memory full) has no
-//! first-seen ID: it is written as [`OVERFLOW`], and the `n`-th overflow
-//! token of a stream learns its ID from the `n`-th entry of a side file
-//! made after the pass (see `dupgram-vocab`).
+//! first-seen ID. The worker numbers such words in a dictionary of its own,
+//! bounded, that starts again (a new *epoch*) whenever it is full: the token
+//! is written as its word's *slot* in the current epoch, and the end of an
+//! epoch as its number of slots. After the pass a side file says what each
+//! slot's word is (see `dupgram-vocab`): a frequent word past the table
+//! costs its slot's two or three bytes here and one entry per epoch there,
+//! not a record per token.
 //!
 //! ```text
 //! magic "DGWIDS\r\n" | version u16 LE | 0 u16 | 0 u32
 //! frames, each:
 //!   length u32 LE (1 ..= MAX_FRAME_BYTES) | XXH3-64 of the payload u64 LE
-//!   payload: LEB128 varints; 0 ends a document, 1 is a word of the overflow,
-//!            k ≥ 2 is the word with first-seen ID k − 2
+//!   payload: LEB128 varints; 0 ends a document,
+//!            k ≥ 2 is the word with first-seen ID k − 2,
+//!            1 is followed by m: m = 0 a word seen once (in a stream of
+//!            final IDs), m = 1 and then n: the epoch of n slots ends,
+//!            m ≥ 2 the word in slot m − 2 of the current epoch
 //! end: length 0 u32 | documents u64 LE | words u64 LE | XXH3-64 of those 16 bytes u64 LE
 //! ```
 //!
-//! Version 1 had no overflow code (k ≥ 1 was first-seen ID k − 1); streams
-//! are temporary files, so this build reads version 2 only.
+//! In memory a reader hands over a code per token or mark: [`END_OF_DOCUMENT`],
+//! [`OVERFLOW`], [`FIRST_WORD`] + first-seen ID, [`SLOT`] | slot, [`EPOCH_END`] | slots.
+//! A mark is not a word in the totals.
+//!
+//! Version 2 wrote every overflow token as a bare 1 (the `n`-th of them
+//! was the side file's `n`-th entry); streams are temporary files, so this
+//! build reads version 3 only.
 //!
 //! A document may run across frames. Stop words on the stop list are not
 //! written (they only count as tokens). Nothing may follow the end.
@@ -36,15 +48,22 @@ use xxhash_rust::xxh3::xxh3_64;
 /// First eight bytes of a word-ID stream.
 pub const STREAM_MAGIC: &[u8; 8] = b"DGWIDS\r\n";
 /// The stream format this build writes and reads.
-pub const STREAM_VERSION: u16 = 2;
+pub const STREAM_VERSION: u16 = 3;
 /// The largest frame payload a reader accepts (and a writer makes: it cuts frames far below).
 pub const MAX_FRAME_BYTES: usize = 16 << 20;
 /// The code that ends a document.
 pub const END_OF_DOCUMENT: u32 = 0;
-/// The code of a word met after the table was frozen.
+/// The code of a word with no first-seen ID and no slot: in a stream
+/// rewritten with final IDs, a word seen once.
 pub const OVERFLOW: u32 = 1;
-/// The code of first-seen ID 0; ID `i` is `FIRST_WORD + i`.
+/// The code of first-seen ID 0; ID `i` is `FIRST_WORD + i`, below [`SLOT`].
 pub const FIRST_WORD: u32 = 2;
+/// In memory, `SLOT | j` is the word in slot `j` of the current epoch.
+pub const SLOT: u32 = 1 << 31;
+/// In memory, `EPOCH_END | n` ends the current epoch, which had `n` slots.
+pub const EPOCH_END: u32 = 0xC000_0000;
+/// Slots an epoch may have: a reader refuses a slot or an epoch beyond it.
+pub const MAX_EPOCH_SLOTS: u32 = 1 << 26;
 /// A writer cuts its frame when the payload reaches this: a reader then
 /// holds at most this plus one number, and a code (4 bytes) per byte of it.
 pub const FRAME_TARGET: usize = 64 << 10;
@@ -87,10 +106,33 @@ impl<W: Write> StreamWriter<W> {
         self.code(u64::from(first_seen) + u64::from(FIRST_WORD))
     }
 
-    /// A word of the overflow (no first-seen ID).
+    /// A word with no first-seen ID and no slot.
     #[inline]
     pub fn overflow(&mut self) -> std::io::Result<()> {
-        self.code(u64::from(OVERFLOW))
+        self.escaped(0, None)
+    }
+
+    /// The word in slot `slot` (below [`MAX_EPOCH_SLOTS`]) of the current epoch.
+    #[inline]
+    pub fn slot(&mut self, slot: u32) -> std::io::Result<()> {
+        self.escaped(u64::from(slot) + 2, None)
+    }
+
+    /// The end of the current epoch, which had `slots` slots.
+    pub fn epoch_end(&mut self, slots: u32) -> std::io::Result<()> {
+        self.escaped(1, Some(slots))
+    }
+
+    /// Code 1, then `m` (and the epoch's slots, a mark and not a word): in one frame.
+    #[inline]
+    fn escaped(&mut self, m: u64, slots: Option<u32>) -> std::io::Result<()> {
+        self.words += u64::from(slots.is_none());
+        self.frame.push(OVERFLOW as u8);
+        push_varint(&mut self.frame, m);
+        if let Some(n) = slots {
+            push_varint(&mut self.frame, u64::from(n));
+        }
+        self.cut_if_full()
     }
 
     #[inline]
@@ -188,7 +230,7 @@ impl<R: Read> StreamReader<R> {
         }
         Ok(StreamReader {
             input,
-            max_code: u64::from(vocabulary) + u64::from(FIRST_WORD) - 1,
+            max_code: (u64::from(vocabulary) + u64::from(FIRST_WORD) - 1).min(u64::from(SLOT) - 1),
             payload: Vec::new(),
             documents: 0,
             words: 0,
@@ -196,9 +238,8 @@ impl<R: Read> StreamReader<R> {
         })
     }
 
-    /// Replaces `codes` with the next frame's codes ([`END_OF_DOCUMENT`],
-    /// [`OVERFLOW`], or [`FIRST_WORD`] + first-seen ID); false at the end of
-    /// the stream, once its totals are checked.
+    /// Replaces `codes` with the next frame's codes (see the module's
+    /// docs); false at the end of the stream, once its totals are checked.
     pub fn next_frame(&mut self, codes: &mut Vec<u32>) -> Result<bool, StreamError> {
         codes.clear();
         if self.done {
@@ -232,7 +273,7 @@ impl<R: Read> StreamReader<R> {
         let bytes = &self.payload;
         codes.reserve(bytes.len());
         let mut at = 0;
-        let mut ends = 0u64;
+        let (mut ends, mut marks) = (0u64, 0u64);
         while at < bytes.len() {
             let (v, len) = match bytes.get(at..at + 4) {
                 // Codes of up to four bytes, read four bytes at a time without a
@@ -249,6 +290,13 @@ impl<R: Read> StreamReader<R> {
                 _ => Self::long_varint(&bytes[at..])?,
             };
             at += len;
+            if v == u64::from(OVERFLOW) {
+                let (code, used) = Self::escaped(&bytes[at..])?;
+                at += used;
+                marks += u64::from(code & EPOCH_END == EPOCH_END);
+                codes.push(code);
+                continue;
+            }
             if v > self.max_code {
                 return Err(StreamError::Corrupt("word ID beyond the vocabulary"));
             }
@@ -256,8 +304,26 @@ impl<R: Read> StreamReader<R> {
             codes.push(v as u32);
         }
         self.documents += ends;
-        self.words += codes.len() as u64 - ends;
+        self.words += codes.len() as u64 - ends - marks;
         Ok(true)
+    }
+
+    /// What follows a code 1 at the start of `bytes`, and its length.
+    fn escaped(bytes: &[u8]) -> Result<(u32, usize), StreamError> {
+        let (m, used) = Self::long_varint(bytes)?;
+        let beyond = || StreamError::Corrupt("slot beyond an epoch's size");
+        match m {
+            0 => Ok((OVERFLOW, used)),
+            1 => {
+                let (n, more) = Self::long_varint(&bytes[used..])?;
+                let n = u32::try_from(n).ok().filter(|&n| n <= MAX_EPOCH_SLOTS).ok_or_else(beyond)?;
+                Ok((EPOCH_END | n, used + more))
+            }
+            _ => {
+                let slot = u32::try_from(m - 2).ok().filter(|&j| j < MAX_EPOCH_SLOTS).ok_or_else(beyond)?;
+                Ok((SLOT | slot, used))
+            }
+        }
     }
 
     /// The varint at the start of `bytes` and its length.
@@ -351,9 +417,32 @@ mod tests {
         let mut w = StreamWriter::new(Vec::new()).unwrap();
         w.overflow().unwrap();
         w.word(0).unwrap();
+        w.slot(0).unwrap();
+        w.slot(300).unwrap();
+        w.epoch_end(301).unwrap();
+        w.slot(MAX_EPOCH_SLOTS - 1).unwrap();
         w.end_document().unwrap();
         let (out, _) = w.finish().unwrap();
-        assert_eq!(read_all(&out, 1).unwrap(), vec![OVERFLOW, FIRST_WORD, END_OF_DOCUMENT]);
+        let want = [OVERFLOW, FIRST_WORD, SLOT, SLOT | 300, EPOCH_END | 301, SLOT | (MAX_EPOCH_SLOTS - 1), 0];
+        assert_eq!(read_all(&out, 1).unwrap(), want);
+        // The totals count five words: the epoch's end is a mark.
+        let mut r = StreamReader::new(&out[..], 1).unwrap();
+        while r.next_frame(&mut Vec::new()).unwrap() {}
+        assert_eq!((r.documents(), r.words()), (1, 5));
+    }
+
+    #[test]
+    fn a_slot_or_an_epoch_beyond_the_limit_is_refused() {
+        for payload in [
+            vec![1, 0x80, 0x80, 0x80, 0x40],    // slot 2^27 − 2
+            vec![1, 1, 0x81, 0x80, 0x80, 0x40], // an epoch of 2^27 + 1 slots
+            vec![1],                            // a frame ending after the 1
+            vec![1, 1],                         // and after the epoch's mark
+        ] {
+            let stream = one_frame(&payload);
+            let mut r = StreamReader::new(&stream[..], 10).unwrap();
+            assert!(r.next_frame(&mut Vec::new()).is_err(), "{payload:?}");
+        }
     }
 
     #[test]
@@ -388,7 +477,7 @@ mod tests {
 
     #[test]
     fn codes_of_every_length_decode_and_broken_numbers_are_refused() {
-        let ids = [0u32, 125, 126, 127, 16_381, 16_382, 2_097_149, 2_097_150, u32::MAX - 2];
+        let ids = [0u32, 125, 126, 127, 16_381, 16_382, 2_097_149, 2_097_150, SLOT - 3];
         let bytes = written(&[&ids]);
         let mut want: Vec<u32> = ids.iter().map(|&i| i + FIRST_WORD).collect();
         want.push(END_OF_DOCUMENT);

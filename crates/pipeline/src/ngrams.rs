@@ -104,6 +104,9 @@ pub struct Limits {
     /// the words met after it go through the overflow logs (see
     /// `dupgram-vocab`), whatever the memory: the same results either way.
     pub table_words: Option<usize>,
+    /// End an epoch of the overflow's dictionaries at this many slots (see
+    /// `dupgram-vocab`), whatever the memory: the same results either way.
+    pub epoch_slots: Option<u32>,
     /// Hold at most this many bytes of words while writing n-grams out; the
     /// others are read from disk for each batch (see [`dupgram_vocab::DiskWords`]).
     pub output_word_bytes: Option<u64>,
@@ -238,6 +241,10 @@ pub struct NgramStats {
     /// Tokens of those words.
     #[serde(default)]
     pub overflow_tokens: u64,
+    /// Slots the overflow's dictionaries gave those tokens' words, one per
+    /// distinct word and epoch: what its sorts took a record for.
+    #[serde(default)]
+    pub overflow_slots: u64,
     pub stopwords: u64,
     /// N-gram occurrences (positions).
     pub ngrams: u64,
@@ -959,6 +966,7 @@ impl Job<'_> {
         let (lexicon_file, numbered) = self.write_lexicon(builder, overflow, sieve_bytes)?;
         stats.overflow_words = numbered.overflow_words;
         stats.overflow_tokens = numbered.overflow_tokens;
+        stats.overflow_slots = numbered.overflow_slots;
         stats.vocabulary_bytes = std::fs::metadata(lexicon_file.path()).map_or(0, |m| m.len())
             + numbered.sides.iter().flatten().map(|s| s.bytes).sum::<u64>();
         stats.bytes_spilled += numbered.spilled;
@@ -1017,10 +1025,29 @@ impl Job<'_> {
                     other => other.into(),
                 },
             )?;
-            let Numbered { out, identity, renumbering, sides, words, overflow_words, overflow_tokens, spilled } =
-                numbered;
+            let Numbered {
+                out,
+                identity,
+                renumbering,
+                sides,
+                words,
+                overflow_words,
+                overflow_tokens,
+                overflow_slots,
+                spilled,
+            } = numbered;
             out.into_inner().map_err(|e| PipelineError::io(&path, e.into_error()))?;
-            Numbered { out: (), identity, renumbering, sides, words, overflow_words, overflow_tokens, spilled }
+            Numbered {
+                out: (),
+                identity,
+                renumbering,
+                sides,
+                words,
+                overflow_words,
+                overflow_tokens,
+                overflow_slots,
+                spilled,
+            }
         };
         Ok((file, numbered))
     }

@@ -7,10 +7,10 @@
 //! possibly in parts by first word, each part's sieve filled here first.
 
 use dupgram_chunker::KeyLayout;
-use dupgram_lexicon::stream::{END_OF_DOCUMENT, FIRST_WORD, OVERFLOW};
+use dupgram_lexicon::stream::{END_OF_DOCUMENT, EPOCH_END, FIRST_WORD, OVERFLOW, SLOT};
 use dupgram_lexicon::{Lexicon, Renumbering};
 use dupgram_sieve::{RollingFingerprint, Sieve, key_fingerprint};
-use dupgram_vocab::{OverflowWord, SIDE_READER_BYTES, SideFile, SideReader, VocabError, place};
+use dupgram_vocab::{OverflowWord, SideFile, SideReader, VocabError, place};
 
 use crate::first_words::{FillSieve, FirstWords, KeyRange};
 use crate::scan::ScanSink;
@@ -40,7 +40,8 @@ impl Streamed {
     /// What a pass over `streams` word streams holds beside the lexicon and
     /// the sieve: the renumbering and a reader per stream (and its side file's).
     pub fn beside(&self, streams: usize) -> u64 {
-        self.renumbering.heap_bytes() as u64 + streams as u64 * (READ_BYTES + SIDE_READER_BYTES)
+        let sides: u64 = self.sides.iter().flatten().map(SideFile::reader_bytes).max().unwrap_or(0);
+        self.renumbering.heap_bytes() as u64 + streams as u64 * (READ_BYTES + sides)
     }
 
     /// Removes stream `stream`'s side file, read for the last time.
@@ -228,20 +229,13 @@ impl TokenReader<'_> {
             END_OF_DOCUMENT => Token::End,
             OVERFLOW => {
                 let once = self.next_once();
-                if self.final_ids {
-                    return Token::Break(once);
+                if !self.final_ids {
+                    // A lexicon pass writes every word past its table by its slot.
+                    self.failure.get_or_insert(VocabError::Inconsistent("an overflow token without a slot".into()));
                 }
-                match self.side.next_token() {
-                    Ok(OverflowWord::Stop) => Token::Skip,
-                    Ok(OverflowWord::Break) => Token::Break(once),
-                    Ok(OverflowWord::Id(id, hash)) => Token::Word(id, hash, OVERFLOW_WORD + u64::from(id)),
-                    Err(e) => {
-                        // Remembered for `check`; the token breaks the window meanwhile.
-                        self.failure.get_or_insert(e);
-                        Token::Break(once)
-                    }
-                }
+                Token::Break(once)
             }
+            _ if code >= SLOT => self.overflow_token(code),
             // Final-ID walks fingerprint keys, not word hashes (see `IdWalk::final_token`).
             _ if self.final_ids => {
                 let id = code - FIRST_WORD;
@@ -259,6 +253,32 @@ impl TokenReader<'_> {
                     }
                     id => Token::Word(id, self.renumbering.hashes[first_seen], first_seen as u64),
                 }
+            }
+        }
+    }
+
+    /// A word past the table by its slot ([`SLOT`]), or the end of an epoch
+    /// of slots ([`EPOCH_END`]), which is no token: what the side file says.
+    fn overflow_token(&mut self, code: u32) -> Token {
+        let read = if self.final_ids {
+            Err(VocabError::Inconsistent("a slot in a stream of final IDs".into()))
+        } else if code & EPOCH_END == EPOCH_END {
+            self.side.end_epoch(code & !EPOCH_END).map(|()| OverflowWord::Stop)
+        } else {
+            self.side.slot(code & !SLOT)
+        };
+        if code & EPOCH_END == EPOCH_END && read.is_ok() {
+            return Token::Skip;
+        }
+        let once = self.next_once();
+        match read {
+            Ok(OverflowWord::Stop) => Token::Skip,
+            Ok(OverflowWord::Break) => Token::Break(once),
+            Ok(OverflowWord::Id(id, hash)) => Token::Word(id, hash, OVERFLOW_WORD + u64::from(id)),
+            Err(e) => {
+                // Remembered for `check`; the token breaks the window meanwhile.
+                self.failure.get_or_insert(e);
+                Token::Break(once)
             }
         }
     }

@@ -7,7 +7,9 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use dupgram_lexicon::stream::{END_OF_DOCUMENT, FIRST_WORD, FRAME_TARGET, OVERFLOW, StreamReader, StreamWriter};
+use dupgram_lexicon::stream::{
+    END_OF_DOCUMENT, EPOCH_END, FIRST_WORD, FRAME_TARGET, OVERFLOW, SLOT, StreamReader, StreamWriter,
+};
 
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::error::PipelineError;
@@ -86,14 +88,17 @@ impl WordsOut {
         Ok((path, writer))
     }
 
-    /// Writes codes as the stream holds them ([`END_OF_DOCUMENT`], [`OVERFLOW`],
-    /// or [`FIRST_WORD`] + a first-seen ID); starts a new segment when this one is full.
+    /// Writes codes as a stream reader hands them over ([`END_OF_DOCUMENT`],
+    /// [`OVERFLOW`], [`FIRST_WORD`] + a first-seen ID, [`SLOT`] | a slot,
+    /// [`EPOCH_END`] | slots); starts a new segment when this one is full.
     pub fn codes(&mut self, codes: &[u32]) -> Result<(), PipelineError> {
         let mut write = || -> std::io::Result<()> {
             for &code in codes {
                 match code {
                     END_OF_DOCUMENT => self.writer.end_document()?,
                     OVERFLOW => self.writer.overflow()?,
+                    _ if code & EPOCH_END == EPOCH_END => self.writer.epoch_end(code & !EPOCH_END)?,
+                    _ if code & SLOT != 0 => self.writer.slot(code & !SLOT)?,
                     word => self.writer.word(word - FIRST_WORD)?,
                 }
             }

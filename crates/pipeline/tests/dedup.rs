@@ -99,6 +99,8 @@ proptest! {
                 merge_buckets: Some(buckets),
                 // The lexicon's table frozen early: the other words through its overflow.
                 table_words: Some(table_words),
+                // And its overflow's dictionaries in epochs of a few words.
+                epoch_slots: Some((table_words % 7 + 1) as u32),
                 ..Limits::default()
             };
         });

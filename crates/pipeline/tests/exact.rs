@@ -161,6 +161,7 @@ fn run_engine(
         batch_bytes: Some(case.batch),
         sieve_parts: case.sieve_parts,
         table_words: case.table_words,
+        epoch_slots: case.table_words.map(|w| (w % 5 + 1) as u32),
         output_word_bytes: case.table_words.map(|w| w as u64 * 16),
         block_files: None,
         merge_buckets: None,
@@ -209,6 +210,8 @@ fn a_frozen_table_changes_nothing() {
         assert!(plain.len() > 100, "{} n-grams", plain.len());
         for (words, parts, held) in [(0, None, 0), (1, None, 1000), (50, Some(3), 0), (1000, None, 5000)] {
             config.limits.table_words = Some(words);
+            // Epochs of one slot, of a few, and as many as the memory gives.
+            config.limits.epoch_slots = [Some(1), Some(3), None][words % 3];
             config.limits.sieve_parts = parts;
             // Few of the output's words held, the others read from disk batch by batch.
             config.limits.output_word_bytes = Some(held);

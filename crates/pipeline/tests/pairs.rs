@@ -147,6 +147,8 @@ proptest! {
             c.base.limits.sieve_parts = parts;
             // The lexicon's table frozen early: the other words through its overflow.
             c.base.limits.table_words = table_words;
+            // And its overflow's dictionaries in epochs of a few words.
+            c.base.limits.epoch_slots = table_words.map(|w| (w % 7 + 1) as u32);
         });
         assert_same(&got, &expected(&docs, n, |_| {}));
         let sieve = &stats.index.first_pass.as_ref().unwrap().sieve;

@@ -16,36 +16,45 @@
 //!
 //! The table takes words until its share of the memory is used, then it is
 //! frozen ([`LexiconBuilder::freeze`]): the words it holds are still counted
-//! there, and a word it does not hold is an *overflow* token. Its word
-//! stream gets a code of its own ([`OVERFLOW`]), and the worker's
-//! [`OverflowLog`] takes it twice, both in fixed memory, spilled as sorted
-//! runs:
+//! there, and a word it does not hold is an *overflow* token. The worker's
+//! [`OverflowLog`] gives its word a *slot* in a dictionary of its own, in
+//! fixed memory, which the stream writes the token as
+//! ([`dupgram_lexicon::stream::SLOT`]); when the dictionary is full, its
+//! *epoch* ends (the stream marks it, with its number of slots) and it
+//! starts again empty. Each slot of an ended epoch goes to two sorts in
+//! fixed memory, spilled as sorted runs:
 //!
-//! * its **occurrence**: the word's 128-bit [`fingerprint`] and the token's
-//!   [`place`] (its stream, and how many overflow tokens came before it
-//!   there), as the key of a run entry ([`dupgram_runs`]);
-//! * its **word**: the bytes under the fingerprint, counted, in a
-//!   [`records::WordSort`] that adds up equal words.
+//! * its **place**: the word's 128-bit [`fingerprint`] and the slot's
+//!   [`place`] (its stream, and its number among the slots of all the
+//!   stream's epochs), as the key of a run entry ([`dupgram_runs`]);
+//! * its **word**: the bytes under the fingerprint, with the epoch's count
+//!   of it, in a [`records::WordSort`] that adds up equal words.
+//!
+//! A word's tokens within an epoch cost a look-up in the dictionary and
+//! the slot's code in the stream; the sorts take one record per distinct
+//! word and epoch. On web text, where the words past a table are mostly a
+//! few frequent forms among many rare ones, that is a record for a tenth
+//! of the tokens or fewer.
 //!
 //! After the pass, [`number_vocabulary`] gives every word the ID a table
-//! holding all of them would have given it, and every overflow token its
-//! word's ID:
+//! holding all of them would have given it, and every slot its word's ID:
 //!
 //! 1. the overflow's words are merged by fingerprint (counts added up across
-//!    workers), each numbered by its place in that order, and sorted again
-//!    by rank (decreasing count, then bytes);
+//!    workers and epochs), each numbered by its place in that order, and
+//!    sorted again by rank (decreasing count, then bytes);
 //! 2. the table's words (sorted in memory) and the overflow's (from disk) are
 //!    merged in rank order and numbered as [`Numbering`] numbers them — the
 //!    lexicon file is written as they come, byte for byte the one a single
 //!    table would have written; each overflow word's code (its ID, a stop
 //!    word's mark, or "seen once") is filed under its number;
-//! 3. the occurrences are merged by fingerprint — the same order as the
-//!    words' numbers — and each token gets its word's code, filed under its
-//!    place; tokens of words seen once are left out;
+//! 3. the places are merged by fingerprint — the same order as the words'
+//!    numbers — and each slot gets its word's code, filed under its place;
+//!    slots of words seen once are left out;
 //! 4. the codes, in place order, are the streams' [side files](SideFile):
 //!    the passes over the word streams read a stream's side file beside it
-//!    ([`SideReader`]), one entry per overflow token that has an ID; the
-//!    caller removes a side file once its stream is read for the last time.
+//!    ([`SideReader`]), holding the codes of one epoch's slots at a time,
+//!    one entry per slot whose word has an ID; the caller removes a side
+//!    file once its stream is read for the last time.
 //!
 //! A corpus counted in shards by tasks of their own (the Slurm stages) is
 //! numbered the same way from files: each shard's words, table's and
@@ -92,9 +101,13 @@
 //!   expected to be seen: the fingerprint is the word's 64-bit XXH3 hash
 //!   beside a second, independently seeded one, and 10⁹ distinct words
 //!   share one with a probability of about 10⁻²¹;
-//! * the join of step 3 checks that the occurrences name exactly the words
-//!   of step 1, in the same order, so damage or a mismatch of files stops
-//!   the job instead of shifting codes.
+//! * the join of step 3 checks that the places name exactly the words of
+//!   step 1, in the same order, so damage or a mismatch of files stops the
+//!   job instead of shifting codes;
+//! * an epoch's dictionary compares bytes too (its hash finds the slot, the
+//!   bytes decide it), and a reader refuses a stream that asks for a slot
+//!   beyond its epoch's size, ends an epoch before a slot it used, or ends
+//!   before a slot its side file lists.
 //!
 //! # Formats
 //!
@@ -103,10 +116,10 @@
 //!
 //! | file | magic | what |
 //! |---|---|---|
-//! | occurrence run | `DGRUN` (a run of [`dupgram_runs`], n = 6) | fingerprint (4 × 32 bits) and place (2 × 32 bits) per token |
+//! | occurrence run | `DGRUN` (a run of [`dupgram_runs`], n = 6) | fingerprint (4 × 32 bits) and place (2 × 32 bits) per slot |
 //! | record run | `DGWREC` (version 2) | `(major u128, bytes, payload)` in increasing order, each major as its gap from the one before ([`records`]) |
 //! | word run by fingerprint | `DGWFPR` (version 1) | `(bytes, count)` in increasing order of the words' fingerprints, which are not written ([`records`]) |
-//! | side file | `DGWSIDE` | per overflow token with an ID: gap, code, word hash ([`side`](SideReader)) |
+//! | side file | `DGWSIDE` (version 2) | per slot whose word has an ID: gap, code, word hash ([`side`](SideReader)) |
 //! | shard words | `DGWFPR` (a word run by fingerprint) | every word of a shard with its count ([`write_shard_words`]) |
 //! | words by ID | `DGWBYID` | words in blocks of [`BLOCK_WORDS`], an index of offsets and block checksums ([`DiskWords`]) |
 //!
@@ -128,10 +141,10 @@ mod side;
 
 pub use by_id::{BLOCK_WORDS, BatchWords, DiskWords, DiskWordsWriter, HeldWords, RareWords};
 pub use error::VocabError;
-pub use overflow::{OverflowLog, OverflowRuns, PLACE_BITS, fingerprint, place};
+pub use overflow::{OverflowLog, OverflowRuns, PLACE_BITS, Slotted, fingerprint, place};
 pub use resolve::{Numbered, VocabularyPlan, number_vocabulary};
 pub use shards::{NumberedShards, ShardWords, number_shard_words, resolve_shard, write_shard_table, write_shard_words};
-pub use side::{OverflowWord, SIDE_READER_BYTES, SideFile, SideReader};
+pub use side::{OverflowWord, SideFile, SideReader};
 
 /// What the tests of several modules draw their token lists from.
 #[cfg(test)]

@@ -48,6 +48,8 @@ pub struct Numbered<W> {
     /// Distinct words met only after the table was frozen.
     pub overflow_words: u64,
     pub overflow_tokens: u64,
+    /// Slots the overflow's epochs gave those tokens' words (see [`crate::OverflowLog`]).
+    pub overflow_slots: u64,
     /// Bytes the overflow's runs and side files took on disk.
     pub spilled: u64,
 }
@@ -67,6 +69,8 @@ pub fn number_vocabulary<W: Write>(
 ) -> Result<Numbered<W>, VocabError> {
     let streams = overflow.iter().map(|o| o.stream + 1).max().unwrap_or(0);
     let overflow_tokens: u64 = overflow.iter().map(|o| o.tokens).sum();
+    let overflow_slots: u64 = overflow.iter().map(|o| o.slots).sum();
+    let epoch_slots = overflow.iter().map(|o| o.epoch_slots).max().unwrap_or(0);
     let mut spilled: u64 = overflow.iter().map(|o| o.spilled).sum();
     let (ranked, listed) = table.ranking();
     let ranking_bytes = (ranked.capacity() * std::mem::size_of::<TableWord<'_>>()) as u64;
@@ -98,6 +102,7 @@ pub fn number_vocabulary<W: Write>(
             words,
             overflow_words: 0,
             overflow_tokens,
+            overflow_slots,
             spilled,
         });
     }
@@ -117,7 +122,7 @@ pub fn number_vocabulary<W: Write>(
     let codes = codes.finish()?;
     spilled += ranked_spill + codes.run_bytes();
 
-    // 3. Each overflow token, by its word's fingerprint, gets its word's code.
+    // 3. Each slot of each stream's epochs, by its word's fingerprint, gets its word's code.
     let mut by_place = CodesByPlace::new(plan, "overflow-places", streams, half);
     {
         let mut codes = codes.open(half / 2, plan.stop)?;
@@ -132,7 +137,7 @@ pub fn number_vocabulary<W: Write>(
         }
     }
     // 4. The codes in each stream's order: its side file.
-    let (sides, sorted) = by_place.write_side_files(room, plan)?;
+    let (sides, sorted) = by_place.write_side_files(room, epoch_slots, plan)?;
     spilled += sorted + sides.iter().flatten().map(|s| s.bytes).sum::<u64>();
     Ok(Numbered {
         out,
@@ -142,6 +147,7 @@ pub fn number_vocabulary<W: Write>(
         words: numbered_words(candidates, stop_top),
         overflow_words,
         overflow_tokens,
+        overflow_slots,
         spilled,
     })
 }
@@ -197,6 +203,7 @@ impl CodesByPlace {
     pub fn write_side_files(
         self,
         memory: u64,
+        epoch_slots: u32,
         plan: &VocabularyPlan<'_>,
     ) -> Result<(Vec<Option<SideFile>>, u64), VocabError> {
         let mut sorted = Vec::with_capacity(self.sorts.len());
@@ -211,7 +218,7 @@ impl CodesByPlace {
             // One thread: no other is started. A finished thread's stack and
             // allocator arena can stay resident, which the smallest budgets lack.
             for (stream, codes) in sorted.into_iter().enumerate() {
-                sides.push(write_side_file(stream, codes, share, plan)?);
+                sides.push(write_side_file((stream, epoch_slots), codes, share, plan)?);
             }
             return Ok((sides, spilled));
         }
@@ -221,7 +228,9 @@ impl CodesByPlace {
             let written: Vec<Result<Option<SideFile>, VocabError>> = std::thread::scope(|scope| {
                 let writers: Vec<_> = group
                     .into_iter()
-                    .map(|(stream, codes)| scope.spawn(move || write_side_file(stream, codes, share, plan)))
+                    .map(|(stream, codes)| {
+                        scope.spawn(move || write_side_file((stream, epoch_slots), codes, share, plan))
+                    })
                     .collect();
                 writers.into_iter().map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
             });
@@ -233,9 +242,10 @@ impl CodesByPlace {
     }
 }
 
-/// One stream's side file from its codes in place order, if it has any.
+/// One stream's side file from its codes in place order, if it has any
+/// (its epochs have at most `epoch_slots` slots).
 fn write_side_file(
-    stream: usize,
+    (stream, epoch_slots): (usize, u32),
     codes: SortedWords,
     memory: u64,
     plan: &VocabularyPlan<'_>,
@@ -247,6 +257,9 @@ fn write_side_file(
             return Err(VocabError::Inconsistent(format!("an overflow token of another stream in stream {stream}'s")));
         }
         let k = (r.major as u64) & ((1 << PLACE_BITS) - 1);
+        if epoch_slots == 0 {
+            return Err(VocabError::Inconsistent(format!("stream {stream} has slots but no epoch size")));
+        }
         let hash = u64::from_le_bytes(
             r.bytes.try_into().map_err(|_| VocabError::Inconsistent("a token's hash is not 8 bytes".into()))?,
         );
@@ -256,7 +269,7 @@ fn write_side_file(
         }
         writer.as_mut().expect("opened above").push(k, code, hash)?;
     }
-    writer.map(SideWriter::finish).transpose()
+    writer.map(|w| w.finish(epoch_slots)).transpose()
 }
 
 /// Bytes a reader of an occurrence run holds (a block and its decoding).
@@ -436,12 +449,12 @@ mod tests {
     use dupgram_lexicon::{Lexicon, Lookup, Scope, Seen, word_hash};
     use proptest::prelude::*;
 
-    /// What one token of a stream became: a first-seen ID, a stop word, or the overflow.
+    /// What one token of a stream became: a first-seen ID, a stop word, or a slot of the overflow.
     #[derive(Debug, Clone, Copy)]
     enum Token {
         Table(u32),
         Stop,
-        Overflow,
+        Overflow(crate::overflow::Slotted),
     }
 
     /// Counts `streams` (token lists) through one builder frozen after
@@ -474,10 +487,7 @@ mod tests {
                 let outcome = match builder.add_first_seen(w.as_bytes(), word_hash(w.as_bytes())) {
                     Seen::Word(id) => Token::Table(id),
                     Seen::Stop => Token::Stop,
-                    Seen::Overflow => {
-                        logs[s].push(w.as_bytes(), word_hash(w.as_bytes())).unwrap();
-                        Token::Overflow
-                    }
+                    Seen::Overflow => Token::Overflow(logs[s].push(w.as_bytes(), word_hash(w.as_bytes())).unwrap()),
                 };
                 outcomes[s].push(outcome);
             }
@@ -487,6 +497,15 @@ mod tests {
         let numbered =
             number_vocabulary(&builder, runs, (Normalization::default(), stop_top), Vec::new(), &plan).unwrap();
         (numbered.out.clone(), numbered, outcomes)
+    }
+
+    /// What the side file says of an overflow token's slot, past the end of
+    /// the epoch before it if it ended there.
+    fn read_slot(side: &mut SideReader, slotted: crate::overflow::Slotted) -> OverflowWord {
+        if let Some(slots) = slotted.ended {
+            side.end_epoch(slots).unwrap();
+        }
+        side.slot(slotted.slot).unwrap()
     }
 
     /// The numbering with `threads` (sorts and side files on helper threads
@@ -521,7 +540,7 @@ mod tests {
                             Lookup::Id(id)
                         }
                     },
-                    Token::Overflow => match side.next_token().unwrap() {
+                    Token::Overflow(slotted) => match read_slot(&mut side, *slotted) {
                         OverflowWord::Id(id, hash) => {
                             prop_assert_eq!(hash, word_hash(w.as_bytes()));
                             Lookup::Id(id)

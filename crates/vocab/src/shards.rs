@@ -207,8 +207,9 @@ pub fn write_shard_table(table: &LexiconBuilder, path: &Path, plan: &VocabularyP
 /// numbered: the renumbering of its table's `first_seen` first-seen IDs
 /// (from its table file, [`write_shard_table`]) and a side file per
 /// stream (of `streams`) for its overflow tokens (from their occurrence
-/// runs), both joined with the job's codes file ([`number_shard_words`]) by
-/// fingerprint. The files are read through links in `plan.dir` and stay whole.
+/// runs; their epochs have at most `epoch_slots` slots), both joined with
+/// the job's codes file ([`number_shard_words`]) by fingerprint. The files
+/// are read through links in `plan.dir` and stay whole.
 ///
 /// A fingerprint names one word: the job's numbering merged every word of
 /// every shard by fingerprint and compared the bytes of any two under one
@@ -216,7 +217,7 @@ pub fn write_shard_table(table: &LexiconBuilder, path: &Path, plan: &VocabularyP
 pub fn resolve_shard(
     table: &Path,
     first_seen: usize,
-    occurrences: &[PathBuf],
+    (occurrences, epoch_slots): (&[PathBuf], u32),
     codes: &Path,
     streams: usize,
     plan: &VocabularyPlan<'_>,
@@ -240,7 +241,7 @@ pub fn resolve_shard(
         };
         merge_occurrences(runs, &mut join, "shard-tokens", half / 2, plan)?;
     }
-    let (sides, _) = by_place.write_side_files(room, plan)?;
+    let (sides, _) = by_place.write_side_files(room, epoch_slots, plan)?;
     Ok((renumbering, sides))
 }
 

@@ -1,9 +1,11 @@
-//! Side files: for each word stream, the IDs of its overflow tokens.
+//! Side files: for each word stream, the IDs of its overflow tokens' words.
 //!
-//! The `k`-th overflow token of a stream (its `k`-th [`OVERFLOW`] code,
-//! from 0) is listed here when its word got an ID or is a stop word; a
-//! token not listed is a word seen once, which breaks the n-gram window.
-//! Entries come in increasing `k`, each as
+//! A stream writes an overflow token as its word's slot in the current
+//! epoch ([`SLOT`]), and the end of an epoch with its number of slots
+//! ([`EPOCH_END`]); the slots of all its epochs, one after the other, are
+//! numbered from 0. Slot `k` is listed here when its word got an ID or is a
+//! stop word; a slot not listed is a word seen once, which breaks the
+//! n-gram window. Entries come in increasing `k`, each as
 //!
 //! ```text
 //! varint (k − the previous entry's k − 1; k for the first) | varint code | word_hash u64 LE
@@ -13,7 +15,11 @@
 //! word's ID or [`Renumbering::STOP`](dupgram_lexicon::Renumbering::STOP);
 //! `word_hash` is what sieve fingerprints are made of.
 //!
-//! [`OVERFLOW`]: dupgram_lexicon::stream::OVERFLOW
+//! A reader holds the codes of the current epoch's slots, read as the
+//! stream asks for them: at most [`SideFile::epoch_slots`] of them.
+//!
+//! [`SLOT`]: dupgram_lexicon::stream::SLOT
+//! [`EPOCH_END`]: dupgram_lexicon::stream::EPOCH_END
 
 use std::path::{Path, PathBuf};
 
@@ -22,10 +28,7 @@ use dupgram_lexicon::Renumbering;
 use crate::error::VocabError;
 use crate::frames::{FrameReader, FrameWriter, Kind, READER_BYTES, push_varint, read_varint};
 
-pub(crate) const SIDE_FILE: Kind = Kind { magic: b"DGWSIDE\r", version: 1, name: "overflow side file" };
-
-/// Bytes a [`SideReader`] holds.
-pub const SIDE_READER_BYTES: u64 = READER_BYTES;
+pub(crate) const SIDE_FILE: Kind = Kind { magic: b"DGWSIDE\r", version: 2, name: "overflow side file" };
 
 /// A finished side file.
 #[derive(Debug, Clone)]
@@ -33,7 +36,20 @@ pub struct SideFile {
     pub path: PathBuf,
     pub entries: u64,
     pub bytes: u64,
+    /// Slots an epoch of its stream has at most.
+    pub epoch_slots: u32,
 }
+
+impl SideFile {
+    /// Bytes a [`SideReader`] of this file holds at most: its frames, and
+    /// a code and a hash per slot of an epoch.
+    pub fn reader_bytes(&self) -> u64 {
+        READER_BYTES + u64::from(self.epoch_slots) * SLOT_CODE_BYTES
+    }
+}
+
+/// Bytes a reader holds per slot of an epoch: its code and its hash.
+const SLOT_CODE_BYTES: u64 = 12;
 
 pub(crate) struct SideWriter {
     out: FrameWriter,
@@ -56,9 +72,10 @@ impl SideWriter {
         self.out.end_record()
     }
 
-    pub fn finish(self) -> Result<SideFile, VocabError> {
+    /// The file, for a stream whose epochs have at most `epoch_slots` slots.
+    pub fn finish(self, epoch_slots: u32) -> Result<SideFile, VocabError> {
         let (path, entries, bytes) = self.out.finish()?;
-        Ok(SideFile { path, entries, bytes })
+        Ok(SideFile { path, entries, bytes, epoch_slots })
     }
 }
 
@@ -73,21 +90,29 @@ pub enum OverflowWord {
     Break,
 }
 
-/// Reads a side file along its stream, token by token.
+/// Reads a side file along its stream, epoch by epoch.
 pub struct SideReader {
     input: Option<FrameReader>,
-    /// The next entry: its token, code and hash; `None` past the last.
+    /// The next entry not yet read into `codes`: its slot, code and hash; `None` past the last.
     next: Option<(u64, u32, u64)>,
-    /// Overflow tokens asked about so far.
-    asked: u64,
+    /// The number of the current epoch's first slot.
+    base: u64,
+    /// The current epoch's slots up to the highest asked for: their codes
+    /// ([`Renumbering::BREAK`] for a slot not listed) and hashes.
+    codes: Vec<u32>,
+    hashes: Vec<u64>,
+    /// Slots an epoch may have.
+    epoch_slots: u32,
 }
 
 impl SideReader {
     /// The reader of `file`; `None` reads as a stream without overflow tokens' IDs.
     pub fn open(file: Option<&SideFile>) -> Result<Self, VocabError> {
-        let mut reader = SideReader { input: None, next: None, asked: 0 };
+        let mut reader =
+            SideReader { input: None, next: None, base: 0, codes: Vec::new(), hashes: Vec::new(), epoch_slots: 0 };
         if let Some(f) = file {
             reader.input = Some(FrameReader::open(&f.path, SIDE_FILE)?);
+            reader.epoch_slots = f.epoch_slots;
             reader.next = reader.read(0)?;
         }
         Ok(reader)
@@ -111,28 +136,71 @@ impl SideReader {
         Ok(Some((k, code, hash)))
     }
 
-    /// What the stream's next overflow token is.
+    /// What the word in slot `slot` of the current epoch is.
     #[inline]
-    pub fn next_token(&mut self) -> Result<OverflowWord, VocabError> {
-        let k = self.asked;
-        self.asked += 1;
-        match self.next {
-            Some((at, code, hash)) if at == k => {
-                self.next = self.read(k + 1)?;
-                Ok(if code == Renumbering::STOP { OverflowWord::Stop } else { OverflowWord::Id(code, hash) })
-            }
-            _ => Ok(OverflowWord::Break),
+    pub fn slot(&mut self, slot: u32) -> Result<OverflowWord, VocabError> {
+        let j = slot as usize;
+        if self.input.is_none() {
+            // No word of the stream's overflow got an ID.
+            return Ok(OverflowWord::Break);
+        }
+        if j >= self.codes.len() {
+            self.fill(slot)?;
+        }
+        Ok(match self.codes[j] {
+            Renumbering::BREAK => OverflowWord::Break,
+            Renumbering::STOP => OverflowWord::Stop,
+            code => OverflowWord::Id(code, self.hashes[j]),
+        })
+    }
+
+    /// Reads the entries of the current epoch's slots up to `slot`.
+    fn fill(&mut self, slot: u32) -> Result<(), VocabError> {
+        if slot >= self.epoch_slots {
+            return Err(
+                self.corrupt(&format!("its stream asks for slot {slot} of an epoch of at most {}", self.epoch_slots))
+            );
+        }
+        let upto = self.base + u64::from(slot);
+        self.codes.resize(slot as usize + 1, Renumbering::BREAK);
+        self.hashes.resize(slot as usize + 1, 0);
+        while let Some((k, code, hash)) = self.next.filter(|&(k, _, _)| k <= upto) {
+            let Some(j) = k.checked_sub(self.base) else {
+                return Err(self.corrupt(&format!("lists slot {k}, which its stream never used")));
+            };
+            self.codes[j as usize] = code;
+            self.hashes[j as usize] = hash;
+            self.next = self.read(k + 1)?;
+        }
+        Ok(())
+    }
+
+    /// The current epoch ends, with `slots` slots: the next one's are numbered after them.
+    pub fn end_epoch(&mut self, slots: u32) -> Result<(), VocabError> {
+        if self.codes.len() > slots as usize {
+            return Err(self.corrupt(&format!("its stream used slot {} of an epoch of {slots}", self.codes.len() - 1)));
+        }
+        self.base += u64::from(slots);
+        self.codes.clear();
+        self.hashes.clear();
+        Ok(())
+    }
+
+    fn corrupt(&self, what: &str) -> VocabError {
+        match &self.input {
+            Some(input) => input.corrupt(what),
+            None => VocabError::Inconsistent(format!("a stream without a side file: {what}")),
         }
     }
 
-    /// Checks that the stream met every token the side file lists.
+    /// Checks that the stream met every slot the side file lists.
     pub fn finish(&self) -> Result<(), VocabError> {
-        match (&self.input, self.next) {
-            (Some(input), Some((k, _, _))) => {
-                Err(input
-                    .corrupt(&format!("lists overflow token {k}, but its stream had {} overflow tokens", self.asked)))
-            }
-            _ => Ok(()),
+        match self.next {
+            Some((k, _, _)) => Err(self.corrupt(&format!(
+                "lists slot {k}, but its stream's slots end at {}",
+                self.base + self.codes.len() as u64
+            ))),
+            None => Ok(()),
         }
     }
 }
@@ -142,32 +210,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokens_not_listed_break_and_the_rest_come_back() {
+    fn slots_not_listed_break_and_the_rest_come_back_epoch_by_epoch() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("side");
         let mut w = SideWriter::create(&path).unwrap();
+        // Epoch 0: slots 0..3; epoch 1: slots 3..303 (its 0..300).
         w.push(1, 7, 70).unwrap();
         w.push(2, Renumbering::STOP, 0).unwrap();
-        w.push(300, 0, 1).unwrap();
-        let file = w.finish().unwrap();
-        assert_eq!(file.entries, 3);
+        w.push(3, 9, 90).unwrap();
+        w.push(302, 0, 1).unwrap();
+        let file = w.finish(400).unwrap();
+        assert_eq!(file.entries, 4);
         let mut r = SideReader::open(Some(&file)).unwrap();
-        let mut got = Vec::new();
-        for _ in 0..301 {
-            got.push(r.next_token().unwrap());
-        }
-        assert_eq!(got[0], OverflowWord::Break);
-        assert_eq!(got[1], OverflowWord::Id(7, 70));
-        assert_eq!(got[2], OverflowWord::Stop);
-        assert!(got[3..300].iter().all(|w| *w == OverflowWord::Break));
-        assert_eq!(got[300], OverflowWord::Id(0, 1));
+        assert_eq!(r.slot(2).unwrap(), OverflowWord::Stop);
+        assert_eq!(r.slot(0).unwrap(), OverflowWord::Break);
+        assert_eq!(r.slot(1).unwrap(), OverflowWord::Id(7, 70));
+        r.end_epoch(3).unwrap();
+        assert_eq!(r.slot(299).unwrap(), OverflowWord::Id(0, 1));
+        assert_eq!(r.slot(0).unwrap(), OverflowWord::Id(9, 90));
+        assert!((1..299).all(|j| r.slot(j).unwrap() == OverflowWord::Break));
         r.finish().unwrap();
+
+        // A stream that ends before the slots listed, or asks beyond its epoch.
         let mut short = SideReader::open(Some(&file)).unwrap();
-        short.next_token().unwrap();
+        short.slot(2).unwrap();
+        short.end_epoch(3).unwrap();
         let err = short.finish().unwrap_err();
-        assert!(err.to_string().contains("side file") && err.to_string().contains("token 1"), "{err}");
+        assert!(err.to_string().contains("side file") && err.to_string().contains("slot 3"), "{err}");
+        let mut beyond = SideReader::open(Some(&file)).unwrap();
+        assert!(beyond.slot(400).unwrap_err().to_string().contains("at most 400"));
+        beyond.slot(2).unwrap();
+        assert!(beyond.end_epoch(2).unwrap_err().to_string().contains("used slot 2"));
+        // An epoch that skips a listed slot: the entry lands behind the reader.
+        let mut skipped = SideReader::open(Some(&file)).unwrap();
+        skipped.slot(0).unwrap();
+        skipped.end_epoch(3).unwrap();
+        assert!(skipped.slot(0).unwrap_err().to_string().contains("never used"));
+
         let mut none = SideReader::open(None).unwrap();
-        assert_eq!(none.next_token().unwrap(), OverflowWord::Break);
+        assert_eq!(none.slot(12).unwrap(), OverflowWord::Break);
+        none.end_epoch(13).unwrap();
         none.finish().unwrap();
     }
 }

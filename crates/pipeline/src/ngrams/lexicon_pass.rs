@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use dupgram_corpus::{Batch, Input, ReadStats};
-use dupgram_lexicon::stream::{END_OF_DOCUMENT, FIRST_WORD, OVERFLOW};
+use dupgram_lexicon::stream::{END_OF_DOCUMENT, EPOCH_END, FIRST_WORD, OVERFLOW, SLOT};
 use dupgram_lexicon::{LexiconBuilder, Seen, Tokenizer, WordCache, word_hash};
 use dupgram_sieve::{InsertLine, RollingFingerprint, Sieve};
 use dupgram_vocab::{OverflowLog, OverflowRuns};
@@ -93,7 +93,7 @@ impl Job<'_> {
                 overflow: may_freeze.then(|| {
                     let memory = overflow / config.threads as u64;
                     if streams {
-                        OverflowLog::new(self.work, worker, memory)
+                        OverflowLog::new(self.work, worker, memory).with_epoch_slots(config.limits.epoch_slots)
                     } else {
                         OverflowLog::words_only(self.work, worker, memory)
                     }
@@ -489,8 +489,23 @@ impl LexiconWorker<'_> {
             self.overflowed.sort_unstable_by_key(|&(_, _, _, at)| at);
         }
         if let Some(log) = self.overflow.as_mut() {
-            for &(start, end, hash, _) in &self.overflowed {
-                log.push(&self.words.bytes[start as usize..end as usize], hash)?;
+            let mut ended = Vec::new();
+            for (i, &(start, end, hash, at)) in self.overflowed.iter().enumerate() {
+                // The dictionary's cell, entry and bytes, asked for in turn as the token comes nearer.
+                for (step, ahead) in [LOOK_AHEAD, 2 * LOOK_AHEAD / 3, LOOK_AHEAD / 3].into_iter().enumerate() {
+                    if let Some(&(_, _, hash, _)) = self.overflowed.get(i + ahead) {
+                        log.prefetch(hash, step as u8);
+                    }
+                }
+                let slotted = log.push(&self.words.bytes[start as usize..end as usize], hash)?;
+                if streaming {
+                    self.codes[at] = SLOT | slotted.slot;
+                    ended.extend(slotted.ended.map(|slots| (at, slots)));
+                }
+            }
+            if !ended.is_empty() {
+                // An epoch ended (rarely: once per dictionary filled): its end goes before the token that began the next.
+                self.codes = with_epoch_ends(&self.codes, &ended);
             }
         }
         self.overflowed.clear();
@@ -547,6 +562,20 @@ impl StreamDocs {
 
 /// A stream code no word has: marks a stop word's place until it is dropped.
 const STOP_CODE: u32 = u32::MAX;
+
+/// `codes` with the end of an epoch of `slots` slots before the code at
+/// `at`, for each `(at, slots)` of `ended` (in increasing `at`).
+fn with_epoch_ends(codes: &[u32], ended: &[(usize, u32)]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(codes.len() + ended.len());
+    let mut from = 0;
+    for &(at, slots) in ended {
+        out.extend_from_slice(&codes[from..at]);
+        out.push(EPOCH_END | slots);
+        from = at;
+    }
+    out.extend_from_slice(&codes[from..]);
+    out
+}
 
 /// The overflow logs of all workers take this share of the lexicon pass's
 /// working memory (one over it), set aside from the table's room.
