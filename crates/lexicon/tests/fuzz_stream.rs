@@ -27,6 +27,22 @@ fn stream(docs: &[Vec<u32>]) -> Vec<u8> {
     w.finish().unwrap().0
 }
 
+/// A stream with words past a table: slots of epochs, and the epochs' ends.
+fn slotted() -> Vec<u8> {
+    let mut w = StreamWriter::new(Vec::new()).unwrap();
+    for i in 0..3000u32 {
+        match i % 500 {
+            499 => w.epoch_end(499).unwrap(),
+            j if j % 3 == 0 => w.slot(j * 37 % 499).unwrap(),
+            _ => w.word(i * 7919 % VOCABULARY).unwrap(),
+        }
+        if i % 40 == 39 {
+            w.end_document().unwrap();
+        }
+    }
+    w.finish().unwrap().0
+}
+
 /// Reads a stream as the count pass does, the error naming the file.
 fn load(path: &Path) -> Result<Vec<u32>, String> {
     let named = |e: String| format!("{}: {e}", path.display());
@@ -66,8 +82,12 @@ fn seal(content: &[u8]) -> Vec<u8> {
 #[test]
 fn word_streams_survive_mutation() {
     let long: Vec<u32> = (0..70_000u32).map(|i| i * 7919 % VOCABULARY).collect();
-    let seeds =
-        vec![stream(&[vec![0, 1, 2, 0, 3], vec![], vec![127, 128, 16_383, 16_384]]), stream(&[long]), stream(&[])];
+    let seeds = vec![
+        stream(&[vec![0, 1, 2, 0, 3], vec![], vec![127, 128, 16_383, 16_384]]),
+        stream(&[long]),
+        stream(&[]),
+        slotted(),
+    ];
     Fuzz::new("word-stream", "words-w0.dgw", seeds)
         .cases(2500)
         .checksummed()
