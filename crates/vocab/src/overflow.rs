@@ -307,8 +307,9 @@ struct EpochEntry {
     len: u32,
 }
 
-/// Bytes of a slot: its entry, two table cells and [`SLOT_WORD_BYTES`] of its word.
-const SLOT_BYTES: u64 = (std::mem::size_of::<EpochEntry>() + 8) as u64 + SLOT_WORD_BYTES;
+/// Bytes of a slot: its entry, its table cells (two to four: the table is
+/// twice the slots, rounded up to a power of two) and [`SLOT_WORD_BYTES`] of its word.
+const SLOT_BYTES: u64 = (std::mem::size_of::<EpochEntry>() + 16) as u64 + SLOT_WORD_BYTES;
 /// Room for a word's bytes per slot (any one word fits: at least [`MAX_TOKEN_BYTES`] in all).
 const SLOT_WORD_BYTES: u64 = 16;
 /// The fewest slots an epoch has from its memory alone.
