@@ -1025,29 +1025,9 @@ impl Job<'_> {
                     other => other.into(),
                 },
             )?;
-            let Numbered {
-                out,
-                identity,
-                renumbering,
-                sides,
-                words,
-                overflow_words,
-                overflow_tokens,
-                overflow_slots,
-                spilled,
-            } = numbered;
+            let (out, numbered) = numbered.take_out(());
             out.into_inner().map_err(|e| PipelineError::io(&path, e.into_error()))?;
-            Numbered {
-                out: (),
-                identity,
-                renumbering,
-                sides,
-                words,
-                overflow_words,
-                overflow_tokens,
-                overflow_slots,
-                spilled,
-            }
+            numbered
         };
         Ok((file, numbered))
     }

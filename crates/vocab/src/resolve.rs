@@ -54,6 +54,24 @@ pub struct Numbered<W> {
     pub spilled: u64,
 }
 
+impl<W> Numbered<W> {
+    /// The lexicon file's writer, and the rest with `out` in its place.
+    pub fn take_out<V>(self, out: V) -> (W, Numbered<V>) {
+        let rest = Numbered {
+            out,
+            identity: self.identity,
+            renumbering: self.renumbering,
+            sides: self.sides,
+            words: self.words,
+            overflow_words: self.overflow_words,
+            overflow_tokens: self.overflow_tokens,
+            overflow_slots: self.overflow_slots,
+            spilled: self.spilled,
+        };
+        (self.out, rest)
+    }
+}
+
 /// The tag bit of an overflow word handed to [`Numbering`] (below it: its index in fingerprint order).
 pub(crate) const OVERFLOW_TAG: u64 = 1 << 63;
 
