@@ -260,18 +260,18 @@ impl TokenReader<'_> {
     /// A word past the table by its slot ([`SLOT`]), or the end of an epoch
     /// of slots ([`EPOCH_END`]), which is no token: what the side file says.
     fn overflow_token(&mut self, code: u32) -> Token {
-        let read = if self.final_ids {
-            Err(VocabError::Inconsistent("a slot in a stream of final IDs".into()))
-        } else if code & EPOCH_END == EPOCH_END {
-            self.side.end_epoch(code & !EPOCH_END).map(|()| OverflowWord::Stop)
-        } else {
-            self.side.slot(code & !SLOT)
-        };
-        if code & EPOCH_END == EPOCH_END && read.is_ok() {
+        if self.final_ids {
+            self.failure.get_or_insert(VocabError::Inconsistent("a slot in a stream of final IDs".into()));
+            return Token::Skip;
+        }
+        if code & EPOCH_END == EPOCH_END {
+            if let Err(e) = self.side.end_epoch(code & !EPOCH_END) {
+                self.failure.get_or_insert(e);
+            }
             return Token::Skip;
         }
         let once = self.next_once();
-        match read {
+        match self.side.slot(code & !SLOT) {
             Ok(OverflowWord::Stop) => Token::Skip,
             Ok(OverflowWord::Break) => Token::Break(once),
             Ok(OverflowWord::Id(id, hash)) => Token::Word(id, hash, OVERFLOW_WORD + u64::from(id)),

@@ -155,7 +155,7 @@ impl OverflowLog {
 
     /// Slots an epoch of a log of `memory` bytes has at most (what a reader
     /// of its stream's side file holds a code and a hash for).
-    pub fn epoch_slots(memory: u64) -> u32 {
+    fn epoch_slots(memory: u64) -> u32 {
         EpochWords::slots_for(memory / 2)
     }
 

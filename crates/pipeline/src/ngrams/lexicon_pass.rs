@@ -303,7 +303,8 @@ struct LexiconWorker<'a> {
     budget: &'a LexiconBudget,
     /// Where the first-seen IDs of the worker's tokens go, if anywhere.
     stream: Option<WordsOut>,
-    /// A batch's stream codes (0: end of document, else first-seen ID + 1).
+    /// A batch's stream codes (see [`dupgram_lexicon::stream`]): the end of a
+    /// document, a first-seen ID, a slot of the overflow or an epoch's end.
     codes: Vec<u32>,
     /// The words this worker met last, counted without the lexicon's lock.
     cache: WordCache,
