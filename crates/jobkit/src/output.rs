@@ -15,6 +15,29 @@ use dupgram_index::PairScores;
 use crate::error::PipelineError;
 use crate::table::{Column, ParquetTable, ROW_GROUP_BYTES, Rows, is_parquet_name};
 
+/// The zstd level of `.zst` outputs.
+const ZSTD_LEVEL: i32 = 3;
+
+/// What a `.zst` output's encoder holds at most, its worker's buffers
+/// included (measured: about 5.5 MiB; see the test below): the jobs that
+/// plan their output count this much for it.
+pub const ZSTD_OUTPUT_BYTES: u64 = 8 << 20;
+
+/// How `.zst` outputs are compressed, beside [`ZSTD_LEVEL`].
+///
+/// - A checksum lets readers detect a damaged file.
+/// - A 1 MiB window keeps the encoder small, within the smallest budgets.
+/// - One worker thread compresses while the job goes on producing lines:
+///   compressing took about half of a count's merge, in the thread that
+///   writes the output, before. zstd cuts its input into jobs (1 MiB here)
+///   and the frame it writes depends on their size, not on the number of
+///   workers, so the bytes are the same on every machine and at every
+///   `--threads` and `--memory`.
+fn zstd_output_parameters() -> [zstd::stream::raw::CParameter; 4] {
+    use zstd::stream::raw::CParameter;
+    [CParameter::ChecksumFlag(true), CParameter::WindowLog(20), CParameter::NbWorkers(1), CParameter::JobSize(1 << 20)]
+}
+
 enum Sink {
     Stdout(BufWriter<std::io::Stdout>),
     Plain(BufWriter<File>),
@@ -79,11 +102,10 @@ impl OutputFile {
         }
         let buffered = BufWriter::with_capacity(256 * 1024, file);
         let sink = if target.extension().is_some_and(|e| e == "zst") {
-            let mut z = zstd::Encoder::new(buffered, 3).map_err(|e| PipelineError::io(target, e))?;
-            // A checksum lets readers detect a damaged file; a 1 MiB window
-            // keeps the encoder near 2 MiB, within the smallest budgets.
-            z.include_checksum(true).map_err(|e| PipelineError::io(target, e))?;
-            z.window_log(20).map_err(|e| PipelineError::io(target, e))?;
+            let mut z = zstd::Encoder::new(buffered, ZSTD_LEVEL).map_err(|e| PipelineError::io(target, e))?;
+            for parameter in zstd_output_parameters() {
+                z.set_parameter(parameter).map_err(|e| PipelineError::io(target, e))?;
+            }
             Sink::Zstd(z)
         } else {
             Sink::Plain(buffered)
@@ -308,6 +330,70 @@ mod tests {
         super::push_tsv_field(&mut out, "a\tb\\c\nd");
         assert_eq!(out, b"a\\tb\\\\c\\nd");
         assert_eq!(super::json_string("say \"hi\"\u{1}"), "\"say \\\"hi\\\"\\u0001\"");
+    }
+
+    /// Text that compresses as n-gram lists do, about 4x: numbered lines of a small vocabulary.
+    fn lines(bytes: usize) -> Vec<u8> {
+        let mut text = Vec::with_capacity(bytes + 64);
+        let mut x = 1u64;
+        while text.len() < bytes {
+            for _ in 0..10 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                text.extend_from_slice(format!("w{} ", (x >> 33) % 5000).as_bytes());
+            }
+            text.extend_from_slice(format!("\t{}\n", x % 7).as_bytes());
+        }
+        text
+    }
+
+    /// The encoder of a `.zst` output, its worker's buffers included, stays
+    /// within what the jobs count for it.
+    #[test]
+    fn a_zst_output_encoder_stays_within_its_bytes() {
+        use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer};
+        let mut cctx = CCtx::create();
+        cctx.set_parameter(CParameter::CompressionLevel(super::ZSTD_LEVEL)).unwrap();
+        for parameter in super::zstd_output_parameters() {
+            cctx.set_parameter(parameter).unwrap();
+        }
+        let text = lines(24 << 20);
+        let mut out = vec![0u8; 256 << 10];
+        let mut most = 0;
+        for piece in text.chunks(256 << 10) {
+            let mut input = InBuffer::around(piece);
+            while input.pos < piece.len() {
+                cctx.compress_stream(&mut OutBuffer::around(&mut out[..]), &mut input).unwrap();
+            }
+            most = most.max(cctx.sizeof());
+        }
+        assert!(most > 3 << 20, "a worker's buffers are counted: {most} bytes");
+        assert!(most as u64 <= super::ZSTD_OUTPUT_BYTES, "{most} bytes");
+    }
+
+    /// A `.zst` output is the same bytes however it is written (one line at a
+    /// time or in large pieces), and decompresses to what was written.
+    #[test]
+    fn a_zst_output_is_the_same_bytes_however_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = lines(5 << 20);
+        let mut written = Vec::new();
+        for (i, pieces) in [1usize, 64 << 10].into_iter().enumerate() {
+            let path = dir.path().join(format!("out{i}.zst"));
+            let mut out = super::OutputFile::create(Some(&path)).unwrap();
+            if pieces == 1 {
+                for line in text.split_inclusive(|&b| b == b'\n') {
+                    out.write_all(line).unwrap();
+                }
+            } else {
+                for piece in text.chunks(pieces) {
+                    out.write_all(piece).unwrap();
+                }
+            }
+            out.finish().unwrap();
+            written.push(std::fs::read(&path).unwrap());
+        }
+        assert_eq!(written[0], written[1]);
+        assert_eq!(zstd::decode_all(&written[0][..]).unwrap(), text);
     }
 
     #[test]

@@ -1568,8 +1568,8 @@ const MIN_SIEVE_PARTS_FOR_PRINTS: usize = 3;
 
 /// Buffers of one run writer (block, frame, file buffer).
 const WRITER_BYTES: u64 = 256 * 1024;
-/// Buffers of the output thread and file, zstd encoder included.
-const OUTPUT_BYTES: u64 = 2 << 20;
+/// Buffers of the output thread and file, and a `.zst` output's encoder.
+const OUTPUT_BYTES: u64 = (2 << 20) + dupgram_jobkit::output::ZSTD_OUTPUT_BYTES;
 const MIN_CHUNK_NGRAMS: u64 = 4096;
 
 /// Sieve bytes wanted per n-gram: 16 two-bit counters.
