@@ -1310,9 +1310,26 @@ impl Job<'_> {
     /// Runs a merge may read at once: a block buffer each, in what
     /// `held` bytes (words for the output) and the output leave of the working memory.
     fn merge_fan_in(&self, held: u64) -> usize {
-        let per_run = 72 * 1024 + 4 * self.config.n as u64;
         let room = self.plan.working().saturating_sub(held + OUTPUT_BYTES + WRITER_BYTES);
-        self.config.limits.fan_in.unwrap_or_else(|| ((room / per_run) as usize).clamp(2, open_file_allowance()))
+        self.config
+            .limits
+            .fan_in
+            .unwrap_or_else(|| ((room / self.merge_run_bytes()) as usize).clamp(2, open_file_allowance()))
+    }
+
+    /// What a merge holds for each run it reads.
+    fn merge_run_bytes(&self) -> u64 {
+        72 * 1024 + 4 * self.config.n as u64
+    }
+
+    /// Bytes of words the merge's output holds in memory: a third of the
+    /// working memory, and none of what the output and the two runs a merge
+    /// reads at least need (under the smallest budgets every word is read
+    /// from disk, a batch at a time).
+    fn output_word_bytes(&self) -> u64 {
+        let working = self.plan.working();
+        let least = OUTPUT_BYTES + WRITER_BYTES + 2 * self.merge_run_bytes();
+        self.config.limits.output_word_bytes.unwrap_or((working / 3).min(working.saturating_sub(least)))
     }
 
     /// Merges all runs; the n-grams found go to `emit` on a thread of
@@ -1331,7 +1348,7 @@ impl Job<'_> {
         emit: &mut Emit,
     ) -> Result<(), PipelineError> {
         // Words take at most a third of the memory; the runs read at once, the rest.
-        let held = self.config.limits.output_word_bytes.unwrap_or(self.plan.working() / 3);
+        let held = self.output_word_bytes();
         let mut output = OutputWords::open(words, held)?;
         // The lexicon stays beside the merge: whole when it holds the words.
         let fan_in = self.merge_fan_in(lexicon.heap_bytes() as u64 + output.heap_bytes());
