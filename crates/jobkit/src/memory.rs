@@ -123,8 +123,10 @@ fn own_mappings() -> Vec<(usize, usize)> {
 /// measures what the process holds: a job run after another in the same
 /// process (`dupgram stage all`, the Python module, the tests) would else
 /// be charged for the pages the one before freed but glibc kept, and at
-/// `--memory 16M` find no room left.
-fn return_freed_memory() {
+/// `--memory 16M` find no room left. Also after a stage whose threads
+/// freed large blocks the next stage's plan counts as free (glibc keeps a
+/// worker thread's freed memory in that thread's arena).
+pub fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free heap pages to the kernel; it
     // takes a plain integer and leaves every live allocation where it is.

@@ -59,6 +59,7 @@ impl Job<'_> {
         let per_worker = LEXICON_WORKER_BYTES + (cache_slots * WordCache::SLOT_BYTES) as u64;
         let working = self.plan.working().saturating_sub(config.threads as u64 * per_worker);
         let overflow = working / OVERFLOW_SHARE;
+        let log_memory = (overflow + self.idle_until_numbering(working, overflow, sieve, kind)) / config.threads as u64;
         let budget = LexiconBudget {
             working,
             may_halve,
@@ -91,11 +92,10 @@ impl Job<'_> {
                 docs: documents.then(StreamDocs::default),
                 docs_reported: 0,
                 overflow: may_freeze.then(|| {
-                    let memory = overflow / config.threads as u64;
                     if streams {
-                        OverflowLog::new(self.work, worker, memory).with_epoch_slots(config.limits.epoch_slots)
+                        OverflowLog::new(self.work, worker, log_memory).with_epoch_slots(config.limits.epoch_slots)
                     } else {
-                        OverflowLog::words_only(self.work, worker, memory)
+                        OverflowLog::words_only(self.work, worker, log_memory)
                     }
                 }),
                 overflowed: Vec::new(),
@@ -103,6 +103,9 @@ impl Job<'_> {
         }
         let options = self.read_options();
         let (outputs, read) = feed(workers, &self.source(inputs, &options), self.control)?;
+        // The workers' dictionaries and sort buffers are freed, in their threads' arenas:
+        // the passes after this one plan on that memory.
+        dupgram_jobkit::memory::return_freed_memory();
         if let Some(why) = budget.dropped_sieve.get() {
             stats.sieve.dropped = Some(why.clone());
         }
@@ -124,6 +127,25 @@ impl Job<'_> {
             pass.overflow.extend(w.overflow.filter(|o| !o.is_empty()));
         }
         Ok(pass)
+    }
+}
+
+impl Job<'_> {
+    /// Memory the overflow logs may take besides their reserve: the table
+    /// takes at most two fifths of what the sieve and that reserve leave
+    /// (see [`LexiconBudget::check`]), and the other three fifths wait for
+    /// the numbering after the pass, when the logs are spilled and gone.
+    /// Words go past the table only once it is frozen, so until then the
+    /// logs hold nothing: half of those three fifths go to them, their
+    /// dictionaries of words past the table above all (an epoch ten times
+    /// as long, a tenth of the records to sort). Not when the workers keep
+    /// document lists, which grow into that room as the pass goes on.
+    fn idle_until_numbering(&self, working: u64, overflow: u64, sieve: &SharedSieve, kind: LexiconPassKind) -> u64 {
+        if !kind.streams || kind.documents {
+            return 0;
+        }
+        let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
+        working.saturating_sub(sieve_bytes + overflow) * 3 / 10
     }
 }
 
