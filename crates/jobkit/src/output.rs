@@ -338,7 +338,7 @@ mod tests {
         assert_eq!(super::json_string("say \"hi\"\u{1}"), "\"say \\\"hi\\\"\\u0001\"");
     }
 
-    /// Text that compresses as n-gram lists do, about 4x: numbered lines of a small vocabulary.
+    /// Lines of ten words of a small vocabulary and a count, as an n-gram list is.
     fn lines(bytes: usize) -> Vec<u8> {
         let mut text = Vec::with_capacity(bytes + 64);
         let mut x = 1u64;
