@@ -217,6 +217,14 @@ fn a_frozen_table_changes_nothing() {
             config.limits.output_word_bytes = Some(held);
             let (got, stats) = run_listed(&config);
             assert!(stats.overflow_words > 0 && stats.overflow_tokens >= stats.overflow_words, "{stats:?}");
+            // A slot per distinct word and epoch of a worker's dictionary.
+            let slots = stats.overflow_slots;
+            assert!(stats.overflow_words <= slots && slots <= stats.overflow_tokens, "{stats:?}");
+            match config.limits.epoch_slots {
+                Some(1) => assert!(slots > stats.overflow_words, "one-slot epochs meet words again: {stats:?}"),
+                None => assert!(slots <= 2 * stats.overflow_words, "one epoch a worker: {stats:?}"),
+                _ => {}
+            }
             assert_eq!(got, plain, "table frozen at {words} words, stop_top {stop_top}");
             assert_eq!(
                 (stats.tokens, stats.documents, stats.ngrams),

@@ -128,9 +128,7 @@ impl Job<'_> {
         }
         Ok(pass)
     }
-}
 
-impl Job<'_> {
     /// Memory the overflow logs may take besides their reserve: the table
     /// takes at most two fifths of what the sieve and that reserve leave
     /// (see [`LexiconBudget::check`]), and the other three fifths wait for
