@@ -250,13 +250,19 @@ pub fn persist(file: tempfile::NamedTempFile, target: &Path) -> Result<(), Pipel
 /// the rows of a Parquet table (`ngram` string, `count` uint64).
 pub struct DupTsvWriter {
     out: OutputFile,
+    /// Lines not yet handed to `out` (text), or the n-gram of the row being added (Parquet).
     line: Vec<u8>,
     table: Option<Rows>,
 }
 
+/// Bytes of lines a [`DupTsvWriter`] gathers before it hands them to its
+/// output in one write: a `.zst` output's encoder costs a call into zstd
+/// per write, however short, and a count writes millions of lines.
+const DUP_LINES_BYTES: usize = 64 << 10;
+
 impl DupTsvWriter {
     pub fn new(out: OutputFile) -> Self {
-        DupTsvWriter { out, line: Vec::with_capacity(256), table: None }
+        DupTsvWriter { out, line: Vec::with_capacity(DUP_LINES_BYTES + 256), table: None }
     }
 
     /// Like [`Self::new`], and starts the table of a Parquet output.
@@ -268,7 +274,7 @@ impl DupTsvWriter {
         } else {
             None
         };
-        Ok(DupTsvWriter { out, line: Vec::with_capacity(256), table })
+        Ok(DupTsvWriter { out, line: Vec::with_capacity(DUP_LINES_BYTES + 256), table })
     }
 
     #[inline]
@@ -278,7 +284,9 @@ impl DupTsvWriter {
         ids: &[u32],
         count: u64,
     ) -> Result<(), PipelineError> {
-        self.line.clear();
+        if self.table.is_some() {
+            self.line.clear();
+        }
         for (i, &id) in ids.iter().enumerate() {
             if i > 0 {
                 self.line.push(b' ');
@@ -301,12 +309,18 @@ impl DupTsvWriter {
         self.line.push(b'\t');
         push_decimal(&mut self.line, count);
         self.line.push(b'\n');
-        self.out.write_all(&self.line)
+        if self.line.len() >= DUP_LINES_BYTES {
+            self.out.write_all(&self.line)?;
+            self.line.clear();
+        }
+        Ok(())
     }
 
     pub fn finish(mut self) -> Result<(), PipelineError> {
-        if let Some(rows) = &mut self.table {
-            self.out.write_rows(rows)?;
+        match &mut self.table {
+            Some(rows) => self.out.write_rows(rows)?,
+            None if !self.line.is_empty() => self.out.write_all(&self.line)?,
+            None => {}
         }
         self.out.finish()
     }
@@ -400,6 +414,42 @@ mod tests {
         }
         assert_eq!(written[0], written[1]);
         assert_eq!(zstd::decode_all(&written[0][..]).unwrap(), text);
+    }
+
+    /// Words by ID for the tests: `w0`, `w1`, ...
+    struct NumberedWords(Vec<String>);
+
+    impl dupgram_lexicon::WordsById for NumberedWords {
+        fn word_bytes(&self, id: u32) -> &[u8] {
+            self.0[id as usize].as_bytes()
+        }
+    }
+
+    /// Lines gathered past the writer's buffer reach the file whole and in
+    /// order, the last of them at `finish`, plain and compressed.
+    #[test]
+    fn a_dup_list_longer_than_its_buffer_is_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let words = NumberedWords((0..1000).map(|i| format!("w{i}")).collect());
+        let mut expected = String::new();
+        let ngrams: Vec<([u32; 3], u64)> =
+            (0..20_000u32).map(|i| ([i % 1000, (i * 7) % 1000, (i * 13) % 1000], u64::from(i % 5) + 2)).collect();
+        for (ids, count) in &ngrams {
+            let text: Vec<&str> = ids.iter().map(|&id| words.0[id as usize].as_str()).collect();
+            expected.push_str(&format!("{}\t{count}\n", text.join(" ")));
+        }
+        assert!(expected.len() > 3 * super::DUP_LINES_BYTES);
+        for name in ["dups.tsv", "dups.tsv.zst"] {
+            let path = dir.path().join(name);
+            let mut writer = super::DupTsvWriter::new(super::OutputFile::create(Some(&path)).unwrap());
+            for (ids, count) in &ngrams {
+                writer.write(&words, ids, *count).unwrap();
+            }
+            writer.finish().unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            let text = if name.ends_with(".zst") { zstd::decode_all(&bytes[..]).unwrap() } else { bytes };
+            assert!(text == expected.as_bytes(), "{name}");
+        }
     }
 
     #[test]

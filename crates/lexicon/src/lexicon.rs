@@ -1283,6 +1283,13 @@ pub trait WordsById {
     /// The bytes of the word with this ID.
     fn word_bytes(&self, id: u32) -> &[u8];
 
+    /// Asks for the memory a look-up of this ID will touch, some look-ups
+    /// ahead: `near` false for where the word is (its offset), true for its
+    /// bytes (once the offset has had time to arrive). A writer of millions
+    /// of lines looks up words of random IDs in tables far larger than the
+    /// cache; the hint lets those misses overlap. Changes no result.
+    fn prefetch_word(&self, _id: u32, _near: bool) {}
+
     /// The word with this ID.
     fn word(&self, id: u32) -> &str {
         // Words come from `&str` tokens or a checked file, so they are UTF-8.
@@ -1293,5 +1300,14 @@ pub trait WordsById {
 impl WordsById for Lexicon {
     fn word_bytes(&self, id: u32) -> &[u8] {
         Lexicon::word_bytes(self, id)
+    }
+
+    fn prefetch_word(&self, id: u32, near: bool) {
+        let Some(&start) = self.offsets.get(id as usize) else { return };
+        if !near {
+            dupgram_prefetch::prefetch(&start);
+        } else if let Some(first) = self.arena.get(start as usize) {
+            dupgram_prefetch::prefetch(first);
+        }
     }
 }

@@ -1366,7 +1366,8 @@ impl Job<'_> {
             let writer = scope.spawn(move || -> Result<(), PipelineError> {
                 for mut batch in full_rx {
                     let words = output.batch(&batch.ids)?;
-                    for (ids, &count) in batch.ids.chunks_exact(n).zip(&batch.counts) {
+                    for (i, (ids, &count)) in batch.ids.chunks_exact(n).zip(&batch.counts).enumerate() {
+                        prefetch_ngram_words(&words, &batch.ids, n, i);
                         emit(&words, ids, count)?;
                     }
                     batch.ids.clear();
@@ -1408,9 +1409,27 @@ impl Job<'_> {
     }
 }
 
+/// N-grams ahead of the one being written whose words' offsets, then
+/// bytes, the output asks for: far enough for a miss to arrive (an n-gram's
+/// line takes some tens of nanoseconds to format), near enough to stay cached.
+const OFFSETS_AHEAD: usize = 8;
+const BYTES_AHEAD: usize = 4;
+
+/// Asks for the words the output will look up for the n-grams after the
+/// `i`-th of `ids` (n IDs each): their IDs are random in a sorted list, so
+/// nearly every one of the last words' look-ups misses the cache.
+fn prefetch_ngram_words(words: &BatchWordsOf<'_>, ids: &[u32], n: usize, i: usize) {
+    for (ahead, near) in [(OFFSETS_AHEAD, false), (BYTES_AHEAD, true)] {
+        if let Some(next) = ids.get((i + ahead) * n..(i + ahead + 1) * n) {
+            for &id in next {
+                words.prefetch_word(id, near);
+            }
+        }
+    }
+}
+
 /// Where a merge's output finds the words of the n-grams it writes.
 #[derive(Clone, Copy)]
-/// Where a merge's output finds the words of the n-grams it writes.
 pub enum WordSource<'a> {
     /// A lexicon that holds every word in scope.
     Held(&'a Lexicon),
@@ -1477,6 +1496,13 @@ impl WordsById for BatchWordsOf<'_> {
         match self {
             BatchWordsOf::Held(lexicon) => lexicon.word_bytes(id),
             BatchWordsOf::Disk(words) => words.word_bytes(id),
+        }
+    }
+
+    fn prefetch_word(&self, id: u32, near: bool) {
+        match self {
+            BatchWordsOf::Held(lexicon) => WordsById::prefetch_word(*lexicon, id, near),
+            BatchWordsOf::Disk(words) => words.prefetch_word(id, near),
         }
     }
 }

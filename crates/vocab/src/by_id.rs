@@ -301,6 +301,16 @@ impl WordsById for HeldWords {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         &self.arena[start..self.ends[i] as usize]
     }
+
+    fn prefetch_word(&self, id: u32, near: bool) {
+        let i = id as usize;
+        let Some(end) = self.ends.get(i) else { return };
+        if !near {
+            dupgram_prefetch::prefetch(end);
+        } else if let Some(first) = self.arena.get(if i == 0 { 0 } else { self.ends[i - 1] as usize }) {
+            dupgram_prefetch::prefetch(first);
+        }
+    }
 }
 
 /// The words of one batch's IDs that the memory does not hold, looked up
@@ -356,6 +366,13 @@ impl WordsById for BatchWords<'_> {
         }
         // The batch's rare IDs were all resolved before it was handed on.
         self.rare.get(id).expect("every ID of the batch was resolved")
+    }
+
+    fn prefetch_word(&self, id: u32, near: bool) {
+        // The rare words were just read into a small arena: cached already.
+        if id < self.held_len {
+            self.held.prefetch_word(id, near);
+        }
     }
 }
 
