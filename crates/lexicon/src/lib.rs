@@ -25,8 +25,8 @@ pub mod tokenize;
 pub use cache::WordCache;
 pub use lexicon::{
     Counted, LEXICON_MAGIC, LEXICON_VERSION, Lexicon, LexiconBuilder, LexiconError, LexiconWriter, Lookup, Numbering,
-    RankedWord, Renumbering, Scope, Seen, SpillWord, TableWord, WordsById, rank_order, read_varint, word_hash,
-    write_varint,
+    RankedWord, Renumbering, Scope, Seen, SpillWord, TableWord, WordsById, order_prefix, rank_order, read_varint,
+    word_hash, write_varint,
 };
 pub use tokenize::{MAX_TOKEN_BYTES, NUMBER_TOKEN, Normalization, TokenMode, Tokenizer, tokenize};
 

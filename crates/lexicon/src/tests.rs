@@ -228,3 +228,35 @@ fn prefetching_the_table_changes_nothing() {
     let lex = b.finish(Normalization::default(), 0);
     assert!(words.iter().all(|w| matches!(lex.lookup(w), Lookup::Id(_))));
 }
+
+proptest::proptest! {
+    /// The ranking is `rank_order`'s, whatever the words share: prefixes
+    /// shorter and longer than four bytes, NUL bytes, equal counts.
+    #[test]
+    fn the_ranking_is_rank_order(words in proptest::collection::vec(("[ab\u{0}]{1,6}", 1u8..4), 1..200)) {
+        let mut builder = LexiconBuilder::new([]);
+        for (word, times) in &words {
+            for _ in 0..*times {
+                builder.add(word);
+            }
+        }
+        let (ranked, _) = builder.ranking();
+        for pair in ranked.windows(2) {
+            proptest::prop_assert!(rank_order(pair[0].count, pair[0].bytes, pair[1].count, pair[1].bytes).is_lt());
+            proptest::prop_assert_eq!(pair[0].prefix, order_prefix(pair[0].bytes));
+        }
+    }
+}
+
+#[test]
+fn order_prefixes_order_words() {
+    let words: [&[u8]; 7] = [b"", b"\0", b"a", b"a\0", b"a\0\0\0\0", b"ab", b"abcde"];
+    for a in words {
+        for b in words {
+            let (pa, pb) = (order_prefix(a), order_prefix(b));
+            if pa != pb {
+                assert_eq!(pa.cmp(&pb), a.cmp(b), "{a:?} {b:?}");
+            }
+        }
+    }
+}

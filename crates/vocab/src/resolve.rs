@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 
-use dupgram_lexicon::{LexiconBuilder, Normalization, Numbering, RankedWord, Renumbering, TableWord, rank_order};
+use dupgram_lexicon::{LexiconBuilder, Normalization, Numbering, RankedWord, Renumbering, TableWord, order_prefix};
 use dupgram_merge::{Interrupt, MergeReport, MergeSink, RunFile, merge_all};
 
 use crate::error::VocabError;
@@ -399,7 +399,7 @@ impl<'t> Iterator for RankMerge<'_, 't> {
             (None, None) => return None,
             (Some(_), None) => true,
             (None, Some(_)) => false,
-            (Some(t), Some((bytes, count, _))) => rank_order(t.count, t.bytes, *count, bytes).is_lt(),
+            (Some(t), Some((bytes, count, _))) => t.rank_cmp(*count, order_prefix(bytes), bytes).is_lt(),
         };
         if take_table {
             return self.table.next().map(|t| Ok(t.ranked()));
