@@ -259,18 +259,8 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<
     Ok(())
 }
 
-/// 1234567 → "1,234,567".
-pub fn group(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// 1234567 → "1,234,567", as the summaries and the reports print counts.
+pub use dupgram_report::group;
 
 /// The summary's line on the sieve of an index (`pairs`, `dedup`): its
 /// size, and the parts by first word the index pass went in, or why it was off.

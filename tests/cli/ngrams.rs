@@ -500,7 +500,7 @@ fn a_growing_vocabulary_counts_exactly_at_every_budget() {
         assert!(stats["vocabulary"].as_u64().unwrap() > 100_000, "{stats}");
         assert!(stats["peak_rss"].as_u64().unwrap() < stats["memory_budget"].as_u64().unwrap(), "{stats}");
         // The summary's vocabulary line gives the words past the table, their tokens and slots.
-        let past = |key: &str| grouped(stats[key].as_u64().unwrap());
+        let past = |key: &str| dupgram_report::group(stats[key].as_u64().unwrap());
         let line = format!(
             "{} words past the lexicon's room ({} tokens, {} slots of its epochs)",
             past("overflow_words"),
@@ -514,19 +514,6 @@ fn a_growing_vocabulary_counts_exactly_at_every_budget() {
     }
     assert!(frozen > 0, "no budget made the lexicon's table freeze");
     assert!(sieved >= 3, "the sieve was used at {sieved} budgets");
-}
-
-/// `1234567` as the summaries print it: `1,234,567`.
-fn grouped(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A corpus that looks more than twice what the budget's largest sieve holds

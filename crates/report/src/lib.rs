@@ -183,10 +183,10 @@ pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// 1234567 → "1,234,567".
-fn group(v: u64) -> String {
+/// 1234567 → "1,234,567": counts as the reports and the command line's summaries print them.
+pub fn group(v: u64) -> String {
     let digits = v.to_string();
-    let mut out = String::new();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
