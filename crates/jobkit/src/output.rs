@@ -23,6 +23,10 @@ const ZSTD_LEVEL: i32 = 3;
 /// plan their output count this much for it.
 pub const ZSTD_OUTPUT_BYTES: u64 = 5 << 20;
 
+/// Bytes of a `.zst` output gathered before they are handed to its encoder
+/// (within [`ZSTD_OUTPUT_BYTES`]).
+const ZSTD_INPUT_BYTES: usize = 64 << 10;
+
 /// How `.zst` outputs are compressed, beside [`ZSTD_LEVEL`].
 ///
 /// - A checksum lets readers detect a damaged file.
@@ -47,7 +51,9 @@ fn zstd_output_parameters() -> [zstd::stream::raw::CParameter; 4] {
 enum Sink {
     Stdout(BufWriter<std::io::Stdout>),
     Plain(BufWriter<File>),
-    Zstd(zstd::Encoder<'static, BufWriter<File>>),
+    /// Bytes gathered in front of the encoder: a call into zstd costs about
+    /// as much for a line as for 64 KiB, and outputs are written a line at a time.
+    Zstd(BufWriter<zstd::Encoder<'static, BufWriter<File>>>),
     /// A Parquet file, before its schema is known (taken when it is).
     ParquetFile(Option<File>),
     Parquet(Box<ParquetTable>),
@@ -112,7 +118,7 @@ impl OutputFile {
             for parameter in zstd_output_parameters() {
                 z.set_parameter(parameter).map_err(|e| PipelineError::io(target, e))?;
             }
-            Sink::Zstd(z)
+            Sink::Zstd(BufWriter::with_capacity(ZSTD_INPUT_BYTES, z))
         } else {
             Sink::Plain(buffered)
         };
@@ -187,7 +193,10 @@ impl OutputFile {
         let file = match self.sink {
             Sink::Stdout(mut w) => return w.flush().map_err(io),
             Sink::Plain(w) => w.into_inner().map_err(|e| io(e.into_error()))?,
-            Sink::Zstd(z) => z.finish().map_err(io)?.into_inner().map_err(|e| io(e.into_error()))?,
+            Sink::Zstd(lines) => {
+                let encoder = lines.into_inner().map_err(|e| io(e.into_error()))?;
+                encoder.finish().map_err(io)?.into_inner().map_err(|e| io(e.into_error()))?
+            }
             Sink::ParquetFile(_) => {
                 return Err(PipelineError::Usage(format!(
                     "{}: this output cannot be written as Parquet; choose another name",
@@ -250,19 +259,13 @@ pub fn persist(file: tempfile::NamedTempFile, target: &Path) -> Result<(), Pipel
 /// the rows of a Parquet table (`ngram` string, `count` uint64).
 pub struct DupTsvWriter {
     out: OutputFile,
-    /// Lines not yet handed to `out` (text), or the n-gram of the row being added (Parquet).
     line: Vec<u8>,
     table: Option<Rows>,
 }
 
-/// Bytes of lines a [`DupTsvWriter`] gathers before it hands them to its
-/// output in one write: a `.zst` output's encoder costs a call into zstd
-/// per write, however short, and a count writes millions of lines.
-const DUP_LINES_BYTES: usize = 64 << 10;
-
 impl DupTsvWriter {
     pub fn new(out: OutputFile) -> Self {
-        DupTsvWriter { out, line: Vec::with_capacity(DUP_LINES_BYTES + 256), table: None }
+        DupTsvWriter { out, line: Vec::with_capacity(256), table: None }
     }
 
     /// Like [`Self::new`], and starts the table of a Parquet output.
@@ -274,7 +277,7 @@ impl DupTsvWriter {
         } else {
             None
         };
-        Ok(DupTsvWriter { out, line: Vec::with_capacity(DUP_LINES_BYTES + 256), table })
+        Ok(DupTsvWriter { out, line: Vec::with_capacity(256), table })
     }
 
     #[inline]
@@ -284,9 +287,7 @@ impl DupTsvWriter {
         ids: &[u32],
         count: u64,
     ) -> Result<(), PipelineError> {
-        if self.table.is_some() {
-            self.line.clear();
-        }
+        self.line.clear();
         for (i, &id) in ids.iter().enumerate() {
             if i > 0 {
                 self.line.push(b' ');
@@ -309,18 +310,12 @@ impl DupTsvWriter {
         self.line.push(b'\t');
         push_decimal(&mut self.line, count);
         self.line.push(b'\n');
-        if self.line.len() >= DUP_LINES_BYTES {
-            self.out.write_all(&self.line)?;
-            self.line.clear();
-        }
-        Ok(())
+        self.out.write_all(&self.line)
     }
 
     pub fn finish(mut self) -> Result<(), PipelineError> {
-        match &mut self.table {
-            Some(rows) => self.out.write_rows(rows)?,
-            None if !self.line.is_empty() => self.out.write_all(&self.line)?,
-            None => {}
+        if let Some(rows) = &mut self.table {
+            self.out.write_rows(rows)?;
         }
         self.out.finish()
     }
@@ -425,8 +420,8 @@ mod tests {
         }
     }
 
-    /// Lines gathered past the writer's buffer reach the file whole and in
-    /// order, the last of them at `finish`, plain and compressed.
+    /// Lines written one at a time past the buffers in front of the file and
+    /// of the encoder reach it whole and in order, plain and compressed.
     #[test]
     fn a_dup_list_longer_than_its_buffer_is_written_whole() {
         let dir = tempfile::tempdir().unwrap();
@@ -438,7 +433,7 @@ mod tests {
             let text: Vec<&str> = ids.iter().map(|&id| words.0[id as usize].as_str()).collect();
             expected.push_str(&format!("{}\t{count}\n", text.join(" ")));
         }
-        assert!(expected.len() > 3 * super::DUP_LINES_BYTES);
+        assert!(expected.len() > 3 * super::ZSTD_INPUT_BYTES);
         for name in ["dups.tsv", "dups.tsv.zst"] {
             let path = dir.path().join(name);
             let mut writer = super::DupTsvWriter::new(super::OutputFile::create(Some(&path)).unwrap());
