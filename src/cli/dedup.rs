@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use dupgram_pipeline::attributes::AttributesFile;
+use dupgram_pipeline::output::{OutputFile, check_encoder_budget};
 use dupgram_pipeline::{
     Control, DedupConfig, DedupOutput, DedupStats, DupsInput, UnitKind, dedup_exact_to, dedup_spans_to, dedup_to,
     human_bytes,
@@ -194,6 +195,11 @@ pub fn run(args: DedupArgs, control: &Control) -> anyhow::Result<()> {
         (output, _) => Some(create_output(output.as_deref(), args.resources.memory)?),
     };
     let mut attributes = args.attributes.as_deref().map(AttributesFile::create).transpose()?;
+    let encoders = [
+        documents.as_ref().map_or(0, OutputFile::encoder_bytes),
+        attributes.as_ref().map_or(0, AttributesFile::encoder_bytes),
+    ];
+    check_encoder_budget(args.resources.memory, &encoders)?;
     let stats = {
         let _progress = ProgressView::start(control, args.resources.quiet);
         let out = DedupOutput { documents: documents.as_mut(), attributes: attributes.as_mut() };

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use dupgram_pipeline::output::{DupTsvWriter, persist};
+use dupgram_pipeline::output::{DupTsvWriter, check_encoder_budget, persist};
 use dupgram_pipeline::{Control, NgramConfig, NgramStats, count_ngrams, human_bytes};
 
 use super::common::{InputArgs, ResourceArgs, TokenArgs, count_config, create_output, group, write_json};
@@ -72,7 +72,9 @@ pub(super) fn config(args: &NgramsArgs) -> anyhow::Result<(NgramConfig, Option<P
 pub fn run(args: NgramsArgs, control: &Control) -> anyhow::Result<()> {
     let (config, lexicon_path) = config(&args)?;
     // Open outputs before any work, so a bad path fails at once.
-    let mut writer = DupTsvWriter::create(create_output(args.output.as_deref(), args.resources.memory)?)?;
+    let out = create_output(args.output.as_deref(), args.resources.memory)?;
+    check_encoder_budget(args.resources.memory, &[out.encoder_bytes()])?;
+    let mut writer = DupTsvWriter::create(out)?;
     let outcome = {
         let _progress = ProgressView::start(control, args.resources.quiet);
         count_ngrams(&config, control, &mut |lexicon, ids, count| writer.write(lexicon, ids, count))?

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use dupgram_pipeline::output::{OutputFile, check_encoder_budget};
 use dupgram_pipeline::{Control, OverlapConfig, OverlapFormat, OverlapOutput, OverlapStats, human_bytes, overlap};
 
 use super::common::{ReadArgs, ResourceArgs, TokenArgs, corpus_config, create_output, group, write_json};
@@ -101,6 +102,8 @@ pub fn run(args: OverlapArgs, control: &Control) -> anyhow::Result<()> {
     let mut rows = create_output(args.output.as_deref(), memory)?;
     let mut marks = args.mark_reference.as_deref().map(|p| create_output(Some(p), memory)).transpose()?;
     let mut kept = args.drop_reference.as_deref().map(|p| create_output(Some(p), memory)).transpose()?;
+    let encoders = [Some(&rows), marks.as_ref(), kept.as_ref()].map(|o| o.map_or(0, OutputFile::encoder_bytes));
+    check_encoder_budget(memory, &encoders)?;
     let stats = {
         let _progress = ProgressView::start(control, args.resources.quiet);
         let out = OverlapOutput { queries: &mut rows, format, marks: marks.as_mut(), kept_reference: kept.as_mut() };

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use dupgram_cluster::PairsOutputs;
-use dupgram_pipeline::output::{PairFiles, PairFormat};
+use dupgram_pipeline::output::{PairFiles, PairFormat, PairsSink, check_encoder_budget};
 use dupgram_pipeline::{
     Control, DupsInput, NgramConfig, PairsConfig, PairsStats, SpotConfig, SpotParams, SpotStats, find_pairs,
     find_spot_pairs, human_bytes,
@@ -266,6 +266,7 @@ pub fn run(args: PairsArgs, control: &Control) -> anyhow::Result<()> {
     let memory = args.resources.memory;
     let clusters = clusters.as_deref().map(|p| create_output(Some(p), memory)).transpose()?;
     let mut files = PairFiles::new(create_output(output.as_deref(), memory)?, format, clusters)?;
+    check_encoder_budget(memory, &[files.encoder_bytes()])?;
     let spot = args.spot_config()?;
     let (stats, spot_stats) = {
         let _progress = ProgressView::start(control, args.resources.quiet);

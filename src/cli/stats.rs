@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use dupgram_pipeline::output::OutputFile;
+use dupgram_pipeline::output::{OutputFile, check_encoder_budget};
 use dupgram_pipeline::table::{Column, Rows};
 use dupgram_pipeline::{Control, LengthTable, NgramConfig, count_ngrams};
 use dupgram_report::{LengthReport, NgramRow};
@@ -87,6 +87,8 @@ pub fn run(args: StatsArgs, control: &Control) -> anyhow::Result<()> {
         "--dedup length tables are written as TSV, not Parquet; give -o a .tsv name"
     );
     let html = args.html.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
+    let encoders = [out.encoder_bytes(), html.as_ref().map_or(0, OutputFile::encoder_bytes)];
+    check_encoder_budget(args.resources.memory, &encoders)?;
     let mut rows = Vec::new();
     if !args.inputs.is_empty() {
         let first = corpus_config(&args.inputs, &args.read, &args.tokens, &args.resources, 1)?;

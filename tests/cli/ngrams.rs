@@ -249,6 +249,37 @@ fn bad_paths_are_one_line_errors() {
     assert!(stderr.contains("is a directory"), "{stderr}");
 }
 
+/// A `.zst` output's encoder takes its room from the budget: below the
+/// minimum and the encoders together a job is refused before any work,
+/// saying what budget it needs, and leaves no file; at that budget it runs.
+#[test]
+fn a_zst_output_below_its_budget_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = sample("news.jsonl");
+    let out = dir.path().join("out.zst");
+    let clusters = dir.path().join("clusters.tsv.zst");
+    for (args, needle) in [
+        (vec!["ngrams", s(&sample), "-o", s(&out), "--memory", "20M"], "1 .zst output takes 5.0 MiB"),
+        (vec!["dedup", s(&sample), "-o", s(&out), "--memory", "16M"], "--memory 21M or more"),
+        (vec!["dedup", s(&sample), "--unit", "span", "-o", s(&out), "--memory", "20M"], "--memory 21M or more"),
+        (vec!["pairs", s(&sample), "-o", s(&out), "--memory", "20M"], "--memory 21M or more"),
+        (
+            vec!["pairs", s(&sample), "-o", s(&out), "--clusters", s(&clusters), "--memory", "25M"],
+            "--memory 26M or more",
+        ),
+    ] {
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle) && stderr.contains("too small"), "{args:?}: {stderr}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    let (code, _, stderr) = run(&["ngrams", s(&sample), "-n", "3", "-o", s(&out), "--memory", "21M", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    let written = zstd::decode_all(std::fs::File::open(&out).unwrap()).unwrap();
+    assert!(!written.is_empty());
+}
+
 #[test]
 fn a_full_temporary_disk_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, Scope};
-use dupgram_pipeline::output::{OutputFile, PairFiles};
+use dupgram_pipeline::output::{OutputFile, PairFiles, PairsSink, check_encoder_budget};
 use dupgram_pipeline::{
     AfterCut, BucketTotals, DocTable, IndexPart, IndexTotals, PairPasses, PairsConfig, PairsStats, PipelineError,
     ScoreLayout, ShardCut, ShardDocuments, add_common, write_common,
@@ -300,6 +300,7 @@ impl Stage<'_> {
         // Open outputs before any work, so a bad path fails at once.
         let clusters = outputs.clusters.as_deref().map(|p| OutputFile::create(Some(p))).transpose()?;
         let mut files = PairFiles::new(OutputFile::create(outputs.output.as_deref())?, outputs.format, clusters)?;
+        check_encoder_budget(self.config.memory, &[files.encoder_bytes()])?;
         let scratch = self.scratch(&self.work.path("tmp"), me)?;
         let mut kept = Vec::new();
         for range in 0..self.plan.shards.len() {

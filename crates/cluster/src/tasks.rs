@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, Scope};
-use dupgram_pipeline::output::{DupTsvWriter, OutputFile};
+use dupgram_pipeline::output::{DupTsvWriter, OutputFile, check_encoder_budget};
 use dupgram_pipeline::{NgramStats, PairsStats, PipelineError, Sieve, WordSource, cpu_seconds, peak_rss};
 use dupgram_runs::{RunHeader, RunWriter};
 use dupgram_vocab::{VocabError, number_shard_words, write_shard_table, write_shard_words};
@@ -396,6 +396,7 @@ impl<'a> Stage<'a> {
     /// (buckets are ranges of first word IDs), and copies the lexicon.
     fn finish(&self) -> Result<TaskRecord, ClusterError> {
         let mut out = OutputFile::create(self.outputs.dups.as_deref())?;
+        check_encoder_budget(self.config.memory, &[out.encoder_bytes()])?;
         let mut buf = vec![0u8; 1 << 20];
         for bucket in 0..self.plan.buckets {
             self.record(TaskId::Reduce(bucket), TaskId::Finish)?;

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dupgram_lexicon::{Lexicon, Scope};
-use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFiles, PairFormat};
+use dupgram_pipeline::output::{DupTsvWriter, OutputFile, PairFiles, PairFormat, PairsSink, check_encoder_budget};
 use dupgram_pipeline::scratch::Scratch;
 use dupgram_pipeline::{
     BucketTotals, Control, DocTable, GroupCheck, IndexStats, IndexTotals, NgramConfig, NgramStats, PairPasses,
@@ -168,6 +168,13 @@ pub fn update(
         Some(p) => Some(PairFiles::new(OutputFile::create(Some(&p.output))?, p.format, None)?),
         None => None,
     };
+    let encoders = [
+        newly.encoder_bytes(),
+        all.as_ref().map_or(0, OutputFile::encoder_bytes),
+        documents.as_ref().map_or(0, OutputFile::encoder_bytes),
+        pair_files.as_ref().map_or(0, PairsSink::encoder_bytes),
+    ];
+    check_encoder_budget(config.memory, &encoders)?;
 
     let next = current + 1;
     let scratch = fresh_generation(work, next)?;

@@ -93,6 +93,11 @@ impl AttributesFile {
         Ok(AttributesFile { out: OutputFile::create(Some(path))?, line: Vec::new(), documents: 0 })
     }
 
+    /// Memory the file's encoder takes once written to (see [`OutputFile::encoder_bytes`]).
+    pub fn encoder_bytes(&self) -> u64 {
+        self.out.encoder_bytes()
+    }
+
     /// Writes one document's line: its ID (as the document has it: Dolma's
     /// mixer compares the two), its removed spans (ascending) and, over its
     /// whole length of `chars` characters, its duplicate share.

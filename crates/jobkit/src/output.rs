@@ -23,6 +23,34 @@ const ZSTD_LEVEL: i32 = 3;
 /// plan their output count this much for it.
 pub const ZSTD_OUTPUT_BYTES: u64 = 5 << 20;
 
+/// Refuses a budget that cannot hold the outputs' encoders (each output's
+/// [`OutputFile::encoder_bytes`] in `encoders`) beside the
+/// least any job needs ([`MemoryPlan::MINIMUM`](crate::memory::MemoryPlan::MINIMUM)):
+/// at that minimum a job's passes leave an encoder (about 3.8 MiB) no room,
+/// and above it the pass that writes counts [`ZSTD_OUTPUT_BYTES`] for each.
+/// Checked before any work is done.
+pub fn check_encoder_budget(memory: u64, encoders: &[u64]) -> Result<(), PipelineError> {
+    let zst = encoders.iter().filter(|&&bytes| bytes > 0).count();
+    let encoders: u64 = encoders.iter().sum();
+    let least = crate::memory::MemoryPlan::MINIMUM + encoders;
+    if memory >= least {
+        return Ok(());
+    }
+    Err(PipelineError::Memory {
+        budget: crate::memory::human_bytes(memory),
+        what: format!(
+            "{zst} .zst output{} take{} {} for {} encoder{} beside the {} every job needs: give --memory {}M or more, or write plain output and compress it afterwards (-o - | zstd)",
+            if zst == 1 { "" } else { "s" },
+            if zst == 1 { "s" } else { "" },
+            crate::memory::human_bytes(encoders),
+            if zst == 1 { "its" } else { "their" },
+            if zst == 1 { "" } else { "s" },
+            crate::memory::human_bytes(crate::memory::MemoryPlan::MINIMUM),
+            least.div_ceil(1 << 20),
+        ),
+    })
+}
+
 /// Bytes of a `.zst` output gathered before they are handed to its encoder
 /// (within [`ZSTD_OUTPUT_BYTES`]).
 const ZSTD_INPUT_BYTES: usize = 64 << 10;
@@ -123,6 +151,16 @@ impl OutputFile {
             Sink::Plain(buffered)
         };
         Ok(OutputFile { sink, target: Some(target.to_owned()), tmp: Some(path), row_group_bytes: ROW_GROUP_BYTES })
+    }
+
+    /// Memory the output takes once written to, beyond its buffer: a `.zst`
+    /// output's encoder ([`ZSTD_OUTPUT_BYTES`]), else nothing. The pass that
+    /// writes it counts this in its plan.
+    pub fn encoder_bytes(&self) -> u64 {
+        match self.sink {
+            Sink::Zstd(_) => ZSTD_OUTPUT_BYTES,
+            _ => 0,
+        }
     }
 
     /// Whether this is a Parquet table (the name ends in `.parquet`).
@@ -361,6 +399,20 @@ mod tests {
         text
     }
 
+    /// A budget is refused below the minimum and the encoders together, and
+    /// the message names the least budget that is taken.
+    #[test]
+    fn zst_outputs_take_their_encoders_from_the_budget() {
+        use crate::memory::MemoryPlan;
+        let one = super::ZSTD_OUTPUT_BYTES;
+        assert!(super::check_encoder_budget(MemoryPlan::MINIMUM, &[0, 0]).is_ok());
+        assert!(super::check_encoder_budget(MemoryPlan::MINIMUM + one, &[one, 0]).is_ok());
+        let err = super::check_encoder_budget(MemoryPlan::MINIMUM + one - 1, &[one, 0]).unwrap_err().to_string();
+        assert!(err.contains("1 .zst output takes 5.0 MiB") && err.contains("--memory 21M or more"), "{err}");
+        let err = super::check_encoder_budget(MemoryPlan::MINIMUM + one, &[one, one]).unwrap_err().to_string();
+        assert!(err.contains("2 .zst outputs take 10.0 MiB") && err.contains("--memory 26M or more"), "{err}");
+    }
+
     /// The encoder of a `.zst` output, its worker's buffers included, stays
     /// within what the jobs count for it.
     #[test]
@@ -487,6 +539,11 @@ const SCORE_COLUMNS: [&str; 6] = ["sscr", "ssr", "contain_a_in_b", "contain_b_in
 pub trait PairsSink: Send {
     fn pair(&mut self, a: &str, b: &str, scores: &PairScores) -> Result<(), PipelineError>;
     fn cluster(&mut self, members: &[&str]) -> Result<(), PipelineError>;
+    /// Memory the sink's outputs take once written to (their encoders, see
+    /// [`OutputFile::encoder_bytes`]): the pass that writes counts it.
+    fn encoder_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// The TSV header of a pairs file.
@@ -577,6 +634,10 @@ impl PairsSink for PairFiles {
             }
         }
         self.pairs.write_all(&self.line)
+    }
+
+    fn encoder_bytes(&self) -> u64 {
+        self.pairs.encoder_bytes() + self.clusters.as_ref().map_or(0, OutputFile::encoder_bytes)
     }
 
     fn cluster(&mut self, members: &[&str]) -> Result<(), PipelineError> {

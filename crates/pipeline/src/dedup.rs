@@ -196,6 +196,12 @@ impl<'a> DedupOutput<'a> {
         }
     }
 
+    /// Memory the outputs' encoders take once written to (see [`OutputFile::encoder_bytes`]).
+    pub(crate) fn encoder_bytes(&self) -> u64 {
+        let attributes = self.attributes.as_deref().map_or(0, AttributesFile::encoder_bytes);
+        self.documents.as_deref().map_or(0, OutputFile::encoder_bytes) + attributes
+    }
+
     /// Whether the documents go into a Parquet table.
     pub(crate) fn documents_parquet(&self) -> bool {
         self.documents.as_deref().is_some_and(OutputFile::is_parquet)
@@ -318,6 +324,9 @@ pub fn dedup_to(config: &DedupConfig, control: &Control, mut out: DedupOutput) -
     Ok(stats)
 }
 
+/// The least room the decisions read the index's blocks in.
+const MIN_BLOCK_ROOM: u64 = 256 << 10;
+
 pub(crate) fn unit_name(unit: UnitKind) -> &'static str {
     match unit {
         UnitKind::Document => "doc",
@@ -384,11 +393,24 @@ impl DedupJob<'_> {
         let table = &self.built.table;
         // One block at a time, beside the marker's bits, the per-document
         // arrays and the documents read ahead.
-        let fixed = Marker::bytes_for(totals.ngrams) + table.len() as u64 * PER_DOC_BYTES + exact.len() as u64 * 8;
+        let fixed = Marker::bytes_for(totals.ngrams)
+            + table.len() as u64 * PER_DOC_BYTES
+            + exact.len() as u64 * 8
+            + out.encoder_bytes();
         let room = self.index.working().saturating_sub(fixed) * 3 / 5;
         let blocks = match &self.built.lists {
             // Gathered by the merge: one block, in memory already.
             Some(_) => std::iter::once(0..table.len() as u32).collect(),
+            // Blocks of a few documents each would read the index once per few documents.
+            None if room < MIN_BLOCK_ROOM && self.config.base.limits.chunk_ngrams.is_none() => {
+                return Err(PipelineError::Memory {
+                    budget: human_bytes(self.config.base.memory),
+                    what: format!(
+                        "the marks, the document list and the output's encoder ({}) leave no room for the index's blocks",
+                        human_bytes(fixed)
+                    ),
+                });
+            }
             None => self.index.plan_blocks(&totals.occurrences, 0..table.len() as u32, room),
         };
         stats.index_blocks = blocks.len() as u64;

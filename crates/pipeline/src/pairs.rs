@@ -717,6 +717,8 @@ impl<'a> PairPasses<'a> {
         let distinct = distinct_ngrams(table, totals, self.n());
         let mut clusters = UnionFind::new(table.len());
         let inputs = run_names(&kept);
+        // The outputs' encoders fill up as they are written: beside the merge, not in its room.
+        let encoders = sink.encoder_bytes();
         let mut out = PairOutput { table, distinct: &distinct, sink, clusters: &mut clusters, inputs };
         let work = self.work;
         merge_in(
@@ -724,7 +726,7 @@ impl<'a> PairPasses<'a> {
             "kept-merge",
             kept,
             RunHeader::counts(5, KEPT_RUNS),
-            self.index.fan_in(table.len() as u64 * PER_DOC_BYTES),
+            self.index.fan_in(table.len() as u64 * PER_DOC_BYTES + encoders),
             &mut out,
             self.control,
         )?;

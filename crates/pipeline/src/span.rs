@@ -509,7 +509,8 @@ impl SpanJob<'_> {
         read_batched(
             self.stream(self.ids.clone()),
             self.control,
-            (self.index.working(), self.config.base.threads),
+            // The outputs' encoders fill up as they are written: beside the reading, not in its room.
+            (self.index.working().saturating_sub(out.encoder_bytes()), self.config.base.threads),
             |item, vertical, _| {
                 let doc = match item {
                     Item::Passthrough(line) => return out.passthrough(&mut passthrough, &line, vertical),
