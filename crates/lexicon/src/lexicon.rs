@@ -308,28 +308,17 @@ impl LexiconBuilder {
         after
     }
 
-    /// The words in ID order and the final stop list: the `stop_top` most
-    /// frequent words join the stop list, the rest are numbered by
-    /// decreasing frequency (ties by bytes), so the most frequent words get
-    /// the shortest Elias codes in run files.
-    fn numbered(&self, stop_top: usize) -> (Vec<&Entry>, Vec<String>) {
-        let arena = &self.arena;
-        let bytes_of = |e: &Entry| e.bytes(arena);
-        let mut order: Vec<&Entry> = self.table.iter().filter(|e| !e.stop()).collect();
-        order.sort_unstable_by(|a, b| b.count().cmp(&a.count()).then_with(|| bytes_of(a).cmp(bytes_of(b))));
-        let promoted = stop_top.min(order.len());
-        let mut stopwords: Vec<String> = self.stoplist.iter().cloned().collect();
-        stopwords.extend(order[..promoted].iter().map(|e| String::from_utf8_lossy(bytes_of(e)).into_owned()));
+    /// Numbers the words and returns the lexicon in memory: in the order
+    /// of [`ranking`](Self::ranking), the `stop_top` most frequent words
+    /// joining the stop list, so the most frequent words get the shortest
+    /// Elias codes in run files.
+    pub fn finish(self, norm: Normalization, stop_top: usize) -> Lexicon {
+        let (ranked, mut stopwords) = self.ranking();
+        let promoted = stop_top.min(ranked.len());
+        stopwords.extend(ranked[..promoted].iter().map(|w| String::from_utf8_lossy(w.bytes).into_owned()));
         stopwords.sort_unstable();
         stopwords.dedup();
-        order.drain(..promoted);
-        (order, stopwords)
-    }
-
-    /// Numbers the words (see [`save`](Self::save)) and returns the lexicon in memory.
-    pub fn finish(self, norm: Normalization, stop_top: usize) -> Lexicon {
-        let (words, stopwords) = self.numbered(stop_top);
-        Lexicon::from_parts(norm, stopwords, words.iter().map(|e| (e.bytes(&self.arena), e.count())))
+        Lexicon::from_parts(norm, stopwords, ranked[promoted..].iter().map(|w| (w.bytes, w.count)))
     }
 
     /// Numbers the words and writes a lexicon file straight from the
