@@ -524,7 +524,7 @@ impl<W: Write> LexiconWriter<W> {
         head[0..8].copy_from_slice(LEXICON_MAGIC);
         head[8..10].copy_from_slice(&(if fixed_ids { 2u16 } else { 1 }).to_le_bytes());
         out.write_all(&head)?;
-        let mut writer = LexiconWriter { z: zstd::Encoder::new(out, 3)?, hasher: Xxh3::new(), left: words };
+        let mut writer = LexiconWriter { z: lexicon_encoder(out)?, hasher: Xxh3::new(), left: words };
         let mut prefix = Vec::new();
         write_body(&mut prefix, norm, stopwords, std::iter::empty::<(&[u8], u64)>(), fixed_ids)?;
         // The empty word list's count (one zero byte) gives way to the real one.
@@ -1006,12 +1006,25 @@ fn write_file(
     head[8..10].copy_from_slice(&version.to_le_bytes());
     out.write_all(&head)?;
     let mut hasher = Xxh3::new();
-    let mut z = zstd::Encoder::new(&mut *out, 3)?;
+    let mut z = lexicon_encoder(&mut *out)?;
     body(&mut Tee { out: &mut z, hasher: &mut hasher })?;
     z.finish()?;
     let identity = hasher.digest();
     out.write_all(&identity.to_le_bytes())?;
     Ok(identity)
+}
+
+/// The zstd window of a lexicon file: every pass after the lexicon pass
+/// reads the file back, and a reader holds the writer's window (2 MiB at
+/// level 3 by default) while it reads: at the smallest budgets that was
+/// room the plan had given to the job.
+pub(crate) const LEXICON_WINDOW_LOG: u32 = 17;
+
+/// The compressor of a lexicon file's body: level 3 within [`LEXICON_WINDOW_LOG`].
+fn lexicon_encoder<W: Write>(out: W) -> std::io::Result<zstd::Encoder<'static, W>> {
+    let mut z = zstd::Encoder::new(out, 3)?;
+    z.window_log(LEXICON_WINDOW_LOG)?;
+    Ok(z)
 }
 
 /// Writes to `out` and hashes what it writes.
@@ -1066,7 +1079,7 @@ impl Lexicon {
     ///
     /// ```text
     /// magic "DGLEX\0\r\n" | version u16 LE | 0 u16 | 0 u32
-    /// zstd frame of the body:
+    /// zstd frame of the body (written within a 128 KiB window; any window is read):
     ///   mode u8 (0 words, 1 raw, 2 lines) | numbers_as_token u8 | strip_markup u8
     ///   version 2 only: fixed_ids u8 (1: IDs kept from an earlier lexicon, counts in no order)
     ///   stop words: varint count, then (varint length, bytes) each

@@ -260,3 +260,32 @@ fn order_prefixes_order_words() {
         }
     }
 }
+
+/// A lexicon file is read back by every pass after the lexicon pass, at
+/// any budget: its zstd window stays [`crate::lexicon::LEXICON_WINDOW_LOG`] bits, so a
+/// reader that accepts no more decodes it, from a builder and from a lexicon.
+#[test]
+fn a_lexicon_file_is_read_within_a_small_window() {
+    let builder = || {
+        let mut b = LexiconBuilder::new(Vec::<String>::new());
+        let mut x = 7u64;
+        for i in 0..60_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            b.add_counted(format!("w{:x}{i}", x >> 40).as_bytes(), 1 + x % 5);
+        }
+        b
+    };
+    let mut saved = Vec::new();
+    builder().finish(Normalization::default(), 0).write_to(&mut saved).unwrap();
+    let mut written = Vec::new();
+    builder().write_to(Normalization::default(), 0, &mut written).unwrap();
+    assert_eq!(saved, written, "both writers make one file");
+    // The magic and version (16 bytes), one zstd frame, the identity (8 bytes).
+    let frame = &written[16..written.len() - 8];
+    assert!(frame.len() > 2 << crate::lexicon::LEXICON_WINDOW_LOG, "a body longer than the window: {}", frame.len());
+    let mut decoder = zstd::Decoder::new(frame).unwrap();
+    decoder.window_log_max(crate::lexicon::LEXICON_WINDOW_LOG).unwrap();
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut decoder, &mut body).unwrap();
+    assert!(body.len() > frame.len());
+}
