@@ -150,7 +150,7 @@ impl TokenArgs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Resources")]
 pub struct ResourceArgs {
-    /// Peak memory (resident set) of the whole process, e.g. 512M, 4G; at least 16M.
+    /// Peak memory (resident set) of the whole process, e.g. 512M, 4G; at least 16M, and 5M more for each .zst output.
     #[arg(long, default_value = "1G", value_name = "SIZE", value_parser = parse_size)]
     pub memory: u64,
     /// Worker threads [default: number of cores].
