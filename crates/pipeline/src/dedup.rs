@@ -403,10 +403,11 @@ impl DedupJob<'_> {
             Some(_) => std::iter::once(0..table.len() as u32).collect(),
             // Blocks of a few documents each would read the index once per few documents.
             None if room < MIN_BLOCK_ROOM && self.config.base.limits.chunk_ngrams.is_none() => {
+                let encoders = if out.encoder_bytes() > 0 { " and the output's encoder" } else { "" };
                 return Err(PipelineError::Memory {
                     budget: human_bytes(self.config.base.memory),
                     what: format!(
-                        "the marks, the document list and the output's encoder ({}) leave no room for the index's blocks",
+                        "the marks, the document list{encoders} ({}) leave no room for the index's blocks",
                         human_bytes(fixed)
                     ),
                 });
