@@ -110,7 +110,7 @@ pub const MAX_TASKS_PER_STAGE: usize = 1 << 20;
 
 impl JobPlan {
     /// Checks what tasks build and index by before they trust a plan read
-    /// from `path`: shard and bucket counts within [`MAX_TASKS_PER_STAGE`],
+    /// from `path`: shard and bucket counts within `MAX_TASKS_PER_STAGE`,
     /// every piece naming an input of the plan and running forward.
     pub fn check_shape(&self, path: &Path) -> Result<(), ClusterError> {
         let impossible = |what: &str| Err(ClusterError::corrupt(path, format!("impossible plan: {what}")));

@@ -261,7 +261,7 @@ impl Doc {
         &self.keys[self.key_start(u)..self.key_ends[u] as usize]
     }
 
-    /// The length of unit `u`'s key, whether the keys were kept or [digested](Self::digest).
+    /// The length of unit `u`'s key, whether the keys were kept or digested.
     pub fn key_len(&self, u: usize) -> usize {
         self.key_ends[u] as usize - self.key_start(u)
     }
@@ -424,7 +424,7 @@ pub struct DocStream<'a> {
     pub hasher: Option<ExactHasher>,
     /// Collect each unit's normalised text ([`Doc::keys`]).
     pub keys: bool,
-    /// With `keys`: hand on each document [digested](Doc::digest) under this
+    /// With `keys`: hand on each document digested under this
     /// fingerprint. Not with `known`: that keys only the wanted units, and
     /// is applied after a worker would digest (see [`read_batched`]).
     pub digest: Option<fn(&[u8]) -> u128>,

@@ -2,7 +2,7 @@
 //! groups of a bounded size.
 //!
 //! A [`ParquetTable`] buffers one row group (encoded and compressed as it
-//! goes) and closes it once it holds [`ParquetTable::row_group_bytes`]; the
+//! goes) and closes it once it holds about the `row_group_bytes` it was made with; the
 //! writers of each result add rows to a [`Rows`] batch of at most
 //! [`BATCH_ROWS`] rows or [`BATCH_BYTES`] bytes of strings before handing it
 //! over. Both are fixed, so a table costs the same memory whatever the

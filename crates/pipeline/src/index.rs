@@ -1748,7 +1748,7 @@ impl PushBatch {
     }
 }
 
-/// What becomes of an index's files once a [`BlockCache`] has cut it by block.
+/// What becomes of an index's files once a `BlockCache` has cut it by block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AfterCut {
     /// Something reads the index after the cache (the tasks of a staged

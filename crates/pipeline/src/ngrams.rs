@@ -82,7 +82,7 @@ pub struct Limits {
     pub fan_in: Option<usize>,
     pub batch_bytes: Option<usize>,
     /// Count in this many parts by first word, whatever the corpus's size:
-    /// each with the sieve refilled for it (see [`crate::first_words`]),
+    /// each with the sieve refilled for it (see `crate::first_words`),
     /// or, over the repeat prints, each marking as many of them as that
     /// many parts share. `dedup --unit span`: sieve and hash its K-grams
     /// in this many parts by fingerprint.
@@ -97,7 +97,7 @@ pub struct Limits {
     /// (`Some(false)`), or when the files' writers fit (`None`).
     pub block_files: Option<bool>,
     /// Merge the duplicate-only index in this many buckets by first word,
-    /// each on a thread of its own (1 or 2; see [`crate::index`]), instead
+    /// each on a thread of its own (1 or 2; see `crate::index`), instead
     /// of two when there are two threads or more.
     pub merge_buckets: Option<usize>,
     /// Freeze the lexicon pass's table of words once it holds this many, so

@@ -241,7 +241,7 @@ impl Sieve {
     }
 
     /// A table of "seen twice" words only, about `bytes` bytes, zeroed:
-    /// the fingerprints known to repeat are [`mark`](Self::mark)ed in it
+    /// the fingerprints known to repeat are marked in it ([`mark_delayed`](Self::mark_delayed))
     /// one by one (a count in parts proves them out of core first), and it
     /// is asked as a frozen staged sieve is. A fingerprint sets four bits
     /// of one word; at [`Sieve::marked_capacity`] (eight bits a print)

@@ -8,7 +8,7 @@
 //! the runs are merged (through intermediate merges when there are more
 //! than the memory allows open at once) into one ordered stream.
 //!
-//! A run file ([`Kind`] "DGWREC", version 2) holds records in strictly
+//! A run file (`Kind` "DGWREC", version 2) holds records in strictly
 //! increasing order, each as `major gap | varint length | bytes | varint
 //! payload`, in the frames of [`crate::frames`]; a reader checks the order
 //! as it goes. The major is written as a varint of up to 128 bits: its gap
