@@ -36,15 +36,12 @@ pub fn check_encoder_budget(memory: u64, encoders: &[u64]) -> Result<(), Pipelin
     if memory >= least {
         return Ok(());
     }
+    let (outputs, take) = if zst == 1 { ("output takes", "its encoder") } else { ("outputs take", "their encoders") };
     Err(PipelineError::Memory {
         budget: crate::memory::human_bytes(memory),
         what: format!(
-            "{zst} .zst output{} take{} {} for {} encoder{} beside the {} every job needs: give --memory {}M or more, or write plain output and compress it afterwards (-o - | zstd)",
-            if zst == 1 { "" } else { "s" },
-            if zst == 1 { "s" } else { "" },
+            "{zst} .zst {outputs} {} for {take} beside the {} every job needs: give --memory {}M or more, or write plain output and compress it afterwards (-o - | zstd)",
             crate::memory::human_bytes(encoders),
-            if zst == 1 { "its" } else { "their" },
-            if zst == 1 { "" } else { "s" },
             crate::memory::human_bytes(crate::memory::MemoryPlan::MINIMUM),
             least.div_ceil(1 << 20),
         ),
