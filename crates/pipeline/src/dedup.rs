@@ -361,7 +361,7 @@ impl DedupJob<'_> {
 
     /// Marks every unit whose letters repeat an earlier unit's.
     fn exact_pass(&self, stats: &mut DedupStats) -> Result<Vec<u64>, PipelineError> {
-        self.control.progress.start("exact units", None);
+        self.control.start_pass("exact units", None);
         let chunk = self.config.base.limits.chunk_ngrams;
         let mut sort = UnitSort::new(self.index.work, self.index.working(), chunk, EXACT_RUNS)?;
         let mut stream = self.stream(true, crossbeam_channel::never());
@@ -387,7 +387,7 @@ impl DedupJob<'_> {
 
     /// Reads the corpus once more, judges each document's units and writes it out.
     fn decide(&self, exact: &[u64], out: &mut DedupOutput, stats: &mut DedupStats) -> Result<(), PipelineError> {
-        self.control.progress.start("deduplicating", self.built.inputs.iter().map(Input::size).sum());
+        self.control.start_pass("deduplicating", self.built.inputs.iter().map(Input::size).sum());
         let n = self.config.base.n as u32;
         let totals = &self.built.totals;
         let table = &self.built.table;

@@ -218,7 +218,7 @@ impl ExactJob<'_> {
 
     /// Fingerprints every unit, sorts them out of core and finds the candidates.
     fn fingerprint_pass(&self, stats: &mut DedupStats) -> Result<Candidates, PipelineError> {
-        self.control.progress.start("fingerprinting units", self.inputs.iter().map(Input::size).sum());
+        self.control.start_pass("fingerprinting units", self.inputs.iter().map(Input::size).sum());
         let chunk = self.config.base.limits.chunk_ngrams;
         let mut sort = UnitSort::new(self.index.work, self.index.working(), chunk, EXACT_ONLY_RUNS)?;
         let mut unit = 0u64;
@@ -244,7 +244,7 @@ impl ExactJob<'_> {
         counts.flush().map_err(|e| PipelineError::io(&counts_path, e))?;
         drop(counts);
         stats.index.bytes_spilled += sorted.spilled;
-        self.control.progress.start("finding repeated fingerprints", None);
+        self.control.start_pass("finding repeated fingerprints", None);
         let mut sink = GroupSink {
             candidates: vec![0; unit.div_ceil(64) as usize],
             ranges: vec![0],
@@ -266,7 +266,7 @@ impl ExactJob<'_> {
         marks: &mut [u64],
         stats: &mut DedupStats,
     ) -> Result<(), PipelineError> {
-        self.control.progress.start(
+        self.control.start_pass(
             &format!("verifying range {} of {}", range + 1, found.ranges.len()),
             self.inputs.iter().map(Input::size).sum(),
         );
@@ -298,7 +298,7 @@ impl ExactJob<'_> {
         out: &mut DedupOutput,
         stats: &mut DedupStats,
     ) -> Result<(), PipelineError> {
-        self.control.progress.start("deduplicating", self.inputs.iter().map(Input::size).sum());
+        self.control.start_pass("deduplicating", self.inputs.iter().map(Input::size).sum());
         let last = found.ranges.len() - 1;
         let mut table = Verifier::default();
         let mut writer = out.doc_writer(self.config.strip, &self.config.base.read.text_field)?;

@@ -299,7 +299,7 @@ impl<'a> IndexJob<'a> {
     /// n-gram of the list passes, and the inputs to read from now on.
     pub fn read_dups_list(&self, d: &DupsInput) -> Result<(Lexicon, Option<Sieve>, Vec<Input>), PipelineError> {
         let inputs = self.spool_stdin()?;
-        self.control.progress.start("reading duplicates", None);
+        self.control.start_pass("reading duplicates", None);
         let n = self.base.n;
         let lexicon = Lexicon::load(&d.lexicon, Scope::Repeated)?;
         let fingerprints = self.work.join("dups.fp");
@@ -380,7 +380,7 @@ impl<'a> IndexJob<'a> {
                 ids: String::new(),
             })
             .collect();
-        self.control.progress.start("indexing", inputs.iter().map(Input::size).sum());
+        self.control.start_pass("indexing", inputs.iter().map(Input::size).sum());
         let options = dupgram_corpus::ReadOptions {
             max_record_bytes: self.plan.max_record,
             zstd_window_log_max: self.plan.zstd_window_log,
@@ -487,7 +487,7 @@ impl<'a> IndexJob<'a> {
                 paths.len()
             )));
         }
-        self.control.progress.start("merging", None);
+        self.control.start_pass("merging", None);
         let docs = table.len();
         let merges = buckets.len();
         let builder = gather.then(|| DocListsBuilder::new(&table.candidates));

@@ -567,7 +567,7 @@ impl<'a> Passes<'a> {
         sink: &mut S,
     ) -> Result<u64, PipelineError> {
         let fan_in = self.job.merge_fan_in(lexicon.heap_bytes() as u64);
-        self.job.control.progress.start("merging", None);
+        self.job.control.start_pass("merging", None);
         let work = self.job.work;
         let report = merge_in(work, "merge-runs", runs, header, fan_in, sink, self.job.control)?;
         Ok(report.bytes_written)
@@ -1082,7 +1082,7 @@ impl Job<'_> {
         let (sieve, capacity) = self.chunk_room(lexicon, beside, sieve.map(|s| &*s), layout, stats)?;
         let t = Instant::now();
         stats.chunk_ngrams = capacity;
-        self.control.progress.start(&phase_of("counting", label), Some(stats.tokens + stats.documents));
+        self.control.start_pass(&phase_of("counting", label), Some(stats.tokens + stats.documents));
         let header = RunHeader::counts(config.n as u8, lexicon.identity());
         let outputs = each_stream(streams, |worker, file, abort| {
             let spill = ChunkSpill::new(Chunk::new(layout, capacity), self.work, worker, header, part.buckets);
@@ -1278,7 +1278,7 @@ impl Job<'_> {
         let CountJob { inputs, lexicon, sieve, buckets, layout } = *job;
         let (sieve, capacity) = self.chunk_room(lexicon, 0, sieve, layout, stats)?;
         stats.chunk_ngrams = capacity;
-        self.control.progress.start("counting", self.total_input_bytes());
+        self.control.start_pass("counting", self.total_input_bytes());
         let header = RunHeader::counts(config.n as u8, lexicon.identity());
         let workers: Vec<CountWorker<L>> = (0..config.threads)
             .map(|worker| CountWorker {
@@ -1353,7 +1353,7 @@ impl Job<'_> {
         // The lexicon stays beside the merge: whole when it holds the words.
         let fan_in = self.merge_fan_in(lexicon.heap_bytes() as u64 + output.heap_bytes());
         stats.fan_in = fan_in;
-        self.control.progress.start("merging", Some(entries));
+        self.control.start_pass("merging", Some(entries));
         let header = RunHeader::counts(self.config.n as u8, lexicon.identity());
         let (full_tx, full_rx) = bounded::<DupBatch>(2);
         let (free_tx, free_rx) = bounded::<DupBatch>(3);

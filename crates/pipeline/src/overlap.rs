@@ -192,7 +192,7 @@ pub fn overlap(
 
 /// Documents of `inputs`, numbered as the index pass numbered them.
 fn count_documents(inputs: &[Input], base: &NgramConfig, control: &Control) -> Result<u64, PipelineError> {
-    control.progress.start("counting query documents", inputs.iter().map(Input::size).sum());
+    control.start_pass("counting query documents", inputs.iter().map(Input::size).sum());
     let mut reader = CorpusReader::new(inputs.to_vec(), base.read.clone(), control.progress.bytes.clone());
     let mut batch = Batch::default();
     while reader.fill(&mut batch, 1 << 20)? {
@@ -243,7 +243,7 @@ impl OverlapJob<'_> {
         let top_dir = self.sort_dir("top")?;
         let mut found = UnitSort::new(&found_dir, room / sorts, chunk, FOUND_RUNS)?;
         let mut top = if top_k > 0 { Some(UnitSort::new(&top_dir, room / sorts, chunk, TOP_RUNS)?) } else { None };
-        self.control.progress.start("finding shared n-grams", Some(stats.index.duplicate_ngrams));
+        self.control.start_pass("finding shared n-grams", Some(stats.index.duplicate_ngrams));
         let mut references: Vec<u32> = Vec::new();
         let mut walked = 0u64;
         for part in &self.built.merged.parts {
@@ -294,7 +294,7 @@ impl OverlapJob<'_> {
             }
         }
         let fan_in = self.index.fan_in(held);
-        self.control.progress.start("gathering found positions", None);
+        self.control.start_pass("gathering found positions", None);
         let sorted = found.finish()?;
         stats.index.bytes_spilled += sorted.spilled;
         let found_path = self.work().join("found.bin");
@@ -303,7 +303,7 @@ impl OverlapJob<'_> {
         sink.finish()?;
         let top_path = match top {
             Some(sort) => {
-                self.control.progress.start("ranking references", None);
+                self.control.start_pass("ranking references", None);
                 let sorted = sort.finish()?;
                 stats.index.bytes_spilled += sorted.spilled;
                 let path = self.work().join("top.bin");
@@ -333,7 +333,7 @@ impl OverlapJob<'_> {
         let table = &self.built.table;
         let n = self.config.base.n as u32;
         let inputs = &self.built.inputs[..self.config.query_inputs];
-        self.control.progress.start("writing query rows", inputs.iter().map(Input::size).sum());
+        self.control.start_pass("writing query rows", inputs.iter().map(Input::size).sum());
         let mut found = RecordReader::<8>::open(&shared.found)?;
         let mut top = shared.top.as_deref().map(RecordReader::<12>::open).transpose()?;
         let mut texts = self.config.spans.then(|| QueryTexts::new(self, inputs));
@@ -427,7 +427,7 @@ impl OverlapJob<'_> {
     ) -> Result<(), PipelineError> {
         let base = &self.config.base;
         let inputs = &self.built.inputs[self.config.query_inputs..];
-        self.control.progress.start("writing the reference", inputs.iter().map(Input::size).sum());
+        self.control.start_pass("writing the reference", inputs.iter().map(Input::size).sum());
         let mut stream = self.stream(inputs);
         let mut out = DedupOutput::documents(kept);
         let mut writer = out.doc_writer(true, &base.read.text_field)?;

@@ -494,7 +494,7 @@ impl<'a> PairPasses<'a> {
         layout: &ScoreLayout,
         stats: &mut PairsStats,
     ) -> Result<Candidates, PipelineError> {
-        self.control.progress.start("candidates", None);
+        self.control.start_pass("candidates", None);
         let blocks = &layout.blocks;
         let block_of = |doc: u32| blocks.partition_point(|b| b.end <= doc) as u32;
         let key = KeyLayout::new(4, u32::MAX)?;
@@ -609,7 +609,7 @@ impl<'a> PairPasses<'a> {
         layout: &ScoreLayout,
         stats: &mut PairsStats,
     ) -> Result<Vec<RunFile>, PipelineError> {
-        self.control.progress.start("scoring", None);
+        self.control.start_pass("scoring", None);
         let key = KeyLayout::new(5, u32::MAX)?;
         let capacity = self.base().limits.chunk_ngrams.unwrap_or((self.working() / 16 / 24).max(4096) as usize);
         let mut cache = BlockCache::new(parts, self.n(), &layout.blocks, layout.resident, self.control)
@@ -704,7 +704,7 @@ impl<'a> PairPasses<'a> {
         sink: &mut dyn PairsSink,
         stats: &mut PairsStats,
     ) -> Result<(), PipelineError> {
-        self.control.progress.start("writing", None);
+        self.control.start_pass("writing", None);
         let groups = Groups::new(rep_of);
         stats.exact_groups = groups.len() as u64;
         stats.grouped_documents = groups.iter().map(|g| g.len() as u64).sum();

@@ -333,7 +333,7 @@ pub(crate) fn prove_repeats<const L: usize>(
     let StreamJob { streams, streamed, layout, .. } = *job;
     let ranges = ranges.clamp(1, 1 << BUCKET_BITS);
     let codes: u64 = streams.iter().map(|f| f.bytes).sum();
-    control.progress.start("prints", Some(codes));
+    control.start_pass("prints", Some(codes));
     let outputs = each_stream(streams, |stream, file, abort| {
         let mut sink = PrintSink {
             buckets,
@@ -365,7 +365,7 @@ pub(crate) fn prove_repeats<const L: usize>(
         }
         run_bytes += bytes;
     }
-    control.progress.start("repeats", None);
+    control.start_pass("repeats", None);
     let fan_in = (fan_in / ranges).max(2);
     let merged: Vec<Result<RangeRepeats, PipelineError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = by_range

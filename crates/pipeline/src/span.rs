@@ -302,7 +302,7 @@ impl SpanJob<'_> {
             1 => "sieving K-grams".to_owned(),
             count => format!("sieving K-grams, part {} of {count}", range.part + 1),
         };
-        self.control.progress.start(&phase, self.inputs.iter().map(Input::size).sum());
+        self.control.start_pass(&phase, self.inputs.iter().map(Input::size).sum());
         let KgramSieve { sieve: table, words, .. } = sieve;
         let (mut line, mut kgrams) = (InsertLine::default(), 0u64);
         let threads = self.config.base.threads;
@@ -334,7 +334,7 @@ impl SpanJob<'_> {
         mut sieve: Option<&mut KgramSieve>,
         stats: &mut DedupStats,
     ) -> Result<SortedUnits<'d>, PipelineError> {
-        self.control.progress.start("hashing K-grams", self.inputs.iter().map(Input::size).sum());
+        self.control.start_pass("hashing K-grams", self.inputs.iter().map(Input::size).sum());
         let k = self.config.min_span as usize;
         let working = self.index.working();
         // The frozen sieve stays beside the sort: the sort's chunks take half of what they are given.
@@ -458,7 +458,7 @@ impl SpanJob<'_> {
         offsets: &[u64],
         stats: &mut DedupStats,
     ) -> Result<Repeats, PipelineError> {
-        self.control.progress.start("numbering repeated K-grams", None);
+        self.control.start_pass("numbering repeated K-grams", None);
         let working = self.index.working();
         let chunk = self.config.base.limits.chunk_ngrams;
         // The second sort gets a quarter of the memory; the merge's buffers the rest.
@@ -485,7 +485,7 @@ impl SpanJob<'_> {
 
     /// Step 3: reads the corpus once more, cuts each document's spans and writes it out.
     fn decide(&self, found: &Repeats, out: &mut DedupOutput, stats: &mut DedupStats) -> Result<(), PipelineError> {
-        self.control.progress.start("cutting repeated spans", self.inputs.iter().map(Input::size).sum());
+        self.control.start_pass("cutting repeated spans", self.inputs.iter().map(Input::size).sum());
         let params = SpanParams {
             k: self.config.min_span,
             threshold: self.config.threshold,

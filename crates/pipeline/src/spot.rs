@@ -233,7 +233,7 @@ fn write_signatures(
     control: &Control,
     stats: &mut SpotStats,
 ) -> Result<Signed, PipelineError> {
-    control.progress.start("signatures", base.inputs.iter().map(|i| i.size()).sum());
+    control.start_pass("signatures", base.inputs.iter().map(|i| i.size()).sum());
     let path = work.join("signatures.jsonl");
     let mut out = SignatureWriter::create(&path)?;
     let mut reader = CorpusReader::new(base.inputs.clone(), base.read.clone(), control.progress.bytes.clone());

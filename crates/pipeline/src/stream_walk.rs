@@ -93,7 +93,7 @@ pub(crate) fn renumber_streams(
     work: &std::path::Path,
     control: &Control,
 ) -> Result<(Vec<WordsFile>, Streamed), PipelineError> {
-    control.progress.start("renumbering", Some(streams.iter().map(|f| f.bytes).sum()));
+    control.start_pass("renumbering", Some(streams.iter().map(|f| f.bytes).sum()));
     let files = each_stream(streams, |stream, file, abort| {
         let side = SideReader::open(streamed.sides.get(stream).and_then(Option::as_ref))?;
         let mut tokens = TokenReader {
@@ -161,7 +161,7 @@ pub(crate) fn fill_sieve<const L: usize>(
     control: &Control,
 ) -> Result<(), PipelineError> {
     let StreamJob { streams, streamed, layout, lexicon } = *job;
-    control.progress.start(&phase_of("sieve", label), Some(codes));
+    control.start_pass(&phase_of("sieve", label), Some(codes));
     let filling = &*sieve;
     let (part, share) = (range.first_words(), range.first_words().share(lexicon));
     each_stream(streams, |stream, file, abort| {

@@ -452,7 +452,7 @@ impl IndexJob<'_> {
             first.sieve.saturation = first.sieve.saturation.max(sieve.saturation());
         }
         let sieve = sieve.map(|s| &*s);
-        self.control.progress.start(&phase_of("indexing", how.label), Some(codes));
+        self.control.start_pass(&phase_of("indexing", how.label), Some(codes));
         let header = RunHeader::postings(self.base.n as u8, job.lexicon.identity());
         let StreamJob { streamed, layout, .. } = *job;
         let lists: &[StreamDocs] = documents;

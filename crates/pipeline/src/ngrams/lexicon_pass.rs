@@ -52,7 +52,7 @@ impl Job<'_> {
         // the streams need them, else as words to be counted.
         let may_freeze = streams || words_past_table;
         let config = self.config;
-        self.control.progress.start("lexicon", self.total_input_bytes());
+        self.control.start_pass("lexicon", self.total_input_bytes());
         // Each worker's cache takes at most 1/64 of the working memory.
         let cache_slots =
             (self.plan.working() as usize / 64 / config.threads / WordCache::SLOT_BYTES).clamp(1 << 8, 1 << 18);
