@@ -845,3 +845,45 @@ fn span_parts_hashed_apart_judge_as_one_process() {
         assert!(stderr.contains("for --unit span"), "{stderr}");
     }
 }
+
+/// A corpus of more documents than a budget's working memory can list is
+/// refused, naming how many documents and a larger budget (the lexicon
+/// pass stops as soon as the ones read so far leave the words no room, and
+/// names what they alone need); at the budgets named the job runs. (`pairs`
+/// holds the same list.)
+#[test]
+fn too_many_documents_for_the_budget_are_refused_naming_a_budget_that_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.txt");
+    let mebibytes = |budget: &str| budget.trim_end_matches('M').parse::<u64>().unwrap();
+    // 200,000 documents stop the lexicon pass at 16M; 12,000 pass it and
+    // (in a debug build) find no room for postings after it.
+    for (documents, must_refuse) in [(200_000u32, true), (12_000, false)] {
+        let corpus = dir.path().join(format!("short-{documents}.txt"));
+        let lines: String = (0..documents).map(|i| format!("w{} x{} y{}\n", i % 1009, i % 77, i % 13)).collect();
+        std::fs::write(&corpus, lines).unwrap();
+        for job in [&["dedup", "--unit", "doc", "-n", "2"][..], &["pairs", "-n", "2", "--min-sscr", "0.9"]] {
+            let mut budget = "16M".to_string();
+            let mut refusals = 0;
+            loop {
+                let mut args = job.to_vec();
+                args.extend([s(&corpus), "-o", s(&out), "-q", "--memory", &budget]);
+                let (code, _, stderr) = run(&args);
+                if code == 0 {
+                    break;
+                }
+                assert_eq!(code, 1, "{job:?} at {budget}: {stderr}");
+                assert!(stderr.contains(" documents (") && stderr.contains("held for the whole job"), "{stderr}");
+                assert!(!out.exists(), "{job:?}: an output was left");
+                let named = stderr.rsplit("--memory ").next().and_then(|rest| rest.split_whitespace().next()).unwrap();
+                assert!(mebibytes(named) > mebibytes(&budget), "{job:?} at {budget}: {stderr}");
+                refusals += 1;
+                assert!(refusals < 3, "{job:?}: refused at {budget} too: {stderr}");
+                budget = named.to_string();
+            }
+            assert!(refusals > 0 || !must_refuse, "{job:?} ran {documents} documents at 16M");
+            assert!(out.exists(), "{job:?} at {budget}: no output");
+            std::fs::remove_file(&out).unwrap();
+        }
+    }
+}

@@ -228,6 +228,30 @@ impl MemoryPlan {
         Self::with_base(budget, threads, zstd, Start { resident: NOMINAL_BASE, code_growth: NOMINAL_CODE / 2 })
     }
 
+    /// The zstd window this plan set aside, as a plan for another budget asks for it.
+    pub fn zstd_need(&self) -> ZstdNeed {
+        if self.zstd_window > 0 { ZstdNeed::Window(self.zstd_window) } else { ZstdNeed::None }
+    }
+
+    /// The least `--memory`, a whole number of 64 MiB, whose plan for a
+    /// fresh process leaves `working` bytes of working memory: what a job
+    /// refused for want of room can say it needs.
+    pub fn least_budget_for(working: u64, threads: usize, zstd: ZstdNeed) -> u64 {
+        const STEP: u64 = 64 << 20;
+        let fits = |steps: u64| Self::nominal(steps * STEP, threads, zstd).is_ok_and(|p| p.working() >= working);
+        // The working memory grows with the budget (all but a few percent of
+        // it above the smallest budgets): search it in steps.
+        let (mut short, mut enough) = (0, 1);
+        while !fits(enough) && enough < 1 << 24 {
+            (short, enough) = (enough, enough * 2);
+        }
+        while enough - short > 1 {
+            let mid = short + (enough - short) / 2;
+            if fits(mid) { enough = mid } else { short = mid }
+        }
+        enough * STEP
+    }
+
     fn with_base(budget: u64, threads: usize, zstd: ZstdNeed, start: Start) -> Result<MemoryPlan, String> {
         if budget < Self::MINIMUM {
             return Err(format!("{} is below the minimum of {}", human_bytes(budget), human_bytes(Self::MINIMUM)));
@@ -366,5 +390,17 @@ mod tests {
         assert!(MemoryPlan::with_base(8 << 20, 2, ZstdNeed::None, FRESH).is_err());
         let err = MemoryPlan::with_base(16 << 20, 2, ZstdNeed::Window(128 << 20), FRESH).unwrap_err();
         assert!(err.contains("128.0 MiB decompression window"), "{err}");
+    }
+
+    /// The budget named for a working memory is the least step that leaves it.
+    #[test]
+    fn the_least_budget_for_a_working_memory_leaves_it() {
+        let working = |budget| MemoryPlan::nominal(budget, 2, ZstdNeed::None).unwrap().working();
+        for need in [1 << 20, 100 << 20, 1 << 30, 3_000_000_000] {
+            let least = MemoryPlan::least_budget_for(need, 2, ZstdNeed::None);
+            assert_eq!(least % (64 << 20), 0);
+            assert!(working(least) >= need, "{need}: {least}");
+            assert!(least == 64 << 20 || working(least - (64 << 20)) < need, "{need}: {least}");
+        }
     }
 }

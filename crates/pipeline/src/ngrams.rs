@@ -322,7 +322,7 @@ pub(crate) fn tokenise_for_index(
         }
     };
     let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, documents, .. } =
-        job.tokenise(&first_inputs, true, stats, started)?;
+        job.tokenise(&first_inputs, Some(per_document), stats, started)?;
     stats.bytes_spilled += spooled_bytes(&first_inputs);
     // Filled while reading a corpus of unknown size, and overloaded: the index goes in parts instead.
     let sieve = sieve.filter(|s| parts_for(stats.tokens, s.capacity()) <= 1);
@@ -452,6 +452,8 @@ impl<'a> Passes<'a> {
     ) -> Result<ShardStreams, PipelineError> {
         let fused = sieve.is_some();
         let shared: SharedSieve = RwLock::new(sieve);
+        // A shard's index plans its document table after the pass, from the lists alone.
+        let documents = documents.then_some(0);
         let kind = LexiconPassKind { fused, streams: true, documents, may_halve: false, words_past_table: false };
         let pass = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
         record_read(&pass.read, stats);
@@ -503,7 +505,7 @@ impl<'a> Passes<'a> {
         let fused = sieve.is_some();
         let shared: SharedSieve = RwLock::new(sieve);
         // Tasks of one job combine their sieves: a task's sieve keeps the job's size.
-        let kind = LexiconPassKind { fused, streams: false, documents: false, may_halve: false, words_past_table };
+        let kind = LexiconPassKind { fused, streams: false, documents: None, may_halve: false, words_past_table };
         let pass = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
         record_read(&pass.read, stats);
         let sieve = shared.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -704,7 +706,7 @@ impl Job<'_> {
     ) -> Result<(Lexicon, Option<tempfile::NamedTempFile>), PipelineError> {
         let config = self.config;
         let Tokenised { lexicon, words, lexicon_file, sieve, passing, renumbering, streams, .. } =
-            self.tokenise(&config.inputs, false, stats, started)?;
+            self.tokenise(&config.inputs, None, stats, started)?;
         let words = words.ok_or_else(|| PipelineError::Usage("internal error: a count without its words".into()))?;
         // A sieve filled while reading a corpus of unknown size (standard
         // input) that turned out to hold more n-grams than it takes: a count
@@ -939,11 +941,12 @@ impl Job<'_> {
     /// the lexicon, each worker's word-ID stream, how first-seen IDs become
     /// word IDs, and the sieve when this pass filled it (see [`run`](Self::run) for the others).
     /// The lexicon comes without its lookup table: nothing looks words up after this.
-    /// With `documents`, each worker also lists the documents of its stream ([`StreamDocs`]).
+    /// With `documents`, each worker also lists the documents of its stream ([`StreamDocs`]),
+    /// for an index holding that many bytes a document beside the lists.
     fn tokenise(
         &self,
         inputs: &[Input],
-        documents: bool,
+        documents: Option<u64>,
         stats: &mut NgramStats,
         started: Instant,
     ) -> Result<Tokenised, PipelineError> {
@@ -973,7 +976,7 @@ impl Job<'_> {
         stats.seconds.lexicon = started.elapsed().as_secs_f64();
 
         // The words are kept on disk, for the output only: none is held in memory.
-        let (lexicon, words) = if documents {
+        let (lexicon, words) = if documents.is_some() {
             (Lexicon::load_limited(lexicon_file.path(), Scope::Repeated, 0, &mut |_, _| Ok(()))?, None)
         } else {
             let path = self.work.join("words.dgi");

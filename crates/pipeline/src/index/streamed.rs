@@ -42,6 +42,7 @@ use crate::scan::ScanSink;
 use crate::stream_walk::{StreamJob, fill_sieve, phase_of};
 use crate::words::{WordsFile, each_stream, read_words};
 use dupgram_jobkit::error::PipelineError;
+use dupgram_jobkit::memory::{MemoryPlan, human_bytes};
 
 /// Postings run bytes per token guessed for an index's first part, before
 /// one is measured: a posting takes about 11 bytes in its run, and web-like
@@ -53,10 +54,38 @@ const FIRST_POSTINGS_RATE: f64 = 6.0;
 const MIN_POSTINGS: u64 = 4096;
 
 /// Bytes the document table takes per document while it is built beside
-/// the streams' lists: each stream's (tokens, hash) records (32 bytes, as
-/// a `u128` aligns them), then the table's tokens, hash, ID range and
-/// candidate count (40; its IDs are the lists' own bytes, moved).
-const TABLE_BYTES_PER_DOC: u64 = 32 + 40;
+/// the streams' lists: each stream's [`DocRecord`]s (20 bytes), then the
+/// table's tokens, hash, ID range and candidate count (40; its IDs are the
+/// lists' own bytes, moved).
+const TABLE_BYTES_PER_DOC: u64 = DocRecord::BYTES + 40;
+
+/// A document's tokens and hash as the index pass over a stream records
+/// them: 20 bytes, where a `(u32, u128)` takes 32 (a `u128` aligns to 16).
+#[derive(Clone, Copy)]
+struct DocRecord {
+    tokens: u32,
+    hash: [u32; 4],
+}
+
+impl DocRecord {
+    const BYTES: u64 = std::mem::size_of::<DocRecord>() as u64;
+
+    fn new(tokens: u32, hash: u128) -> Self {
+        DocRecord { tokens, hash: [hash as u32, (hash >> 32) as u32, (hash >> 64) as u32, (hash >> 96) as u32] }
+    }
+
+    fn hash(&self) -> u128 {
+        self.hash.iter().rev().fold(0, |h, &part| (h << 32) | u128::from(part))
+    }
+}
+
+/// The documents the lexicon pass listed, and the bytes the index holds
+/// for them.
+#[derive(Clone, Copy)]
+struct ListedDocs {
+    documents: u64,
+    bytes: u64,
+}
 
 /// What [`IndexJob::build_streamed`] made.
 pub(crate) struct StreamedIndex {
@@ -205,7 +234,11 @@ impl IndexJob<'_> {
             return Err(PipelineError::Usage(format!("{docs} documents: dupgram handles at most {}", u32::MAX - 1)));
         }
         let mut sieve = sieve;
-        let capacity = self.make_room_for_postings::<L>(&mut sieve, &lexicon, beside, layout, first)?;
+        let list = ListedDocs {
+            documents: docs,
+            bytes: documents.iter().map(StreamDocs::heap_bytes).sum::<u64>() + docs * TABLE_BYTES_PER_DOC,
+        };
+        let capacity = self.make_room_for_postings::<L>(&mut sieve, &lexicon, beside, list, layout, first)?;
         // A sieve the lexicon pass did not fill is made anew for each part
         // (and gone while the part is merged); a filled one serves the one part.
         let refill = match &sieve {
@@ -349,8 +382,9 @@ impl IndexJob<'_> {
                 first.documents
             )));
         }
-        let beside = job.streamed.beside(job.streams.len()) + documents.iter().map(StreamDocs::heap_bytes).sum::<u64>();
-        let capacity = self.make_room_for_postings::<L>(&mut sieve, job.lexicon, beside, job.layout, first)?;
+        let list = ListedDocs { documents: listed, bytes: documents.iter().map(StreamDocs::heap_bytes).sum::<u64>() };
+        let beside = job.streamed.beside(job.streams.len()) + list.bytes;
+        let capacity = self.make_room_for_postings::<L>(&mut sieve, job.lexicon, beside, list, job.layout, first)?;
         let how = PartCut {
             range: KeyRange::<L>::new(FirstWords::ALL, job.layout),
             buckets: cut.buckets,
@@ -399,15 +433,14 @@ impl IndexJob<'_> {
         sieve: &mut Option<Sieve>,
         lexicon: &dupgram_lexicon::Lexicon,
         beside: u64,
+        list: ListedDocs,
         layout: KeyLayout,
         first: &mut NgramStats,
     ) -> Result<usize, PipelineError> {
         let threads = self.base.threads as u64;
         let item = PostingChunk::<L>::item_bytes(layout) as u64;
-        let room = |sieve_bytes: u64| {
-            let fixed = lexicon.heap_bytes() as u64 + beside + sieve_bytes + threads * WRITER_BYTES;
-            self.working().saturating_sub(fixed) / 2 / threads / item
-        };
+        let fixed = |sieve_bytes: u64| lexicon.heap_bytes() as u64 + beside + sieve_bytes + threads * WRITER_BYTES;
+        let room = |sieve_bytes: u64| self.working().saturating_sub(fixed(sieve_bytes)) / 2 / threads / item;
         // The index pass holds the sieve frozen.
         let fits = |s: &Sieve| room(s.frozen_bytes() as u64) >= MIN_POSTINGS;
         shrink_sieve(sieve, &mut first.sieve, fits, "no room for postings beside it");
@@ -416,11 +449,18 @@ impl IndexJob<'_> {
             return Ok(n);
         }
         if postings < MIN_POSTINGS {
+            // Room for the list, the lexicon and postings a quarter of that again.
+            let needed = (fixed(0) + 2 * threads * MIN_POSTINGS * item) / 4 * 5;
+            let least = MemoryPlan::least_budget_for(needed, self.base.threads, self.plan.zstd_need());
             return Err(PipelineError::Memory {
-                budget: dupgram_jobkit::memory::human_bytes(self.base.memory),
+                budget: human_bytes(self.base.memory),
                 what: format!(
-                    "after the lexicon ({}) and the document list there is no room for postings",
-                    dupgram_jobkit::memory::human_bytes(lexicon.heap_bytes() as u64)
+                    "the list of {} documents ({}, held for the whole job) and the lexicon ({}) leave no room \
+                     for postings: give --memory {}M or more",
+                    list.documents,
+                    human_bytes(list.bytes),
+                    human_bytes(lexicon.heap_bytes() as u64),
+                    least >> 20
                 ),
             });
         }
@@ -472,7 +512,7 @@ impl IndexJob<'_> {
                 numbers,
                 ended: 0,
                 words: how.table.then(Vec::new),
-                records: Vec::new(),
+                records: if how.table { Vec::with_capacity(listed.len()) } else { Vec::new() },
             };
             let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
             let part = how.range.first_words();
@@ -519,10 +559,10 @@ impl IndexJob<'_> {
             let mut at = table.ids.len() as u64;
             // The IDs move into the table: no later part needs them.
             table.ids.push_str(&std::mem::take(&mut listed.ids));
-            for ((doc, &len), &(tokens, hash)) in listed.numbers().zip(&listed.id_lens).zip(&part.records) {
+            for ((doc, &len), record) in listed.numbers().zip(&listed.id_lens).zip(&part.records) {
                 let d = doc as usize;
-                table.tokens[d] = tokens;
-                table.hashes[d] = hash;
+                table.tokens[d] = record.tokens;
+                table.hashes[d] = record.hash();
                 table.id_ranges[d] = (at, len);
                 at += u64::from(len);
             }
@@ -544,7 +584,7 @@ struct PartOfStream {
     /// (document, occurrences kept), when counted.
     counts: Option<Vec<(u64, u32)>>,
     /// Each document's tokens and hash, in stream order, when the table is built.
-    records: Vec<(u32, u128)>,
+    records: Vec<DocRecord>,
 }
 
 /// Word identities hashed at a time.
@@ -563,7 +603,7 @@ struct StreamIndexSink<'a, const L: usize, N> {
     /// document table is built.
     words: Option<Vec<u64>>,
     /// Each ended document's tokens and hash, in stream order.
-    records: Vec<(u32, u128)>,
+    records: Vec<DocRecord>,
 }
 
 impl<const L: usize, N> StreamIndexSink<'_, L, N> {
@@ -608,13 +648,30 @@ impl<const L: usize, N: Iterator<Item = u64>> ScanSink<L> for StreamIndexSink<'_
                     .get_or_insert(PipelineError::Usage(format!("document {doc} has more than {} tokens", u32::MAX)));
                 return;
             };
-            self.records.push((tokens, self.inner.hasher.digest128()));
+            self.records.push(DocRecord::new(tokens, self.inner.hasher.digest128()));
             self.inner.hasher.reset();
         }
         self.ended += 1;
         // A stream with more documents than its list is caught at its end.
         if let Some(next) = self.numbers.next() {
             self.inner.doc = next;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DocRecord;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A record gives back the hash it was made with, in 20 bytes.
+        #[test]
+        fn a_doc_record_keeps_its_hash(tokens: u32, hash: u128) {
+            let record = DocRecord::new(tokens, hash);
+            prop_assert_eq!(record.hash(), hash);
+            prop_assert_eq!(record.tokens, tokens);
+            prop_assert_eq!(DocRecord::BYTES, 20);
         }
     }
 }

@@ -24,7 +24,7 @@ use crate::first_words::parts_for;
 use crate::words::{WordsFile, WordsOut};
 use dupgram_jobkit::error::PipelineError;
 use dupgram_jobkit::feed::{BatchWorker, feed};
-use dupgram_jobkit::memory::human_bytes;
+use dupgram_jobkit::memory::{MemoryPlan, ZstdNeed, human_bytes};
 
 type SieveGuard<'a> = std::sync::RwLockReadGuard<'a, Option<Sieve>>;
 
@@ -70,6 +70,10 @@ impl Job<'_> {
             dropped_sieve: std::sync::OnceLock::new(),
             halvings: std::sync::atomic::AtomicU32::new(0),
             documents: AtomicU64::new(0),
+            listed: AtomicU64::new(0),
+            per_document: documents.unwrap_or(0),
+            index_working: self.plan.working(),
+            least_budget: (config.threads, self.plan.zstd_need()),
             budget: human_bytes(config.memory),
         };
         let shared = Mutex::new(LexiconBuilder::new(config.stopwords.iter().cloned()));
@@ -89,8 +93,9 @@ impl Job<'_> {
                 codes: Vec::new(),
                 cache: WordCache::new(cache_slots),
                 misses: Vec::new(),
-                docs: documents.then(StreamDocs::default),
+                docs: documents.map(|_| StreamDocs::default()),
                 docs_reported: 0,
+                docs_listed: 0,
                 overflow: may_freeze.then(|| {
                     if streams {
                         OverflowLog::new(self.work, worker, log_memory).with_epoch_slots(config.limits.epoch_slots)
@@ -140,7 +145,7 @@ impl Job<'_> {
     /// a fifth less disk at the peak). Not when the workers keep document
     /// lists, which grow into that room as the pass goes on.
     fn idle_until_numbering(&self, working: u64, overflow: u64, sieve: &SharedSieve, kind: LexiconPassKind) -> u64 {
-        if !kind.streams || kind.documents {
+        if !kind.streams || kind.documents.is_some() {
             return 0;
         }
         let sieve_bytes = sieve.read().map_or(0, |s| s.as_ref().map_or(0, |s| s.bytes() as u64));
@@ -179,8 +184,11 @@ pub(super) struct LexiconPassKind {
     /// Each worker writes the first-seen IDs of its tokens to a word stream
     /// in the work directory.
     pub streams: bool,
-    /// Each worker lists the documents of its stream (see [`StreamDocs`]).
-    pub documents: bool,
+    /// Each worker lists the documents of its stream (see [`StreamDocs`]),
+    /// for an index that holds this many bytes a document beside the list
+    /// for the whole job: the pass stops as soon as the documents listed
+    /// are more than the index could hold.
+    pub documents: Option<u64>,
     /// The sieve may halve to make room for the vocabulary (else it goes).
     pub may_halve: bool,
     /// Without streams: the table may freeze all the same, the words past
@@ -209,6 +217,15 @@ struct LexiconBudget {
     halvings: std::sync::atomic::AtomicU32,
     /// Bytes of the workers' document lists, which share the vocabulary's room.
     documents: AtomicU64,
+    /// Documents the workers listed.
+    listed: AtomicU64,
+    /// Bytes the index holds a document beside its list, after this pass
+    /// (when the word table is gone).
+    per_document: u64,
+    /// The working memory the index plans in.
+    index_working: u64,
+    /// Threads and zstd need of the job, for the budget a refusal names.
+    least_budget: (usize, ZstdNeed),
     budget: String,
 }
 
@@ -227,6 +244,38 @@ impl LexiconBudget {
             *guard = None;
             let _ = self.dropped_sieve.set("the corpus outgrew it: counted in parts instead".into());
         }
+    }
+
+    /// Fails once the documents listed so far are more than the index
+    /// could hold in its working memory (with a sixteenth's margin: the two
+    /// plans are made at different times), whatever the rest of the corpus:
+    /// the index pass would refuse them after this whole pass.
+    fn check_documents(&self) -> Result<(), PipelineError> {
+        let lists = self.documents.load(Ordering::Relaxed);
+        let held = lists + self.listed.load(Ordering::Relaxed) * self.per_document;
+        if self.per_document == 0 || held <= self.index_working + self.index_working / 16 {
+            return Ok(());
+        }
+        Err(PipelineError::Memory {
+            budget: self.budget.clone(),
+            what: self.documents_need_room(held, "leaves no room for their index"),
+        })
+    }
+
+    /// Why the documents listed so far, whose lists and index take `held`
+    /// bytes, leave no room (for `what`), and the budget they alone need
+    /// (the corpus's rest needs more).
+    fn documents_need_room(&self, held: u64, what: &str) -> String {
+        let listed = self.listed.load(Ordering::Relaxed);
+        let (threads, zstd) = self.least_budget;
+        // The index's table and lists, postings a quarter of that again.
+        let least = MemoryPlan::least_budget_for(held / 4 * 5, threads, zstd);
+        format!(
+            "the list of the first {listed} documents ({}, held for the whole job) {what}: those documents \
+             alone need --memory {}M or more (the rest of the corpus adds to it)",
+            human_bytes(held),
+            least >> 20
+        )
     }
 }
 
@@ -288,8 +337,9 @@ impl LexiconBudget {
         if bytes > without_sieve {
             return Err(PipelineError::Memory {
                 budget: self.budget.clone(),
-                what: if self.may_freeze {
-                    format!("the document lists left the words no room ({} of them)", human_bytes(documents))
+                what: if self.may_freeze && documents > 0 {
+                    let held = documents + self.listed.load(Ordering::Relaxed) * self.per_document;
+                    self.documents_need_room(held, "leaves the words no room")
                 } else {
                     format!("the vocabulary alone outgrew {} after {words} distinct words", human_bytes(without_sieve))
                 },
@@ -336,6 +386,8 @@ struct LexiconWorker<'a> {
     docs: Option<StreamDocs>,
     /// The bytes of `docs` already added to the budget's count.
     docs_reported: u64,
+    /// The documents of `docs` already added to the budget's count.
+    docs_listed: u64,
     /// Where the stream's overflow tokens go (words met after the table was frozen).
     overflow: Option<OverflowLog>,
     /// The buffered words the frozen table does not hold: (start, end) in
@@ -422,10 +474,13 @@ impl LexiconWorker<'_> {
         self.words.bytes.clear();
         self.words.words.clear();
         self.words.stop_tokens = 0;
-        let docs = self.docs.as_ref().map_or(0, StreamDocs::heap_bytes);
+        let (docs, listed) = self.docs.as_ref().map_or((0, 0), |d| (d.heap_bytes(), d.id_lens.len() as u64));
         let grown = docs.saturating_sub(self.docs_reported);
         self.docs_reported = docs;
         self.budget.documents.fetch_add(grown, Ordering::Relaxed);
+        self.budget.listed.fetch_add(listed - self.docs_listed, Ordering::Relaxed);
+        self.docs_listed = listed;
+        self.budget.check_documents()?;
         if self.budget.check(bytes, words, tokens, self.sieve)? == TableRoom::Freeze {
             let mut lexicon = lock_lexicon(self.lexicon)?;
             lexicon.freeze();
