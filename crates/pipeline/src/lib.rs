@@ -66,7 +66,7 @@ pub use dupgram_sieve::Sieve;
 pub use dupgram_spotsigs::SpotParams;
 pub use exact_only::{dedup_exact, dedup_exact_to, dedup_exact_with};
 pub use index::{
-    AfterCut, DocPastTable, DocTable, DupsInput, GroupCheck, IndexPart, IndexStats, IndexTotals, ShardCut,
+    AfterCut, DocPastTable, DocTable, DupsInput, GroupCheck, IdRange, IndexPart, IndexStats, IndexTotals, ShardCut,
     exact_groups, index_fraction, run_names,
 };
 pub use ngrams::{

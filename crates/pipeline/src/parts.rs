@@ -37,7 +37,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::index::{DocPastTable, DocTable, IndexTotals};
+use crate::index::{DocPastTable, DocTable, IdRange, IndexTotals};
 use dupgram_jobkit::error::PipelineError;
 
 const DOCS_MAGIC: &[u8; 8] = b"DGDOCS\0\0";
@@ -63,7 +63,7 @@ impl DocTable {
         for d in 0..self.len() {
             w.u32(self.tokens[d])?;
             w.bytes(&self.hashes[d].to_le_bytes())?;
-            w.u32(self.id_ranges[d].1)?;
+            w.u32(self.id_ranges[d].length())?;
         }
         w.u64(self.ids.len() as u64)?;
         for d in 0..self.len() as u32 {
@@ -89,10 +89,10 @@ impl DocTable {
         table.ids = String::from_utf8(ids.to_vec()).map_err(|_| r.corrupt("document IDs are not UTF-8"))?;
         let mut start = 0u64;
         for len in lens {
-            table.id_ranges.push((start, len));
+            table.id_ranges.push(IdRange::new(start, len));
             start += u64::from(len);
         }
-        if start != id_bytes as u64 || !table.id_ranges.iter().all(|&(s, _)| table.ids.is_char_boundary(s as usize)) {
+        if start != id_bytes as u64 || !table.id_ranges.iter().all(|r| table.ids.is_char_boundary(r.start() as usize)) {
             return Err(r.corrupt("document ID lengths do not add up"));
         }
         r.end()?;
@@ -110,7 +110,7 @@ impl DocTable {
         self.tokens.extend(next.tokens);
         self.hashes.extend(next.hashes);
         self.ids.push_str(&next.ids);
-        self.id_ranges.extend(next.id_ranges.into_iter().map(|(s, l)| (offset + s, l)));
+        self.id_ranges.extend(next.id_ranges.into_iter().map(|r| IdRange::new(offset + r.start(), r.length())));
         self.candidates.extend(next.candidates);
     }
 }
@@ -421,7 +421,7 @@ mod tests {
         for (i, id) in ["a", "βeta", ""].iter().enumerate() {
             t.tokens.push(i as u32 * 10);
             t.hashes.push(u128::MAX / (i as u128 + 1));
-            t.id_ranges.push((t.ids.len() as u64, id.len() as u32));
+            t.id_ranges.push(IdRange::new(t.ids.len() as u64, id.len() as u32));
             t.ids.push_str(id);
         }
         t

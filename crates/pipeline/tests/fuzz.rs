@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use dupgram_fuzzkit::{Fuzz, TrackingAlloc};
 use dupgram_merge::MergeSink;
 use dupgram_pipeline::{
-    BucketTotals, Control, DocTable, IndexTotals, NgramConfig, PairPasses, PairsConfig, PairsStats, PipelineError,
-    ScoreLayout,
+    BucketTotals, Control, DocTable, IdRange, IndexTotals, NgramConfig, PairPasses, PairsConfig, PairsStats,
+    PipelineError, ScoreLayout,
 };
 use dupgram_runs::{RunError, RunHeader, RunReader, RunWriter};
 
@@ -38,7 +38,7 @@ fn table(ids: &[&str], first_doc: u64) -> Vec<u8> {
     for (i, id) in ids.iter().enumerate() {
         t.tokens.push(i as u32 * 17 + 3);
         t.hashes.push(u128::MAX / (i as u128 + 3));
-        t.id_ranges.push((t.ids.len() as u64, id.len() as u32));
+        t.id_ranges.push(IdRange::new(t.ids.len() as u64, id.len() as u32));
         t.ids.push_str(id);
     }
     let mut out = Vec::new();
@@ -424,7 +424,7 @@ fn score_candidates(path: &Path, index: &Path) -> Result<Vec<Vec<u32>>, Pipeline
     for (d, _) in INDEX_GROUPS.iter().enumerate() {
         table.tokens.push(60);
         table.hashes.push(d as u128);
-        table.id_ranges.push((d as u64, 1));
+        table.id_ranges.push(IdRange::new(d as u64, 1));
         table.ids.push(char::from(b'a' + d as u8));
     }
     for (_, o) in scoring_index() {

@@ -35,7 +35,7 @@ use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_runs::RunHeader;
 use dupgram_sieve::Sieve;
 
-use super::{DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
+use super::{DocTable, IdRange, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
 use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan};
 use crate::ngrams::{NgramStats, Reread, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
@@ -546,7 +546,7 @@ impl IndexJob<'_> {
             tokens: vec![0; docs],
             hashes: vec![0; docs],
             ids: String::new(),
-            id_ranges: vec![(0, 0); docs],
+            id_ranges: vec![IdRange::default(); docs],
             candidates: if how.count { vec![0; docs] } else { Vec::new() },
         });
         for (part, listed) in outputs.into_iter().zip(documents.iter_mut()) {
@@ -563,7 +563,7 @@ impl IndexJob<'_> {
                 let d = doc as usize;
                 table.tokens[d] = record.tokens;
                 table.hashes[d] = record.hash();
-                table.id_ranges[d] = (at, len);
+                table.id_ranges[d] = IdRange::new(at, len);
                 at += u64::from(len);
             }
             // Numbers stay: every part walks every document.
@@ -672,6 +672,14 @@ mod tests {
             prop_assert_eq!(record.hash(), hash);
             prop_assert_eq!(record.tokens, tokens);
             prop_assert_eq!(DocRecord::BYTES, 20);
+        }
+
+        /// An ID's range gives back its start and length, in the 12 bytes the plan counts.
+        #[test]
+        fn an_id_range_keeps_its_place(start: u64, length: u32) {
+            let range = crate::index::IdRange::new(start, length);
+            prop_assert_eq!((range.start(), range.length()), (start, length));
+            prop_assert_eq!(std::mem::size_of::<crate::index::IdRange>(), 12);
         }
     }
 }
