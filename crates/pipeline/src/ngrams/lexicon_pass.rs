@@ -73,7 +73,7 @@ impl Job<'_> {
             listed: AtomicU64::new(0),
             per_document: documents.unwrap_or(0),
             index_working: self.plan.working(),
-            least_budget: (config.threads, self.plan.zstd_need()),
+            zstd: self.plan.zstd_need(),
             budget: human_bytes(config.memory),
         };
         let shared = Mutex::new(LexiconBuilder::new(config.stopwords.iter().cloned()));
@@ -224,8 +224,8 @@ struct LexiconBudget {
     per_document: u64,
     /// The working memory the index plans in.
     index_working: u64,
-    /// Threads and zstd need of the job, for the budget a refusal names.
-    least_budget: (usize, ZstdNeed),
+    /// The job's zstd need, for the budget a refusal names.
+    zstd: ZstdNeed,
     budget: String,
 }
 
@@ -251,8 +251,7 @@ impl LexiconBudget {
     /// plans are made at different times), whatever the rest of the corpus:
     /// the index pass would refuse them after this whole pass.
     fn check_documents(&self) -> Result<(), PipelineError> {
-        let lists = self.documents.load(Ordering::Relaxed);
-        let held = lists + self.listed.load(Ordering::Relaxed) * self.per_document;
+        let held = self.held_for_documents();
         if self.per_document == 0 || held <= self.index_working + self.index_working / 16 {
             return Ok(());
         }
@@ -262,14 +261,18 @@ impl LexiconBudget {
         })
     }
 
+    /// The bytes the documents listed so far take: their lists, and the index's for them.
+    fn held_for_documents(&self) -> u64 {
+        self.documents.load(Ordering::Relaxed) + self.listed.load(Ordering::Relaxed) * self.per_document
+    }
+
     /// Why the documents listed so far, whose lists and index take `held`
     /// bytes, leave no room (for `what`), and the budget they alone need
     /// (the corpus's rest needs more).
     fn documents_need_room(&self, held: u64, what: &str) -> String {
         let listed = self.listed.load(Ordering::Relaxed);
-        let (threads, zstd) = self.least_budget;
         // The index's table and lists, postings a quarter of that again.
-        let least = MemoryPlan::least_budget_for(held / 4 * 5, threads, zstd);
+        let least = MemoryPlan::least_budget_for(held / 4 * 5, self.threads, self.zstd);
         format!(
             "the list of the first {listed} documents ({}, held for the whole job) {what}: those documents \
              alone need --memory {}M or more (the rest of the corpus adds to it)",
@@ -338,8 +341,7 @@ impl LexiconBudget {
             return Err(PipelineError::Memory {
                 budget: self.budget.clone(),
                 what: if self.may_freeze && documents > 0 {
-                    let held = documents + self.listed.load(Ordering::Relaxed) * self.per_document;
-                    self.documents_need_room(held, "leaves the words no room")
+                    self.documents_need_room(self.held_for_documents(), "leaves the words no room")
                 } else {
                     format!("the vocabulary alone outgrew {} after {words} distinct words", human_bytes(without_sieve))
                 },
