@@ -389,3 +389,75 @@ fn standard_input_gives_what_the_file_gives() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!from_file.is_empty() && from_stdin == from_file, "{from_stdin:?} against {from_file:?}");
 }
+
+/// Document IDs are kept on disk, not in the budget: 10,000 documents
+/// with IDs of 8 KB each (82 MB of IDs, more than the whole budget) run
+/// at `--memory 64M`, and each pair and cluster names its documents by
+/// their long IDs. (Held in memory, as before, the lexicon pass
+/// refused them.) `overlap` keeps them the same way.
+#[test]
+fn long_document_ids_stay_out_of_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("long-ids.jsonl");
+    let id = |i: u32| format!("https://example.org/{}/{i:06}", "é".repeat(4090));
+    let text = |i: u32| {
+        // Every 500th document repeats the one before it, word for word.
+        let j = if i % 500 == 1 { i - 1 } else { i };
+        format!("record {j} of the set w{} x{} y{} z{} ends here", j % 1009, j % 97, j % 13, j / 7)
+    };
+    let mut lines = String::new();
+    for i in 0..10_000 {
+        lines.push_str(&serde_json::json!({"id": id(i), "text": text(i)}).to_string());
+        lines.push('\n');
+    }
+    std::fs::write(&corpus, lines).unwrap();
+    let (pairs, clusters, tmp) =
+        (dir.path().join("pairs.tsv"), dir.path().join("clusters.tsv"), dir.path().join("tmp"));
+    std::fs::create_dir(&tmp).unwrap();
+    let (code, _, stderr) = run(&[
+        "pairs",
+        s(&corpus),
+        "-n",
+        "4",
+        "--min-sscr",
+        "0.9",
+        "--memory",
+        "64M",
+        "-o",
+        s(&pairs),
+        "--clusters",
+        s(&clusters),
+        "--tmp-dir",
+        s(&tmp),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<String> = std::fs::read_to_string(&pairs).unwrap().lines().skip(1).map(str::to_owned).collect();
+    let want: Vec<String> = (0..10_000).filter(|i| i % 500 == 1).map(|i| format!("{}\t{}", id(i - 1), id(i))).collect();
+    let got: Vec<String> = rows.iter().map(|r| r.split('\t').take(2).collect::<Vec<_>>().join("\t")).collect();
+    assert_eq!(got, want);
+    assert!(rows.iter().all(|r| r.split('\t').nth(2) == Some("1.000000")), "{rows:?}");
+    assert!(std::fs::read_to_string(&clusters).unwrap().contains(&id(9_501)));
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "files left in the temporary directory");
+
+    let rows = dir.path().join("rows.tsv");
+    let (code, _, stderr) = run(&[
+        "overlap",
+        s(&corpus),
+        "--reference",
+        s(&corpus),
+        "-n",
+        "4",
+        "--top",
+        "1",
+        "--memory",
+        "64M",
+        "-o",
+        s(&rows),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows = std::fs::read_to_string(&rows).unwrap();
+    let row = rows.lines().nth(2).unwrap().split('\t').collect::<Vec<_>>();
+    assert_eq!((row[0], row[6]), (id(1).as_str(), id(0).as_str()), "{row:?}");
+}

@@ -147,7 +147,7 @@ impl Stage<'_> {
                 return Err(ClusterError::corrupt(&path, format!("starts at document {first}, not {}", table.len())));
             }
             let start = table.len() as u32;
-            table.append(part);
+            table.append(part)?;
             ranges.push(start..table.len() as u32);
         }
         Ok((table, ranges))

@@ -123,7 +123,7 @@ impl Stage<'_> {
             if first != table.len() as u64 {
                 return Err(ClusterError::corrupt(&path, format!("starts at document {first}, not {}", table.len())));
             }
-            table.append(part);
+            table.append(part)?;
         }
         let mut totals = IndexTotals::empty(table.len());
         let bucket_totals: Vec<PathBuf> =

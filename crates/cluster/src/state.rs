@@ -47,7 +47,7 @@ pub(crate) fn load_corpus_docs(generation: &Path, generations: u32) -> Result<(D
         if part_totals.occurrences.len() != part.len() {
             return Err(ClusterError::corrupt(&path, "its totals are of another number of documents"));
         }
-        table.append(part);
+        table.append(part)?;
         totals.occurrences.extend(part_totals.occurrences);
         totals.types.extend(part_totals.types);
     }

@@ -153,7 +153,7 @@ pub(crate) fn score_pairs(
             scores
         };
         kept += 1;
-        sink.pair(corpus.table.id(old), corpus.table.id(new), &scores)?;
+        sink.pair(&corpus.table.id(old)?, &corpus.table.id(new)?, &scores)?;
     }
     Ok((candidates.len() as u64, kept))
 }

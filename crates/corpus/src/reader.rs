@@ -88,6 +88,13 @@ impl Batch {
         self.pieces.is_empty()
     }
 
+    /// Bytes the batch holds: its text, its IDs and its pieces, which a
+    /// batch's size bounds (short documents with long IDs, URLs say, hold
+    /// more in IDs and pieces than in text).
+    pub fn held_bytes(&self) -> usize {
+        self.text.len() + self.ids.len() + self.pieces.len() * std::mem::size_of::<Piece>()
+    }
+
     /// The text of a piece.
     pub fn piece_text(&self, p: &Piece) -> &str {
         &self.text[p.text.clone()]
@@ -173,7 +180,7 @@ impl CorpusReader {
     /// Fills `batch` with about `target` bytes of text; false once every input is read.
     pub fn fill(&mut self, batch: &mut Batch, target: usize) -> Result<bool, CorpusError> {
         batch.clear();
-        while batch.text.len() < target {
+        while batch.held_bytes() < target {
             if self.current.is_none() {
                 if self.next_input == self.inputs.len() {
                     break;
@@ -503,7 +510,7 @@ impl OpenInput {
         stats: &mut ReadStats,
         options: &ReadOptions,
     ) -> Result<bool, CorpusError> {
-        while batch.text.len() < target {
+        while batch.held_bytes() < target {
             let at_end = match self.src.fill_buf() {
                 Ok(a) => a.is_empty(),
                 // Between documents, the line counter has not reached the next one yet.
@@ -596,7 +603,7 @@ impl OpenInput {
         line: &mut Vec<u8>,
         options: &ReadOptions,
     ) -> Result<bool, CorpusError> {
-        while batch.text.len() < target {
+        while batch.held_bytes() < target {
             match self.read_line(line, options.max_record_bytes, options)? {
                 LineRead::End => return Ok(true),
                 LineRead::TooLong => {
@@ -651,7 +658,7 @@ impl OpenInput {
         options: &ReadOptions,
     ) -> Result<bool, CorpusError> {
         let Some((rows, counted, progress)) = self.parquet.as_mut() else { return Ok(true) };
-        while batch.text.len() < target {
+        while batch.held_bytes() < target {
             let next = rows.next_row()?;
             // Progress counts a row group's stored bytes when it is begun, the
             // rest (the footer) at the end; what was read to detect the format counts already.
@@ -700,7 +707,7 @@ impl OpenInput {
         // on the same worker; so once past half its size, a batch ends with
         // the first document that ends, and batches spread over the workers.
         let enough = target / 2;
-        while batch.text.len() < target {
+        while batch.held_bytes() < target {
             if std::mem::take(&mut self.replay) {
                 // The `<doc>` line that ended the previous batch (already counted).
             } else if self.in_doc && self.token_lines(batch, *next_doc - 1, options)? {
@@ -725,7 +732,7 @@ impl OpenInput {
                 VerticalLine::DocOpen(attrs) => {
                     if self.in_doc {
                         self.end_vertical_doc(batch, stats, *next_doc - 1);
-                        if batch.text.len() >= enough {
+                        if batch.held_bytes() >= enough {
                             self.replay = true;
                             return Ok(false);
                         }
@@ -736,7 +743,7 @@ impl OpenInput {
                 VerticalLine::DocClose => {
                     if self.in_doc {
                         self.end_vertical_doc(batch, stats, *next_doc - 1);
-                        if batch.text.len() >= enough {
+                        if batch.held_bytes() >= enough {
                             return Ok(false);
                         }
                     }

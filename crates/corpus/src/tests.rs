@@ -215,6 +215,35 @@ fn vertical_batches_end_at_document_ends() {
     }
 }
 
+/// A batch's size bounds what it holds, IDs and pieces too: documents of
+/// a few words with IDs of 8 KB fill a batch with their IDs, not their text.
+#[test]
+fn long_ids_count_toward_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "u".repeat(8 << 10);
+    let body: String = (0..300).map(|d| format!("{{\"id\": \"{long}{d}\", \"text\": \"a b {d}\"}}\n")).collect();
+    let vertical: String = (0..300).map(|d| format!("<doc id=\"{long}{d}\">\na\nb\n{d}\n</doc>\n")).collect();
+    for (name, body) in [("long.jsonl", &body), ("long.vert", &vertical)] {
+        let input = file(&dir, name, body.as_bytes());
+        let target = 64 << 10;
+        let mut reader = CorpusReader::new(vec![input], ReadOptions::default(), Arc::default());
+        let mut batch = Batch::default();
+        let (mut batches, mut documents) = (0, 0);
+        while reader.fill(&mut batch, target).unwrap() || !batch.is_empty() {
+            // At most one document past the target.
+            assert!(batch.ids.len() <= target + long.len() + 3, "{name}: {} bytes of IDs", batch.ids.len());
+            assert!(batch.held_bytes() >= batch.text.len() + batch.ids.len());
+            batches += 1;
+            documents += batch.pieces.len();
+            if batch.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(documents, 300, "{name}");
+        assert!(batches >= 300 * long.len() / target, "{name}: {batches} batches");
+    }
+}
+
 #[test]
 fn formats_are_sniffed_without_extension() {
     assert_eq!(Format::sniff(b"  {\"text\""), Format::Jsonl);

@@ -54,6 +54,7 @@ use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::doc_ids::{DocIds, IdsKept};
 use crate::first_words::FirstWords;
 use crate::ngrams::{NgramConfig, NgramStats, Reread};
 use crate::scan::{ScanSink, Scanner};
@@ -148,15 +149,14 @@ pub(crate) struct IndexJob<'a> {
 pub struct DocTable {
     pub tokens: Vec<u32>,
     pub hashes: Vec<u128>,
-    pub ids: String,
-    /// Where each document's ID is in `ids`.
-    pub id_ranges: Vec<IdRange>,
+    /// Their IDs, when the job keeps them (see [`crate::doc_ids`]).
+    pub ids: DocIds,
     /// Occurrences the sieve let through, per document (when asked for): at
     /// least the document's duplicate occurrences.
     pub candidates: Vec<u32>,
 }
 
-/// Where a document's ID is in [`DocTable::ids`]: 12 bytes, where a
+/// Where a document's ID is in [`DocIds::Memory`]: 12 bytes, where a
 /// `(u64, u32)` takes 16 (the plan counts 12 a document).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct IdRange {
@@ -179,10 +179,9 @@ impl IdRange {
 }
 
 impl DocTable {
-    pub fn id(&self, doc: u32) -> &str {
-        let range = self.id_ranges[doc as usize];
-        let start = range.start() as usize;
-        &self.ids[start..start + range.length() as usize]
+    /// Document `doc`'s ID (read from disk when kept there).
+    pub fn id(&self, doc: u32) -> Result<std::borrow::Cow<'_, str>, PipelineError> {
+        self.ids.id(doc)
     }
 
     pub fn len(&self) -> usize {
@@ -265,7 +264,7 @@ impl<'a> IndexJob<'a> {
     ) -> Result<BuiltIndex, PipelineError> {
         let Some(dups) = self.dups else {
             let StreamedIndex { merged, table, inputs, norm, stopwords, .. } =
-                self.build_streamed(false, fits, Reread::Text, stats)?;
+                self.build_streamed(false, fits, Reread::Text, IdsKept::Not, stats)?;
             index_fraction(stats, &table, self.base.n as u32);
             let MergedIndex { totals, lists, parts, .. } = merged;
             return Ok(BuiltIndex { parts, lists, table, totals, inputs, norm, stopwords });
@@ -276,8 +275,10 @@ impl<'a> IndexJob<'a> {
         let t = std::time::Instant::now();
         let cut = self.merge_cut(&lexicon);
         let shard = ShardCut { first_doc: 0, buckets: &cut };
-        let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), shard, stats)?;
+        let (runs, mut table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), shard, stats)?;
         drop(sieve);
+        // This job names documents as it reads the text again.
+        table.ids = DocIds::Unnamed;
         stats.index_seconds = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
         let paths = self.index_paths(cut.len() + 1);
@@ -437,10 +438,10 @@ impl<'a> IndexJob<'a> {
         let mut table = DocTable {
             tokens: vec![0; docs],
             hashes: vec![0; docs],
-            ids: String::new(),
-            id_ranges: vec![IdRange::default(); docs],
+            ids: DocIds::default(),
             candidates: if count { vec![0; docs] } else { Vec::new() },
         };
+        let (mut all_ids, mut ranges) = (String::new(), vec![IdRange::default(); docs]);
         let mut runs = Vec::new();
         for (sink, records, ids, tokens) in outputs {
             stats.tokens += tokens;
@@ -449,15 +450,16 @@ impl<'a> IndexJob<'a> {
             for &(doc, c) in sink.counts.iter().flatten() {
                 table.candidates[(doc - shard.first_doc) as usize] += c;
             }
-            let offset = table.ids.len() as u64;
-            table.ids.push_str(&ids);
+            let offset = all_ids.len() as u64;
+            all_ids.push_str(&ids);
             for r in records {
                 let d = r.doc as usize;
                 table.tokens[d] = r.tokens;
                 table.hashes[d] = r.hash;
-                table.id_ranges[d] = IdRange::new(offset + r.id_start, r.id_len);
+                ranges[d] = IdRange::new(offset + r.id_start, r.id_len);
             }
         }
+        table.ids = DocIds::Memory { ids: all_ids, ranges };
         Ok((runs, table))
     }
 
@@ -788,8 +790,9 @@ impl ShardCut<'_> {
     pub const WHOLE: ShardCut<'static> = ShardCut { first_doc: 0, buckets: &[] };
 }
 
-/// Bytes kept per document across the job: tokens, index counts, group, cluster, ID range, hash.
-pub(crate) const PER_DOC_BYTES: u64 = 4 + 4 + 4 + 4 + 8 + 12 + 16;
+/// Bytes kept per document across the job: tokens, index counts, group,
+/// cluster, hash. IDs held in memory ([`DocIds::heap_bytes`]) come on top.
+pub(crate) const PER_DOC_BYTES: u64 = 4 + 4 + 4 + 4 + 8 + 16;
 /// Buffers of one run writer.
 pub(crate) const WRITER_BYTES: u64 = 256 * 1024;
 

@@ -35,6 +35,7 @@
 //! (one corpus measured against another).
 
 mod dedup;
+mod doc_ids;
 mod exact_only;
 mod first_words;
 mod index;
@@ -51,6 +52,7 @@ mod stream_walk;
 mod words;
 
 pub use dedup::{DedupConfig, DedupOutput, DedupStats, dedup, dedup_to};
+pub use doc_ids::{DocIds, IdsOnDisk};
 pub use dupgram_dedup::{LengthRow, LengthTable, UnitKind};
 pub use dupgram_index::PairScores;
 pub use dupgram_jobkit::control::{Control, Progress};

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 mod lexicon_pass;
 
+use crate::doc_ids::IdsKept;
 use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan, parts_for};
 use crate::repeat_prints::{BucketPlan, PRINT_READER_BYTES, PrintBuckets, Proof, ProofRoom, print_runs_fit, prove};
 use crate::scan::{ScanSink, Scanner};
@@ -300,12 +301,14 @@ pub(crate) struct StreamedCorpus {
 /// later passes must read (standard input from a copy made while it is
 /// read); without, the job never reads the text again (`pairs`), so
 /// standard input is not copied and no inputs are returned. The index
-/// holds `per_document` bytes a document beside the streams while it fills a sieve.
+/// holds `per_document` bytes a document beside the streams while it fills a sieve;
+/// the documents' IDs are kept as `ids` says.
 pub(crate) fn tokenise_for_index(
     config: &NgramConfig,
     control: &Control,
     work: &Path,
     per_document: u64,
+    ids: IdsKept,
     reread: Reread,
     stats: &mut NgramStats,
 ) -> Result<(StreamedCorpus, Vec<Input>), PipelineError> {
@@ -322,7 +325,7 @@ pub(crate) fn tokenise_for_index(
         }
     };
     let Tokenised { lexicon, lexicon_file, sieve, renumbering, streams, documents, .. } =
-        job.tokenise(&first_inputs, Some(per_document), stats, started)?;
+        job.tokenise(&first_inputs, Some((per_document, ids)), stats, started)?;
     stats.bytes_spilled += spooled_bytes(&first_inputs);
     // Filled while reading a corpus of unknown size, and overloaded: the index goes in parts instead.
     let sieve = sieve.filter(|s| parts_for(stats.tokens, s.capacity()) <= 1);
@@ -454,7 +457,9 @@ impl<'a> Passes<'a> {
         let shared: SharedSieve = RwLock::new(sieve);
         // A shard's index plans its document table after the pass, from the lists alone.
         let documents = documents.then_some(0);
-        let kind = LexiconPassKind { fused, streams: true, documents, may_halve: false, words_past_table: false };
+        // Its tasks hand the IDs on in their files.
+        let ids = IdsKept::Memory;
+        let kind = LexiconPassKind { fused, streams: true, documents, ids, may_halve: false, words_past_table: false };
         let pass = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
         record_read(&pass.read, stats);
         Ok(ShardStreams {
@@ -505,7 +510,8 @@ impl<'a> Passes<'a> {
         let fused = sieve.is_some();
         let shared: SharedSieve = RwLock::new(sieve);
         // Tasks of one job combine their sieves: a task's sieve keeps the job's size.
-        let kind = LexiconPassKind { fused, streams: false, documents: None, may_halve: false, words_past_table };
+        let ids = IdsKept::Not;
+        let kind = LexiconPassKind { fused, streams: false, documents: None, ids, may_halve: false, words_past_table };
         let pass = self.job.lexicon_pass(inputs, &shared, kind, stats)?;
         record_read(&pass.read, stats);
         let sieve = shared.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -942,18 +948,20 @@ impl Job<'_> {
     /// word IDs, and the sieve when this pass filled it (see [`run`](Self::run) for the others).
     /// The lexicon comes without its lookup table: nothing looks words up after this.
     /// With `documents`, each worker also lists the documents of its stream ([`StreamDocs`]),
-    /// for an index holding that many bytes a document beside the lists.
+    /// for an index holding that many bytes a document beside the lists, their IDs kept as said.
     fn tokenise(
         &self,
         inputs: &[Input],
-        documents: Option<u64>,
+        documents: Option<(u64, IdsKept)>,
         stats: &mut NgramStats,
         started: Instant,
     ) -> Result<Tokenised, PipelineError> {
         let config = self.config;
         let fused = config.sieve && !self.sieve_after_lexicon();
         let sieve: SharedSieve = RwLock::new(if fused { self.sized_sieve() } else { None });
-        let kind = LexiconPassKind { fused, streams: true, documents, may_halve: true, words_past_table: false };
+        let ids = documents.map_or(IdsKept::Not, |(_, ids)| ids);
+        let documents = documents.map(|(per_document, _)| per_document);
+        let kind = LexiconPassKind { fused, streams: true, documents, ids, may_halve: true, words_past_table: false };
         let LexiconPass { builder, read, streams, documents: docs, overflow, sieve_again } =
             self.lexicon_pass(inputs, &sieve, kind, stats)?;
         // Counted through the insert lines of one sieve, never halved: exact.

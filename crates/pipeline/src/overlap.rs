@@ -45,6 +45,7 @@ use dupgram_runs::RunReader;
 use serde::Serialize;
 
 use crate::dedup::{DedupOutput, line_text};
+use crate::doc_ids::IdsKept;
 use crate::index::{DocPastTable, IndexJob, IndexStats, StreamedIndex, index_fraction};
 use crate::ngrams::{NgramConfig, Reread, zstd_need};
 use crate::span::token_ranges;
@@ -162,7 +163,7 @@ pub fn overlap(
     let work = Scratch::create(&base.tmp_dir, "dupgram-overlap")?;
     let index = IndexJob::new(base, None, control, plan, work.path());
     let mut stats = OverlapStats { n: base.n, top: config.top, memory_budget: base.memory, ..OverlapStats::default() };
-    let built = index.build_streamed(false, None, Reread::Text, &mut stats.index)?;
+    let built = index.build_streamed(false, None, Reread::Text, IdsKept::OnDisk, &mut stats.index)?;
     index_fraction(&mut stats.index, &built.table, base.n as u32);
     let queries = count_documents(&built.inputs[..config.query_inputs], base, control)?;
     if queries > built.table.len() as u64 {
@@ -350,13 +351,15 @@ impl OverlapJob<'_> {
                 top.take(doc, &mut best)?;
             }
             let covered = covered_ranges(positions.iter().map(|r| r[1]), n);
-            let named: Vec<(&str, u32)> = best.iter().map(|r| (table.id(r[1]), r[2])).collect();
+            let ids = best.iter().map(|r| table.id(r[1])).collect::<Result<Vec<_>, PipelineError>>()?;
+            let named: Vec<(&str, u32)> = ids.iter().zip(&best).map(|(id, r)| (id.as_ref(), r[2])).collect();
+            let id = table.id(doc)?;
             let chars = match texts.as_mut() {
                 Some(texts) => texts.next(tokens, &covered)?,
                 None => None,
             };
             let row = QueryRow {
-                id: table.id(doc),
+                id: &id,
                 tokens,
                 ngrams: tokens.saturating_sub(n - 1),
                 found: positions.len() as u64,
@@ -405,7 +408,7 @@ impl OverlapJob<'_> {
             stats.reference_ngrams_found += u64::from(count);
             if let Some(marks) = out.marks.as_deref_mut() {
                 line.clear();
-                push_tsv_field(&mut line, table.id((q + i) as u32));
+                push_tsv_field(&mut line, &table.id((q + i) as u32)?);
                 line.push(b'\t');
                 push_decimal(&mut line, u64::from(count));
                 line.push(b'\n');

@@ -46,6 +46,7 @@ use dupgram_corpus::Input;
 use dupgram_lexicon::{Lexicon, Renumbering};
 use dupgram_sieve::Sieve;
 
+use crate::doc_ids::IdsKept;
 use crate::index::{
     AfterCut, BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
     PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
@@ -313,7 +314,8 @@ impl<'a> PairPasses<'a> {
     fn run(&self, stats: &mut PairsStats, sink: &mut dyn PairsSink, started: Instant) -> Result<(), PipelineError> {
         let (merged, table, paths) = match &self.config.dups {
             None => {
-                let built = self.index.build_streamed(true, None, Reread::StreamsOnly, &mut stats.index)?;
+                let built =
+                    self.index.build_streamed(true, None, Reread::StreamsOnly, IdsKept::OnDisk, &mut stats.index)?;
                 (built.merged, built.table, built.paths)
             }
             Some(dups) => self.index_with_dups(dups, &mut stats.index)?,
@@ -469,7 +471,7 @@ impl<'a> PairPasses<'a> {
     /// every document, in order) into blocks whose index fits in memory.
     pub fn layout(&self, table: &DocTable, totals: &IndexTotals, ranges: &[Range<u32>]) -> ScoreLayout {
         // Two blocks may be resident at once, beside the per-document arrays.
-        let room = self.nominal_working.saturating_sub(table.len() as u64 * PAIR_DOC_BYTES) / 3;
+        let room = self.nominal_working.saturating_sub(per_document_bytes(table)) / 3;
         let resident = 2 * self.index.block_budget(room);
         let mut layout = ScoreLayout { blocks: Vec::new(), range_starts: Vec::new(), resident };
         for range in ranges {
@@ -498,7 +500,7 @@ impl<'a> PairPasses<'a> {
         let blocks = &layout.blocks;
         let block_of = |doc: u32| blocks.partition_point(|b| b.end <= doc) as u32;
         let key = KeyLayout::new(4, u32::MAX)?;
-        let room = self.working().saturating_sub(rep_of.len() as u64 * PAIR_DOC_BYTES + WRITER_BYTES);
+        let room = self.working().saturating_sub(per_document_bytes(table) + WRITER_BYTES);
         // Half the room: a pair comes once for each n-gram it shares, so the
         // chunk holds mostly repeats its sort counts away, and the job's peak
         // stays the index pass's (Gutenberg at 2G: 1334 MiB, not 1845 with
@@ -646,9 +648,8 @@ impl<'a> PairPasses<'a> {
             inputs: run_names(&candidates),
         };
         let blocks = &layout.blocks;
-        let fan_in = self
-            .index
-            .fan_in(table.len() as u64 * PAIR_DOC_BYTES + blocks_bytes(blocks) * 2 / blocks.len().max(1) as u64);
+        let fan_in =
+            self.index.fan_in(per_document_bytes(table) + blocks_bytes(blocks) * 2 / blocks.len().max(1) as u64);
         let work = self.work;
         let report = merge_in(
             work,
@@ -712,8 +713,11 @@ impl<'a> PairPasses<'a> {
         let mut capped: Vec<&[u32]> = groups.iter().filter(|g| expansion.capped(g)).collect();
         stats.capped_groups = capped.len() as u64;
         capped.sort_unstable_by_key(|g| (std::cmp::Reverse(g.len()), g[0]));
-        stats.capped_named =
-            capped.iter().take(NAMED_CAPPED).map(|g| format!("{} ({} documents)", table.id(g[0]), g.len())).collect();
+        stats.capped_named = capped
+            .iter()
+            .take(NAMED_CAPPED)
+            .map(|g| Ok(format!("{} ({} documents)", table.id(g[0])?, g.len())))
+            .collect::<Result<_, PipelineError>>()?;
         let distinct = distinct_ngrams(table, totals, self.n());
         let mut clusters = UnionFind::new(table.len());
         let inputs = run_names(&kept);
@@ -726,7 +730,7 @@ impl<'a> PairPasses<'a> {
             "kept-merge",
             kept,
             RunHeader::counts(5, KEPT_RUNS),
-            self.index.fan_in(table.len() as u64 * PER_DOC_BYTES + encoders),
+            self.index.fan_in(table.len() as u64 * PER_DOC_BYTES + table.ids.heap_bytes() + encoders),
             &mut out,
             self.control,
         )?;
@@ -738,7 +742,8 @@ impl<'a> PairPasses<'a> {
         for cluster in clusters.clusters() {
             stats.clusters += 1;
             stats.clustered_documents += cluster.len() as u64;
-            let ids: Vec<&str> = cluster.iter().map(|&d| table.id(d)).collect();
+            let ids = cluster.iter().map(|&d| table.id(d)).collect::<Result<Vec<_>, PipelineError>>()?;
+            let ids: Vec<&str> = ids.iter().map(|id| id.as_ref()).collect();
             sink.cluster(&ids)?;
         }
         Ok(())
@@ -1023,6 +1028,12 @@ pub const NAMED_CAPPED: usize = 10;
 /// index's arrays and its count of common n-grams ([`Candidates::common`]).
 const PAIR_DOC_BYTES: u64 = PER_DOC_BYTES + 4;
 
+/// What the documents of `table` hold while candidates are made and
+/// scored: [`PAIR_DOC_BYTES`] each, and their IDs when held (a staged job's).
+fn per_document_bytes(table: &DocTable) -> u64 {
+    table.len() as u64 * PAIR_DOC_BYTES + table.ids.heap_bytes()
+}
+
 /// The candidate pairs, as runs cut by scoring range, and what their counts leave out.
 ///
 /// A candidate's count (the merge sums it over runs and buckets) is the
@@ -1275,7 +1286,7 @@ impl MergeSink for PairOutput<'_, '_> {
             ..DocStats::default()
         };
         let scores = counts.scores(stats(a), stats(b));
-        self.sink.pair(self.table.id(a), self.table.id(b), &scores)?;
+        self.sink.pair(&self.table.id(a)?, &self.table.id(b)?, &scores)?;
         self.clusters.union(a, b);
         Ok(())
     }

@@ -37,6 +37,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::doc_ids::DocIds;
 use crate::index::{DocPastTable, DocTable, IdRange, IndexTotals};
 use dupgram_jobkit::error::PipelineError;
 
@@ -60,14 +61,18 @@ impl DocTable {
         let mut w = Checked::new(out, DOCS_MAGIC)?;
         w.u64(first_doc)?;
         w.u64(self.len() as u64)?;
-        for d in 0..self.len() {
-            w.u32(self.tokens[d])?;
-            w.bytes(&self.hashes[d].to_le_bytes())?;
-            w.u32(self.id_ranges[d].length())?;
+        let DocIds::Memory { ids, ranges } = &self.ids else {
+            return Err(std::io::Error::other("internal error: a document table without its IDs in memory"));
+        };
+        for ((&tokens, hash), range) in self.tokens.iter().zip(&self.hashes).zip(ranges) {
+            w.u32(tokens)?;
+            w.bytes(&hash.to_le_bytes())?;
+            w.u32(range.length())?;
         }
-        w.u64(self.ids.len() as u64)?;
-        for d in 0..self.len() as u32 {
-            w.bytes(self.id(d).as_bytes())?;
+        w.u64(ids.len() as u64)?;
+        for range in ranges {
+            let start = range.start() as usize;
+            w.bytes(&ids.as_bytes()[start..start + range.length() as usize])?;
         }
         w.finish()
     }
@@ -86,32 +91,41 @@ impl DocTable {
         }
         let id_bytes = r.count(1)?;
         let ids = r.take(id_bytes)?;
-        table.ids = String::from_utf8(ids.to_vec()).map_err(|_| r.corrupt("document IDs are not UTF-8"))?;
+        let ids = String::from_utf8(ids.to_vec()).map_err(|_| r.corrupt("document IDs are not UTF-8"))?;
+        let mut ranges = Vec::with_capacity(docs);
         let mut start = 0u64;
         for len in lens {
-            table.id_ranges.push(IdRange::new(start, len));
+            ranges.push(IdRange::new(start, len));
             start += u64::from(len);
         }
-        if start != id_bytes as u64 || !table.id_ranges.iter().all(|r| table.ids.is_char_boundary(r.start() as usize)) {
+        if start != id_bytes as u64 || !ranges.iter().all(|r| ids.is_char_boundary(r.start() as usize)) {
             return Err(r.corrupt("document ID lengths do not add up"));
         }
+        table.ids = DocIds::Memory { ids, ranges };
         r.end()?;
         Ok((first_doc, table))
     }
 
     /// Bytes it holds in memory.
     pub fn bytes(&self) -> u64 {
-        (self.len() * (4 + 16 + 12) + self.ids.len() + self.candidates.len() * 4) as u64
+        (self.len() * (4 + 16) + self.candidates.len() * 4) as u64 + self.ids.heap_bytes()
     }
 
-    /// Adds the documents of `next`, which follow this table's.
-    pub fn append(&mut self, next: DocTable) {
-        let offset = self.ids.len() as u64;
+    /// Adds the documents of `next`, which follow this table's (both with
+    /// their IDs in memory, as the tables of a staged job's shards are).
+    pub fn append(&mut self, next: DocTable) -> Result<(), PipelineError> {
+        let (DocIds::Memory { ids, ranges }, DocIds::Memory { ids: next_ids, ranges: next_ranges }) =
+            (&mut self.ids, next.ids)
+        else {
+            return Err(PipelineError::Usage("internal error: a shard's document table without its IDs".into()));
+        };
+        let offset = ids.len() as u64;
+        ids.push_str(&next_ids);
+        ranges.extend(next_ranges.into_iter().map(|r| IdRange::new(offset + r.start(), r.length())));
         self.tokens.extend(next.tokens);
         self.hashes.extend(next.hashes);
-        self.ids.push_str(&next.ids);
-        self.id_ranges.extend(next.id_ranges.into_iter().map(|r| IdRange::new(offset + r.start(), r.length())));
         self.candidates.extend(next.candidates);
+        Ok(())
     }
 }
 
@@ -418,12 +432,14 @@ mod tests {
 
     fn table() -> DocTable {
         let mut t = DocTable::default();
+        let (mut ids, mut ranges) = (String::new(), Vec::new());
         for (i, id) in ["a", "βeta", ""].iter().enumerate() {
             t.tokens.push(i as u32 * 10);
             t.hashes.push(u128::MAX / (i as u128 + 1));
-            t.id_ranges.push(IdRange::new(t.ids.len() as u64, id.len() as u32));
-            t.ids.push_str(id);
+            ranges.push(IdRange::new(ids.len() as u64, id.len() as u32));
+            ids.push_str(id);
         }
+        t.ids = DocIds::Memory { ids, ranges };
         t
     }
 
@@ -466,11 +482,15 @@ mod tests {
         let (first, read) = DocTable::read_from(&path).unwrap();
         assert_eq!(first, 7);
         assert_eq!((read.tokens.clone(), read.hashes.clone()), (table().tokens, table().hashes));
-        assert_eq!([read.id(0), read.id(1), read.id(2)], ["a", "βeta", ""]);
+        assert_eq!([read.id(0).unwrap(), read.id(1).unwrap(), read.id(2).unwrap()], ["a", "βeta", ""]);
         let mut both = table();
-        both.append(read);
+        both.append(read).unwrap();
         assert_eq!(both.len(), 6);
-        assert_eq!(both.id(4), "βeta");
+        assert_eq!(both.id(4).unwrap(), "βeta");
+        // A table whose IDs are not held is neither written nor joined.
+        let unnamed = DocTable { ids: DocIds::Unnamed, ..table() };
+        assert!(unnamed.write_to(0, &mut Vec::new()).is_err());
+        assert!(both.append(DocTable { ids: DocIds::Unnamed, ..table() }).is_err());
         for at in [3, 10, 20, bytes.len() - 2] {
             let mut bad = bytes.clone();
             bad[at] ^= 1;

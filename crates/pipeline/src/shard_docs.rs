@@ -17,6 +17,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::doc_ids::ListedIds;
 use crate::ngrams::StreamDocs;
 use dupgram_jobkit::error::PipelineError;
 
@@ -37,7 +38,7 @@ impl ShardDocuments {
         self.lists.iter().map(|l| l.len() as u64).sum()
     }
 
-    /// Writes the lists in the format above.
+    /// Writes the lists in the format above (their IDs held, as a shard's are).
     pub fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let mut buf = Vec::new();
         buf.extend_from_slice(SHARD_DOCS_MAGIC);
@@ -49,10 +50,13 @@ impl ShardDocuments {
                 buf.extend_from_slice(&first.to_le_bytes());
                 buf.extend_from_slice(&count.to_le_bytes());
             }
-            buf.extend_from_slice(&(list.ids.len() as u64).to_le_bytes());
-            buf.extend_from_slice(list.ids.as_bytes());
-            buf.extend_from_slice(&(list.id_lens.len() as u64).to_le_bytes());
-            for &len in &list.id_lens {
+            let ListedIds::Memory { ids, lens } = &list.ids else {
+                return Err(std::io::Error::other("internal error: a shard's document list without its IDs"));
+            };
+            buf.extend_from_slice(&(ids.len() as u64).to_le_bytes());
+            buf.extend_from_slice(ids.as_bytes());
+            buf.extend_from_slice(&(lens.len() as u64).to_le_bytes());
+            for &len in lens {
                 buf.extend_from_slice(&len.to_le_bytes());
             }
         }
@@ -96,14 +100,17 @@ fn read_list(r: &mut Reader<'_>) -> Option<StreamDocs> {
         list.runs.push((r.u64()?, r.u64()?));
     }
     let id_bytes = r.count(1)?;
-    list.ids = String::from_utf8(r.take(id_bytes)?.to_vec()).ok()?;
-    let ids = r.count(4)?;
-    for _ in 0..ids {
-        list.id_lens.push(r.u32()?);
+    let ids = String::from_utf8(r.take(id_bytes)?.to_vec()).ok()?;
+    let count = r.count(4)?;
+    let mut lens = Vec::with_capacity(count);
+    for _ in 0..count {
+        lens.push(r.u32()?);
     }
-    let listed: u64 = list.runs.iter().try_fold(0u64, |sum, &(_, count)| sum.checked_add(count))?;
-    let lengths: u64 = list.id_lens.iter().map(|&l| u64::from(l)).sum();
-    (listed == list.id_lens.len() as u64 && lengths == list.ids.len() as u64).then_some(list)
+    list.listed = list.runs.iter().try_fold(0u64, |sum, &(_, count)| sum.checked_add(count))?;
+    let lengths: u64 = lens.iter().map(|&l| u64::from(l)).sum();
+    let whole = list.listed == lens.len() as u64 && lengths == ids.len() as u64;
+    list.ids = ListedIds::Memory { ids, lens };
+    whole.then_some(list)
 }
 
 /// Reads numbers off the front of a checked byte slice.
@@ -141,13 +148,13 @@ mod tests {
     use super::*;
 
     fn lists() -> ShardDocuments {
-        let mut a = StreamDocs::default();
-        a.push(0, "doc-0");
-        a.push(1, "d1");
-        a.push(5, "");
-        let mut b = StreamDocs::default();
-        b.push(2, "zwei");
-        ShardDocuments { lists: vec![a, b, StreamDocs::default()] }
+        let named = || StreamDocs::new(ListedIds::Memory { ids: String::new(), lens: Vec::new() });
+        let (mut a, mut b) = (named(), named());
+        for (number, id) in [(0, "doc-0"), (1, "d1"), (5, "")] {
+            a.push(number, id).unwrap();
+        }
+        b.push(2, "zwei").unwrap();
+        ShardDocuments { lists: vec![a, b, named()] }
     }
 
     #[test]
@@ -161,7 +168,12 @@ mod tests {
         assert_eq!(read.documents(), 4);
         let want = lists();
         for (got, want) in read.lists.iter().zip(&want.lists) {
-            assert_eq!((&got.runs, &got.ids, &got.id_lens), (&want.runs, &want.ids, &want.id_lens));
+            let (ListedIds::Memory { ids, lens }, ListedIds::Memory { ids: want_ids, lens: want_lens }) =
+                (&got.ids, &want.ids)
+            else {
+                panic!("IDs not held");
+            };
+            assert_eq!((&got.runs, got.listed, ids, lens), (&want.runs, want.listed, want_ids, want_lens));
         }
         // Every flipped bit and every cut is refused, naming the file; none panics.
         for at in 0..bytes.len() {

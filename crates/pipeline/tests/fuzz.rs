@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use dupgram_fuzzkit::{Fuzz, TrackingAlloc};
 use dupgram_merge::MergeSink;
 use dupgram_pipeline::{
-    BucketTotals, Control, DocTable, IdRange, IndexTotals, NgramConfig, PairPasses, PairsConfig, PairsStats,
+    BucketTotals, Control, DocIds, DocTable, IdRange, IndexTotals, NgramConfig, PairPasses, PairsConfig, PairsStats,
     PipelineError, ScoreLayout,
 };
 use dupgram_runs::{RunError, RunHeader, RunReader, RunWriter};
@@ -35,12 +35,14 @@ fn seal_parts(content: &[u8]) -> Vec<u8> {
 
 fn table(ids: &[&str], first_doc: u64) -> Vec<u8> {
     let mut t = DocTable::default();
+    let (mut all, mut ranges) = (String::new(), Vec::new());
     for (i, id) in ids.iter().enumerate() {
         t.tokens.push(i as u32 * 17 + 3);
         t.hashes.push(u128::MAX / (i as u128 + 3));
-        t.id_ranges.push(IdRange::new(t.ids.len() as u64, id.len() as u32));
-        t.ids.push_str(id);
+        ranges.push(IdRange::new(all.len() as u64, id.len() as u32));
+        all.push_str(id);
     }
+    t.ids = DocIds::Memory { ids: all, ranges };
     let mut out = Vec::new();
     t.write_to(first_doc, &mut out).unwrap();
     out
@@ -51,8 +53,9 @@ type Table = (u64, Vec<(u32, u128, String)>);
 
 fn read_table(path: &Path) -> Result<Table, PipelineError> {
     let (first, t) = DocTable::read_from(path)?;
-    assert!(t.tokens.len() == t.hashes.len() && t.hashes.len() == t.id_ranges.len());
-    Ok((first, (0..t.len() as u32).map(|d| (t.tokens[d as usize], t.hashes[d as usize], t.id(d).to_owned())).collect()))
+    assert_eq!(t.tokens.len(), t.hashes.len());
+    let ids = (0..t.len() as u32).map(|d| t.id(d).map(|id| id.into_owned())).collect::<Result<Vec<_>, _>>()?;
+    Ok((first, ids.into_iter().enumerate().map(|(d, id)| (t.tokens[d], t.hashes[d], id)).collect()))
 }
 
 fn totals(occurrences: Vec<u32>, types: Vec<u32>, differing: Vec<u32>) -> Vec<u8> {
@@ -421,12 +424,14 @@ fn score_candidates(path: &Path, index: &Path) -> Result<Vec<Vec<u32>>, Pipeline
     let passes = PairPasses::new(&config, &control, work.path())?;
     let mut table = DocTable::default();
     let mut totals = IndexTotals::empty(INDEX_GROUPS.len());
+    let (mut ids, mut ranges) = (String::new(), Vec::new());
     for (d, _) in INDEX_GROUPS.iter().enumerate() {
         table.tokens.push(60);
         table.hashes.push(d as u128);
-        table.id_ranges.push(IdRange::new(d as u64, 1));
-        table.ids.push(char::from(b'a' + d as u8));
+        ranges.push(IdRange::new(d as u64, 1));
+        ids.push(char::from(b'a' + d as u8));
     }
+    table.ids = DocIds::Memory { ids, ranges };
     for (_, o) in scoring_index() {
         totals.add_ngram(&o, 0).unwrap();
     }

@@ -36,6 +36,7 @@ use dupgram_runs::RunHeader;
 use dupgram_sieve::Sieve;
 
 use super::{DocTable, IdRange, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
+use crate::doc_ids::{DocIds, IdsKept, IdsOnDisk, ListedIds};
 use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan};
 use crate::ngrams::{NgramStats, Reread, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
@@ -55,9 +56,9 @@ const MIN_POSTINGS: u64 = 4096;
 
 /// Bytes the document table takes per document while it is built beside
 /// the streams' lists: each stream's [`DocRecord`]s (20 bytes), then the
-/// table's tokens, hash, ID range and candidate count (40; its IDs are the
-/// lists' own bytes, moved).
-const TABLE_BYTES_PER_DOC: u64 = DocRecord::BYTES + 40;
+/// table's tokens, hash and candidate count (28, with 4 to spare). Its IDs
+/// are on disk, or not kept (see [`crate::doc_ids`]).
+const TABLE_BYTES_PER_DOC: u64 = DocRecord::BYTES + 28;
 
 /// A document's tokens and hash as the index pass over a stream records
 /// them: 20 bytes, where a `(u32, u128)` takes 32 (a `u128` aligns to 16).
@@ -106,7 +107,8 @@ struct IndexHow<'f> {
     groups: bool,
     /// Gather each document's occurrences in memory when they fit (one part only).
     fits: Option<&'f dyn Fn(u64, u64) -> bool>,
-    /// Bytes of the job's files that stay on disk beside the index: standard input's copy.
+    /// Bytes of the job's files that stay on disk beside the index: standard
+    /// input's copy, the documents' IDs.
     kept: u64,
 }
 
@@ -180,21 +182,27 @@ impl IndexJob<'_> {
     /// groups of identical documents ([`super::GroupCheck`]); with `fits`
     /// (one part only), the merge gathers each document's occurrences
     /// in memory when `fits(documents, candidates)` says they fit. `reread`
-    /// says whether the job reads the text again (see [`tokenise_for_index`]).
+    /// says whether the job reads the text again (see [`tokenise_for_index`]),
+    /// `ids` whether the table keeps the documents' IDs (on disk) or none.
     pub(crate) fn build_streamed(
         &self,
         groups: bool,
         fits: Option<&dyn Fn(u64, u64) -> bool>,
         reread: Reread,
+        ids: IdsKept,
         stats: &mut IndexStats,
     ) -> Result<StreamedIndex, PipelineError> {
+        if ids == IdsKept::Memory {
+            return Err(PipelineError::Usage("internal error: one process keeps its documents' IDs on disk".into()));
+        }
         let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
         let (corpus, inputs) =
-            tokenise_for_index(self.base, self.control, self.work, TABLE_BYTES_PER_DOC, reread, &mut first)?;
+            tokenise_for_index(self.base, self.control, self.work, TABLE_BYTES_PER_DOC, ids, reread, &mut first)?;
         stats.bytes_spilled += first.bytes_spilled;
         let layout = KeyLayout::new(self.base.n, corpus.lexicon.len().saturating_sub(1) as u32)?;
-        // Standard input's copy stays on disk for the passes after the index.
-        let how = IndexHow { groups, fits, kept: copied_bytes(&inputs, self.work) };
+        // Standard input's copy stays on disk for the passes after the index, and so do the IDs.
+        let ids_on_disk: u64 = corpus.documents.iter().map(|list| list.ids.bytes_on_disk()).sum();
+        let how = IndexHow { groups, fits, kept: copied_bytes(&inputs, self.work) + ids_on_disk };
         let built = match layout.words() {
             1 => self.parts_with::<1>(corpus, layout, &how, &mut first, stats),
             2 => self.parts_with::<2>(corpus, layout, &how, &mut first, stats),
@@ -545,34 +553,65 @@ impl IndexJob<'_> {
         let mut built = how.table.then(|| DocTable {
             tokens: vec![0; docs],
             hashes: vec![0; docs],
-            ids: String::new(),
-            id_ranges: vec![IdRange::default(); docs],
+            ids: DocIds::Unnamed,
             candidates: if how.count { vec![0; docs] } else { Vec::new() },
         });
-        for (part, listed) in outputs.into_iter().zip(documents.iter_mut()) {
+        for (part, listed) in outputs.into_iter().zip(documents.iter()) {
             spilled += part.spilled;
             runs.extend(part.runs);
             let Some(table) = built.as_mut() else { continue };
             for &(doc, c) in part.counts.iter().flatten() {
                 table.candidates[(doc - how.first_doc) as usize] += c;
             }
-            let mut at = table.ids.len() as u64;
-            // The IDs move into the table: no later part needs them.
-            table.ids.push_str(&std::mem::take(&mut listed.ids));
-            for ((doc, &len), record) in listed.numbers().zip(&listed.id_lens).zip(&part.records) {
+            for (doc, record) in listed.numbers().zip(&part.records) {
                 let d = doc as usize;
                 table.tokens[d] = record.tokens;
                 table.hashes[d] = record.hash();
-                table.id_ranges[d] = IdRange::new(at, len);
-                at += u64::from(len);
             }
-            // Numbers stay: every part walks every document.
-            listed.id_lens = Vec::new();
+        }
+        if let Some(table) = built.as_mut() {
+            table.ids = table_ids(documents, self.work)?;
         }
         if built.is_some() {
             *table = built;
         }
         Ok((runs, spilled))
+    }
+}
+
+/// The table's IDs, moved out of the lists: every part walks every
+/// document, but none after the first needs their names.
+fn table_ids(documents: &mut [StreamDocs], work: &std::path::Path) -> Result<DocIds, PipelineError> {
+    let lists: Vec<ListedIds> = documents.iter_mut().map(|list| std::mem::take(&mut list.ids)).collect();
+    match lists.first() {
+        None | Some(ListedIds::Unnamed) => Ok(DocIds::Unnamed),
+        Some(ListedIds::Memory { .. }) => {
+            let docs: u64 = documents.iter().map(|d| d.listed).sum();
+            let mut all = String::new();
+            let mut ranges = vec![IdRange::default(); docs as usize];
+            for (list, ids) in documents.iter().zip(lists) {
+                let ListedIds::Memory { ids, lens } = ids else {
+                    return Err(PipelineError::Usage("internal error: document IDs kept two ways".into()));
+                };
+                let mut at = all.len() as u64;
+                all.push_str(&ids);
+                for (doc, len) in list.numbers().zip(lens) {
+                    ranges[doc as usize] = IdRange::new(at, len);
+                    at += u64::from(len);
+                }
+            }
+            Ok(DocIds::Memory { ids: all, ranges })
+        }
+        Some(ListedIds::Spilled(_)) => {
+            let mut spilled = Vec::with_capacity(lists.len());
+            for (list, ids) in documents.iter().zip(&lists) {
+                let ListedIds::Spilled(spill) = ids else {
+                    return Err(PipelineError::Usage("internal error: document IDs kept two ways".into()));
+                };
+                spilled.push((&list.runs[..], &**spill));
+            }
+            Ok(DocIds::OnDisk(IdsOnDisk::from_spills(work, &spilled)?))
+        }
     }
 }
 

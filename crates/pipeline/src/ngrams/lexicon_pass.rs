@@ -20,6 +20,7 @@ use dupgram_sieve::{InsertLine, RollingFingerprint, Sieve};
 use dupgram_vocab::{OverflowLog, OverflowRuns};
 
 use super::{Job, MIN_SIEVE_BYTES, NgramStats, SharedSieve};
+use crate::doc_ids::{IdsKept, ListedIds};
 use crate::first_words::parts_for;
 use crate::words::{WordsFile, WordsOut};
 use dupgram_jobkit::error::PipelineError;
@@ -47,7 +48,7 @@ impl Job<'_> {
         kind: LexiconPassKind,
         stats: &mut NgramStats,
     ) -> Result<LexiconPass, PipelineError> {
-        let LexiconPassKind { fused, streams, documents, may_halve, words_past_table } = kind;
+        let LexiconPassKind { fused, streams, documents, ids, may_halve, words_past_table } = kind;
         // Words past the table's room are logged: with their places when
         // the streams need them, else as words to be counted.
         let may_freeze = streams || words_past_table;
@@ -93,7 +94,7 @@ impl Job<'_> {
                 codes: Vec::new(),
                 cache: WordCache::new(cache_slots),
                 misses: Vec::new(),
-                docs: documents.map(|_| StreamDocs::default()),
+                docs: documents.map(|_| ids.list(self.work, worker).map(StreamDocs::new)).transpose()?,
                 docs_reported: 0,
                 docs_listed: 0,
                 overflow: may_freeze.then(|| {
@@ -189,6 +190,8 @@ pub(super) struct LexiconPassKind {
     /// for the whole job: the pass stops as soon as the documents listed
     /// are more than the index could hold.
     pub documents: Option<u64>,
+    /// Where the listed documents' IDs are kept.
+    pub ids: IdsKept,
     /// The sieve may halve to make room for the vocabulary (else it goes).
     pub may_halve: bool,
     /// Without streams: the table may freeze all the same, the words past
@@ -476,7 +479,7 @@ impl LexiconWorker<'_> {
         self.words.bytes.clear();
         self.words.words.clear();
         self.words.stop_tokens = 0;
-        let (docs, listed) = self.docs.as_ref().map_or((0, 0), |d| (d.heap_bytes(), d.id_lens.len() as u64));
+        let (docs, listed) = self.docs.as_ref().map_or((0, 0), |d| (d.heap_bytes(), d.listed));
         let grown = docs.saturating_sub(self.docs_reported);
         self.docs_reported = docs;
         self.budget.documents.fetch_add(grown, Ordering::Relaxed);
@@ -606,26 +609,29 @@ pub(crate) struct StreamDocs {
     /// The documents' numbers in the corpus, increasing, as runs of
     /// consecutive numbers (first, count): a batch's documents are consecutive.
     pub runs: Vec<(u64, u64)>,
-    /// The documents' IDs, one after the other.
-    pub ids: String,
-    /// The length of each one's ID in `ids`.
-    pub id_lens: Vec<u32>,
+    /// The documents listed.
+    pub listed: u64,
+    /// Their IDs, when the job keeps them (see [`crate::doc_ids`]).
+    pub ids: ListedIds,
 }
 
 impl StreamDocs {
-    pub(crate) fn push(&mut self, number: u64, id: &str) {
+    pub(crate) fn new(ids: ListedIds) -> Self {
+        StreamDocs { runs: Vec::new(), listed: 0, ids }
+    }
+
+    pub(crate) fn push(&mut self, number: u64, id: &str) -> Result<(), PipelineError> {
         match self.runs.last_mut() {
             Some((first, count)) if *first + *count == number => *count += 1,
             _ => self.runs.push((number, 1)),
         }
-        self.ids.push_str(id);
-        // An ID is a record's field, far shorter than 4 GiB (records are at most 64 MiB).
-        self.id_lens.push(id.len() as u32);
+        self.listed += 1;
+        self.ids.push(id)
     }
 
     /// The documents, in stream order.
     pub fn len(&self) -> usize {
-        self.runs.iter().map(|&(_, count)| count as usize).sum()
+        self.listed as usize
     }
 
     /// The documents' numbers, in stream order.
@@ -635,7 +641,7 @@ impl StreamDocs {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> u64 {
-        (self.runs.capacity() * 16 + self.ids.capacity() + self.id_lens.capacity() * 4) as u64
+        self.runs.capacity() as u64 * 16 + self.ids.heap_bytes()
     }
 }
 
@@ -680,7 +686,7 @@ impl BatchWorker for LexiconWorker<'_> {
         let mut guard = read_sieve(shared)?;
         for piece in &batch.pieces {
             if let (Some(docs), Some(id)) = (self.docs.as_mut(), batch.piece_id(piece)) {
-                docs.push(piece.doc, id);
+                docs.push(piece.doc, id)?;
             }
             let mut rest = batch.piece_text(piece);
             loop {
@@ -707,6 +713,9 @@ impl BatchWorker for LexiconWorker<'_> {
         drop(lexicon);
         let stream = self.stream.map(WordsOut::finish).transpose()?;
         let overflow = self.overflow.map(OverflowLog::finish).transpose()?;
+        if let Some(docs) = self.docs.as_mut() {
+            docs.ids.finish()?;
+        }
         Ok(LexiconWorkerOutput {
             long_tokens: self.tokenizer.long_tokens(),
             sieve_again: self.line.again(),
