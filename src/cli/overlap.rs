@@ -19,7 +19,7 @@ pub enum RowFormatArg {
 ///
 /// Query and reference are indexed together, exactly (no hash, no sketch,
 /// no false positive), within --memory (their document tables must fit it:
-/// about 50 bytes a document; IDs stay on disk). One row per
+/// about 30 bytes a document; IDs stay on disk). One row per
 /// query document, in corpus order (TSV with a header; JSON Lines when the
 /// name ends in .jsonl; a Parquet table when it ends in .parquet):
 ///   id  tokens  ngrams  ngrams_found  covered_tokens  coverage

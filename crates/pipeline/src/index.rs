@@ -148,6 +148,8 @@ pub(crate) struct IndexJob<'a> {
 #[derive(Debug, Default)]
 pub struct DocTable {
     pub tokens: Vec<u32>,
+    /// A hash of each document's words, for [`exact_groups`]: empty in a
+    /// job that groups none, and once the groups are made.
     pub hashes: Vec<u128>,
     /// Their IDs, when the job keeps them (see [`crate::doc_ids`]).
     pub ids: DocIds,
@@ -196,7 +198,8 @@ impl DocTable {
 /// Groups of documents with identical token sequences (by hash); each
 /// document maps to its group's first document. Documents too short for an
 /// n-gram share nothing and stay alone. Hashes are not proof: a
-/// [`GroupCheck`] over the n-grams says who differs.
+/// [`GroupCheck`] over the n-grams says who differs. The table holds its
+/// hashes.
 pub fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
     let mut rep_of: Vec<u32> = (0..table.len() as u32).collect();
     let mut order: Vec<u32> = (0..table.len() as u32).filter(|&d| table.tokens[d as usize] >= n).collect();
@@ -277,8 +280,9 @@ impl<'a> IndexJob<'a> {
         let shard = ShardCut { first_doc: 0, buckets: &cut };
         let (runs, mut table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), shard, stats)?;
         drop(sieve);
-        // This job names documents as it reads the text again.
+        // This job names documents as it reads the text again, and groups none.
         table.ids = DocIds::Unnamed;
+        table.hashes = Vec::new();
         stats.index_seconds = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
         let paths = self.index_paths(cut.len() + 1);
@@ -791,8 +795,8 @@ impl ShardCut<'_> {
 }
 
 /// Bytes kept per document across the job: tokens, index counts, group,
-/// cluster, hash. IDs held in memory ([`DocIds::heap_bytes`]) come on top.
-pub(crate) const PER_DOC_BYTES: u64 = 4 + 4 + 4 + 4 + 8 + 16;
+/// cluster. Hashes and IDs held in memory ([`DocTable::bytes`]) come on top.
+pub(crate) const PER_DOC_BYTES: u64 = 4 + 4 + 4 + 4 + 8;
 /// Buffers of one run writer.
 pub(crate) const WRITER_BYTES: u64 = 256 * 1024;
 

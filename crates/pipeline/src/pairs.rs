@@ -312,19 +312,24 @@ impl<'a> PairPasses<'a> {
 
     /// The whole job in this process.
     fn run(&self, stats: &mut PairsStats, sink: &mut dyn PairsSink, started: Instant) -> Result<(), PipelineError> {
-        let (merged, table, paths) = match &self.config.dups {
+        let (merged, table, by_hash, paths) = match &self.config.dups {
             None => {
                 let built =
                     self.index.build_streamed(true, None, Reread::StreamsOnly, IdsKept::OnDisk, &mut stats.index)?;
-                (built.merged, built.table, built.paths)
+                let by_hash = built.rep_of.ok_or_else(|| PipelineError::Usage("internal error: no groups".into()))?;
+                (built.merged, built.table, by_hash, built.paths)
             }
-            Some(dups) => self.index_with_dups(dups, &mut stats.index)?,
+            Some(dups) => {
+                let (merged, table, paths) = self.index_with_dups(dups, &mut stats.index)?;
+                let by_hash = exact_groups(&table, self.n());
+                (merged, table, by_hash, paths)
+            }
         };
         index_fraction(&mut stats.index, &table, self.n());
         stats.seconds.index = started.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let rep_of = self.groups(&table, &merged.totals, &merged.differing);
+        let rep_of = self.proven_groups(by_hash, &table, &merged.totals, &merged.differing);
         let whole = 0..table.len() as u32;
         let layout = self.layout(&table, &merged.totals, std::slice::from_ref(&whole));
         let candidates = self.candidates(&paths, &rep_of, &table, &merged.totals, &layout, stats)?;
@@ -453,8 +458,18 @@ impl<'a> PairPasses<'a> {
     /// equal hashes and lengths, proven identical by the index (documents
     /// any bucket showed to differ, `differing`, stay alone).
     pub fn groups(&self, table: &DocTable, totals: &IndexTotals, differing: &[u32]) -> Vec<u32> {
+        self.proven_groups(exact_groups(table, self.n()), table, totals, differing)
+    }
+
+    /// The groups by hash `rep_of` ([`exact_groups`]) as [`Self::groups`] proves them.
+    fn proven_groups(
+        &self,
+        mut rep_of: Vec<u32>,
+        table: &DocTable,
+        totals: &IndexTotals,
+        differing: &[u32],
+    ) -> Vec<u32> {
         let n = self.n();
-        let mut rep_of = exact_groups(table, n);
         for &d in differing {
             rep_of[d as usize] = d;
         }
@@ -730,7 +745,7 @@ impl<'a> PairPasses<'a> {
             "kept-merge",
             kept,
             RunHeader::counts(5, KEPT_RUNS),
-            self.index.fan_in(table.len() as u64 * PER_DOC_BYTES + table.ids.heap_bytes() + encoders),
+            self.index.fan_in(per_document_bytes(table) + encoders),
             &mut out,
             self.control,
         )?;
@@ -1029,9 +1044,10 @@ pub const NAMED_CAPPED: usize = 10;
 const PAIR_DOC_BYTES: u64 = PER_DOC_BYTES + 4;
 
 /// What the documents of `table` hold while candidates are made and
-/// scored: [`PAIR_DOC_BYTES`] each, and their IDs when held (a staged job's).
+/// scored: [`PAIR_DOC_BYTES`] each, and their hashes and IDs when held (a
+/// staged job's).
 fn per_document_bytes(table: &DocTable) -> u64 {
-    table.len() as u64 * PAIR_DOC_BYTES + table.ids.heap_bytes()
+    table.len() as u64 * PAIR_DOC_BYTES + table.hashes.len() as u64 * 16 + table.ids.heap_bytes()
 }
 
 /// The candidate pairs, as runs cut by scoring range, and what their counts leave out.

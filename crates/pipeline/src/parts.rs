@@ -64,6 +64,9 @@ impl DocTable {
         let DocIds::Memory { ids, ranges } = &self.ids else {
             return Err(std::io::Error::other("internal error: a document table without its IDs in memory"));
         };
+        if self.hashes.len() != self.len() {
+            return Err(std::io::Error::other("internal error: a document table without its hashes"));
+        }
         for ((&tokens, hash), range) in self.tokens.iter().zip(&self.hashes).zip(ranges) {
             w.u32(tokens)?;
             w.bytes(&hash.to_le_bytes())?;
@@ -108,7 +111,7 @@ impl DocTable {
 
     /// Bytes it holds in memory.
     pub fn bytes(&self) -> u64 {
-        (self.len() * (4 + 16) + self.candidates.len() * 4) as u64 + self.ids.heap_bytes()
+        (self.tokens.len() * 4 + self.hashes.len() * 16 + self.candidates.len() * 4) as u64 + self.ids.heap_bytes()
     }
 
     /// Adds the documents of `next`, which follow this table's (both with

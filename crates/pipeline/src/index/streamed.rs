@@ -35,7 +35,10 @@ use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_runs::RunHeader;
 use dupgram_sieve::Sieve;
 
-use super::{DocTable, IdRange, IndexJob, IndexSink, IndexStats, MergedIndex, WRITER_BYTES, by_bucket, exact_groups};
+use super::{
+    DocTable, IdRange, IndexJob, IndexSink, IndexStats, MergedIndex, PER_DOC_BYTES, WRITER_BYTES, by_bucket,
+    exact_groups,
+};
 use crate::doc_ids::{DocIds, IdsKept, IdsOnDisk, ListedIds};
 use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan};
 use crate::ngrams::{NgramStats, Reread, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
@@ -54,29 +57,34 @@ const FIRST_POSTINGS_RATE: f64 = 6.0;
 /// The smallest posting chunk a worker sorts: below it the sieve gives way.
 const MIN_POSTINGS: u64 = 4096;
 
-/// Bytes the document table takes per document while it is built beside
-/// the streams' lists: each stream's [`DocRecord`]s (20 bytes), then the
-/// table's tokens, hash and candidate count (28, with 4 to spare). Its IDs
-/// are on disk, or not kept (see [`crate::doc_ids`]).
-const TABLE_BYTES_PER_DOC: u64 = DocRecord::BYTES + 28;
-
-/// A document's tokens and hash as the index pass over a stream records
-/// them: 20 bytes, where a `(u32, u128)` takes 32 (a `u128` aligns to 16).
-#[derive(Clone, Copy)]
-struct DocRecord {
-    tokens: u32,
-    hash: [u32; 4],
+/// Bytes a document takes while the index is built beside the streams'
+/// lists, and after, for the most of which a job holds room: each
+/// stream's record of its tokens and, when hashed (to group identical
+/// documents), its hash (4 and 16 bytes), then the table's (the same, and
+/// 4 for its candidate count); after the index, when the hashes are gone,
+/// [`PER_DOC_BYTES`] and 4 for `pairs`' count of common n-grams. Its ID is
+/// on disk, or not kept (see [`crate::doc_ids`]). With 4 to spare.
+const fn bytes_per_doc(hashed: bool) -> u64 {
+    let hash = if hashed { 2 * DocHash::BYTES } else { 0 };
+    let index = 4 + 4 + 4 + hash + 4;
+    let after = PER_DOC_BYTES + 4;
+    if index > after { index } else { after }
 }
 
-impl DocRecord {
-    const BYTES: u64 = std::mem::size_of::<DocRecord>() as u64;
+/// A document's hash as the index pass over a stream records it: 16
+/// bytes aligned to 4, where a `u128` aligns to 16.
+#[derive(Clone, Copy)]
+struct DocHash([u32; 4]);
 
-    fn new(tokens: u32, hash: u128) -> Self {
-        DocRecord { tokens, hash: [hash as u32, (hash >> 32) as u32, (hash >> 64) as u32, (hash >> 96) as u32] }
+impl DocHash {
+    const BYTES: u64 = std::mem::size_of::<DocHash>() as u64;
+
+    fn new(hash: u128) -> Self {
+        DocHash([hash as u32, (hash >> 32) as u32, (hash >> 64) as u32, (hash >> 96) as u32])
     }
 
-    fn hash(&self) -> u128 {
-        self.hash.iter().rev().fold(0, |h, &part| (h << 32) | u128::from(part))
+    fn get(&self) -> u128 {
+        self.0.iter().rev().fold(0, |h, &part| (h << 32) | u128::from(part))
     }
 }
 
@@ -91,13 +99,23 @@ struct ListedDocs {
 /// What [`IndexJob::build_streamed`] made.
 pub(crate) struct StreamedIndex {
     pub merged: MergedIndex,
+    /// Without hashes: they are gone once the groups are made.
     pub table: DocTable,
+    /// Each document's group of identical documents by hash, as its first
+    /// member ([`exact_groups`]), when asked for.
+    pub rep_of: Option<Vec<u32>>,
     /// The index files, in the order of their IDs (empty when gathered).
     pub paths: Vec<PathBuf>,
     /// What later passes read the text from (none without [`Reread::Text`]).
     pub inputs: Vec<dupgram_corpus::Input>,
     pub norm: dupgram_lexicon::Normalization,
     pub stopwords: Vec<String>,
+}
+
+/// The document table and, when asked for, its groups.
+struct BuiltTable {
+    table: DocTable,
+    rep_of: Option<Vec<u32>>,
 }
 
 /// What the index over the streams is built for.
@@ -164,6 +182,8 @@ struct PartCut<'a, const L: usize> {
     fill: bool,
     /// Build the document table on the way.
     table: bool,
+    /// With each document's hash (for the groups of identical documents).
+    hash: bool,
     /// Count each document's kept occurrences (for gathering lists).
     count: bool,
     label: (usize, usize),
@@ -197,7 +217,7 @@ impl IndexJob<'_> {
         }
         let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
         let (corpus, inputs) =
-            tokenise_for_index(self.base, self.control, self.work, TABLE_BYTES_PER_DOC, ids, reread, &mut first)?;
+            tokenise_for_index(self.base, self.control, self.work, bytes_per_doc(groups), ids, reread, &mut first)?;
         stats.bytes_spilled += first.bytes_spilled;
         let layout = KeyLayout::new(self.base.n, corpus.lexicon.len().saturating_sub(1) as u32)?;
         // Standard input's copy stays on disk for the passes after the index, and so do the IDs.
@@ -214,8 +234,8 @@ impl IndexJob<'_> {
             _ => self.parts_with::<16>(corpus, layout, &how, &mut first, stats),
         };
         stats.first_pass = Some(first);
-        let (merged, table, paths, norm, stopwords) = built?;
-        Ok(StreamedIndex { merged, table, paths, inputs, norm, stopwords })
+        let (merged, BuiltTable { table, rep_of }, paths, norm, stopwords) = built?;
+        Ok(StreamedIndex { merged, table, rep_of, paths, inputs, norm, stopwords })
     }
 
     #[allow(clippy::type_complexity)]
@@ -226,9 +246,11 @@ impl IndexJob<'_> {
         how: &IndexHow,
         first: &mut NgramStats,
         stats: &mut IndexStats,
-    ) -> Result<(MergedIndex, DocTable, Vec<PathBuf>, dupgram_lexicon::Normalization, Vec<String>), PipelineError> {
+    ) -> Result<(MergedIndex, BuiltTable, Vec<PathBuf>, dupgram_lexicon::Normalization, Vec<String>), PipelineError>
+    {
         let IndexHow { groups, fits, kept } = *how;
-        let beside = corpus.held_beside(TABLE_BYTES_PER_DOC);
+        let per_doc = bytes_per_doc(groups);
+        let beside = corpus.held_beside(per_doc);
         let StreamedCorpus { lexicon, sieve, sieve_filled, streamed, streams, mut documents, .. } = corpus;
         let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &streamed, layout };
         let docs: u64 = documents.iter().map(|d| d.len() as u64).sum();
@@ -244,7 +266,7 @@ impl IndexJob<'_> {
         let mut sieve = sieve;
         let list = ListedDocs {
             documents: docs,
-            bytes: documents.iter().map(StreamDocs::heap_bytes).sum::<u64>() + docs * TABLE_BYTES_PER_DOC,
+            bytes: documents.iter().map(StreamDocs::heap_bytes).sum::<u64>() + docs * per_doc,
         };
         let capacity = self.make_room_for_postings::<L>(&mut sieve, &lexicon, beside, list, layout, first)?;
         // A sieve the lexicon pass did not fill is made anew for each part
@@ -289,6 +311,7 @@ impl IndexJob<'_> {
                 buckets: &cut,
                 fill: refill.is_some(),
                 table: table.is_none(),
+                hash: groups,
                 count: gather_possible,
                 label: (i, expected),
                 last,
@@ -309,10 +332,13 @@ impl IndexJob<'_> {
             stats.bytes_spilled += spilled;
             stats.index_seconds += it.elapsed().as_secs_f64();
             let table =
-                table.as_ref().ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
+                table.as_mut().ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
             if groups && rep_of.is_none() {
                 rep_of = Some(exact_groups(table, self.base.n as u32));
+                // The hashes served the groups only.
+                table.hashes = Vec::new();
             }
+            let table = &*table;
             let mt = Instant::now();
             let candidates: u64 = table.candidates.iter().map(|&c| u64::from(c)).sum();
             let gather = gather_possible
@@ -348,6 +374,7 @@ impl IndexJob<'_> {
         stats.tokens = first.tokens;
         let table = table.ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
         let paths = if merged.lists.is_some() { Vec::new() } else { paths };
+        let table = BuiltTable { table, rep_of };
         Ok((merged, table, paths, lexicon.normalization(), lexicon.stopwords().to_vec()))
     }
 
@@ -398,6 +425,8 @@ impl IndexJob<'_> {
             buckets: cut.buckets,
             fill: false,
             table: true,
+            // The tasks after group the identical documents of all shards.
+            hash: true,
             count: false,
             label: (1, 1),
             last: false,
@@ -519,8 +548,10 @@ impl IndexJob<'_> {
                 range: how.range,
                 numbers,
                 ended: 0,
-                words: how.table.then(Vec::new),
-                records: if how.table { Vec::with_capacity(listed.len()) } else { Vec::new() },
+                table: how.table,
+                words: (how.table && how.hash).then(Vec::new),
+                tokens: if how.table { Vec::with_capacity(listed.len()) } else { Vec::new() },
+                hashes: if how.table && how.hash { Vec::with_capacity(listed.len()) } else { Vec::new() },
             };
             let mut walk = streamed.walk::<L>(layout, worker, sieve.is_some())?;
             let part = how.range.first_words();
@@ -544,7 +575,8 @@ impl IndexJob<'_> {
                 runs: sink.inner.runs,
                 spilled: sink.inner.spilled,
                 counts: sink.inner.counts,
-                records: sink.records,
+                tokens: sink.tokens,
+                hashes: sink.hashes,
             })
         })?;
         let mut runs = Vec::new();
@@ -552,7 +584,7 @@ impl IndexJob<'_> {
         let docs = first.documents as usize;
         let mut built = how.table.then(|| DocTable {
             tokens: vec![0; docs],
-            hashes: vec![0; docs],
+            hashes: if how.hash { vec![0; docs] } else { Vec::new() },
             ids: DocIds::Unnamed,
             candidates: if how.count { vec![0; docs] } else { Vec::new() },
         });
@@ -563,10 +595,11 @@ impl IndexJob<'_> {
             for &(doc, c) in part.counts.iter().flatten() {
                 table.candidates[(doc - how.first_doc) as usize] += c;
             }
-            for (doc, record) in listed.numbers().zip(&part.records) {
-                let d = doc as usize;
-                table.tokens[d] = record.tokens;
-                table.hashes[d] = record.hash();
+            for (doc, &tokens) in listed.numbers().zip(&part.tokens) {
+                table.tokens[doc as usize] = tokens;
+            }
+            for (doc, hash) in listed.numbers().zip(&part.hashes) {
+                table.hashes[doc as usize] = hash.get();
             }
         }
         if let Some(table) = built.as_mut() {
@@ -622,8 +655,10 @@ struct PartOfStream {
     spilled: u64,
     /// (document, occurrences kept), when counted.
     counts: Option<Vec<(u64, u32)>>,
-    /// Each document's tokens and hash, in stream order, when the table is built.
-    records: Vec<DocRecord>,
+    /// Each document's tokens, in stream order, when the table is built.
+    tokens: Vec<u32>,
+    /// And its hash, when hashed.
+    hashes: Vec<DocHash>,
 }
 
 /// Word identities hashed at a time.
@@ -638,11 +673,15 @@ struct StreamIndexSink<'a, const L: usize, N> {
     numbers: N,
     /// Documents of the stream ended so far.
     ended: usize,
+    /// Build the document table.
+    table: bool,
     /// The current document's word identities not yet hashed, when the
-    /// document table is built.
+    /// document table is built with hashes.
     words: Option<Vec<u64>>,
-    /// Each ended document's tokens and hash, in stream order.
-    records: Vec<DocRecord>,
+    /// Each ended document's tokens, in stream order (when the table is built).
+    tokens: Vec<u32>,
+    /// And its hash (when hashed).
+    hashes: Vec<DocHash>,
 }
 
 impl<const L: usize, N> StreamIndexSink<'_, L, N> {
@@ -678,8 +717,7 @@ impl<const L: usize, N: Iterator<Item = u64>> ScanSink<L> for StreamIndexSink<'_
     }
 
     fn document_end(&mut self, tokens: u64) {
-        if self.words.is_some() {
-            self.hash_words();
+        if self.table {
             let Ok(tokens) = u32::try_from(tokens) else {
                 let doc = self.inner.doc;
                 self.inner
@@ -687,7 +725,11 @@ impl<const L: usize, N: Iterator<Item = u64>> ScanSink<L> for StreamIndexSink<'_
                     .get_or_insert(PipelineError::Usage(format!("document {doc} has more than {} tokens", u32::MAX)));
                 return;
             };
-            self.records.push(DocRecord::new(tokens, self.inner.hasher.digest128()));
+            self.tokens.push(tokens);
+        }
+        if self.words.is_some() {
+            self.hash_words();
+            self.hashes.push(DocHash::new(self.inner.hasher.digest128()));
             self.inner.hasher.reset();
         }
         self.ended += 1;
@@ -700,17 +742,23 @@ impl<const L: usize, N: Iterator<Item = u64>> ScanSink<L> for StreamIndexSink<'_
 
 #[cfg(test)]
 mod tests {
-    use super::DocRecord;
+    use super::{DocHash, bytes_per_doc};
     use proptest::prelude::*;
 
+    /// A document costs 48 bytes when hashed (`pairs`) and 28 when not
+    /// (`dedup`, `overlap`): what the documentation says.
+    #[test]
+    fn a_document_costs_what_the_limits_say() {
+        assert_eq!((bytes_per_doc(true), bytes_per_doc(false)), (48, 28));
+    }
+
     proptest! {
-        /// A record gives back the hash it was made with, in 20 bytes.
+        /// A hash comes back as it went in, in 16 bytes aligned to 4.
         #[test]
-        fn a_doc_record_keeps_its_hash(tokens: u32, hash: u128) {
-            let record = DocRecord::new(tokens, hash);
-            prop_assert_eq!(record.hash(), hash);
-            prop_assert_eq!(record.tokens, tokens);
-            prop_assert_eq!(DocRecord::BYTES, 20);
+        fn a_doc_hash_keeps_its_value(hash: u128) {
+            prop_assert_eq!(DocHash::new(hash).get(), hash);
+            prop_assert_eq!(DocHash::BYTES, 16);
+            prop_assert_eq!(std::mem::align_of::<DocHash>(), 4);
         }
 
         /// An ID's range gives back its start and length, in the 12 bytes the plan counts.
