@@ -151,7 +151,7 @@ pub struct DocTable {
     /// A hash of each document's words, for [`exact_groups`]: empty in a
     /// job that groups none, and once the groups are made.
     pub hashes: Vec<u128>,
-    /// Their IDs, when the job keeps them (see [`crate::doc_ids`]).
+    /// Their IDs, when the job keeps them (see the crate's `doc_ids` module).
     pub ids: DocIds,
     /// Occurrences the sieve let through, per document (when asked for): at
     /// least the document's duplicate occurrences.

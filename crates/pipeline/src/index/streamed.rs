@@ -24,9 +24,11 @@
 //! buckets of one merge do: the index is the same, ID for ID, whatever the
 //! parts (only cut into more files).
 //!
-//! The document table (tokens, hash, ID) comes from the first part's walk;
-//! the hash is of the first-seen IDs, which name words exactly (as the
-//! text-reading pass's mix of IDs and bytes did): only its value differs.
+//! The document table comes from the first part's walk: each document's
+//! tokens and, for a job that groups identical documents (`pairs`), its
+//! hash, of the first-seen IDs, which name words exactly (as the
+//! text-reading pass's mix of IDs and bytes did: only its value differs);
+//! its IDs, when kept, from the lists' spills (see [`crate::doc_ids`]).
 
 use std::path::PathBuf;
 use std::time::Instant;
