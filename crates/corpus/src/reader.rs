@@ -177,7 +177,7 @@ impl CorpusReader {
         &self.stats
     }
 
-    /// Fills `batch` with about `target` bytes of text; false once every input is read.
+    /// Fills `batch` with about `target` bytes ([`Batch::held_bytes`]); false once every input is read.
     pub fn fill(&mut self, batch: &mut Batch, target: usize) -> Result<bool, CorpusError> {
         batch.clear();
         while batch.held_bytes() < target {
