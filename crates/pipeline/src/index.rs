@@ -521,8 +521,8 @@ impl<'a> IndexJob<'a> {
         let docs = table.len();
         let merges = buckets.len();
         let builder = gather.then(|| DocListsBuilder::new(&table.candidates));
-        let other =
-            docs as u64 * 40 * merges as u64 + builder.as_ref().map_or(0, DocListsBuilder::bytes) + self.held.get();
+        let per_merge = docs as u64 * MERGE_DOC_BYTES * merges as u64;
+        let other = table.bytes() + per_merge + builder.as_ref().map_or(0, DocListsBuilder::bytes) + self.held.get();
         let job = BucketMerge {
             work: self.work,
             control: self.control,
@@ -590,6 +590,11 @@ impl<'a> IndexJob<'a> {
         blocks
     }
 }
+
+/// Bytes each bucket's merge holds per document: its totals (occurrences
+/// and types, 4 bytes each) and its group check's flag, with 3 to spare.
+/// The table's own bytes are counted beside.
+const MERGE_DOC_BYTES: u64 = 12;
 
 /// The most buckets an index merge runs in, one a thread.
 const MERGE_BUCKETS: usize = 2;
