@@ -95,7 +95,9 @@ fn output_is_identical_for_any_threads_and_memory() {
     let corpus = dir.path().join("c.jsonl");
     generated(&corpus, 150_000, 11, 3000);
     let mut outputs = Vec::new();
-    for (threads, memory) in [("1", "1G"), ("2", "16M"), ("3", "24M"), ("2", "256M")] {
+    // Two threads at 16M leave chunks no room once the code is mapped in
+    // large pieces (see docs/limits.md#memory): one thread takes the floor.
+    for (threads, memory) in [("1", "1G"), ("1", "16M"), ("2", "24M"), ("3", "32M"), ("2", "256M")] {
         let out = dir.path().join(format!("o-{threads}-{memory}.tsv"));
         let (code, _, stderr) =
             run(&["ngrams", s(&corpus), "-n", "7", "-o", s(&out), "--threads", threads, "--memory", memory, "-q"]);
