@@ -189,7 +189,7 @@ impl Stage<'_> {
             totals.absorb(&part.totals).map_err(|e| ClusterError::corrupt(&path, e.to_string()))?;
             differing.extend(part.differing);
         }
-        let rep_of = passes.groups(&table, &totals, &differing);
+        let rep_of = passes.groups(&table, &totals, &differing)?;
         Ok(Corpus { table, totals, rep_of, ranges })
     }
 

@@ -242,7 +242,7 @@ pub fn update(
             // The table and totals, each document's group, and a mark per document in each walk's check.
             let docs = table.len() as u64;
             room.take(table.bytes() + docs * 8 + docs * 4 + docs * threads as u64)?;
-            let rep_of = dupgram_pipeline::exact_groups(&table, config.n as u32);
+            let rep_of = dupgram_pipeline::exact_groups(&table, config.n as u32)?;
             let corpus = ScoredCorpus { table, totals, first_new: first_new as u32, n: config.n as u32, rep_of };
             grown = Some((corpus, room));
         }

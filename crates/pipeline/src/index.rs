@@ -198,9 +198,17 @@ impl DocTable {
 /// Groups of documents with identical token sequences (by hash); each
 /// document maps to its group's first document. Documents too short for an
 /// n-gram share nothing and stay alone. Hashes are not proof: a
-/// [`GroupCheck`] over the n-grams says who differs. The table holds its
-/// hashes.
-pub fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
+/// [`GroupCheck`] over the n-grams says who differs. Only `pairs` hashes
+/// its documents, and it groups them before it lets the hashes go: a table
+/// without them is refused.
+pub fn exact_groups(table: &DocTable, n: u32) -> Result<Vec<u32>, PipelineError> {
+    if table.hashes.len() != table.tokens.len() {
+        return Err(PipelineError::Usage(format!(
+            "internal error: documents grouped with {} hashes for {} documents",
+            table.hashes.len(),
+            table.tokens.len()
+        )));
+    }
     let mut rep_of: Vec<u32> = (0..table.len() as u32).collect();
     let mut order: Vec<u32> = (0..table.len() as u32).filter(|&d| table.tokens[d as usize] >= n).collect();
     order.sort_unstable_by_key(|&d| (table.hashes[d as usize], table.tokens[d as usize], d));
@@ -211,7 +219,7 @@ pub fn exact_groups(table: &DocTable, n: u32) -> Vec<u32> {
             rep_of[d as usize] = w[0];
         }
     }
-    rep_of
+    Ok(rep_of)
 }
 
 /// How much smaller the duplicate-only index is than a full one.
@@ -1813,6 +1821,20 @@ mod tests {
     use dupgram_jobkit::{Control, PipelineError};
     use dupgram_runs::{RunHeader, RunWriter};
     use std::sync::atomic::Ordering;
+
+    #[test]
+    fn documents_are_grouped_by_hash_and_length_and_only_with_their_hashes() {
+        let mut table = super::DocTable::default();
+        // 0 and 2 alike; 1 the same hash, another length; 3 too short for an n-gram.
+        for (tokens, hash) in [(5, 7), (6, 7), (5, 7), (2, 7)] {
+            table.tokens.push(tokens);
+            table.hashes.push(hash);
+        }
+        assert_eq!(super::exact_groups(&table, 3).unwrap(), [0, 1, 0, 3]);
+        table.hashes = Vec::new();
+        let refused = super::exact_groups(&table, 3).unwrap_err().to_string();
+        assert!(refused.contains("0 hashes for 4 documents"), "{refused}");
+    }
 
     #[test]
     fn reading_the_index_for_blocks_stops_on_ctrl_c() {

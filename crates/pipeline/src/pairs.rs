@@ -321,7 +321,7 @@ impl<'a> PairPasses<'a> {
             }
             Some(dups) => {
                 let (merged, table, paths) = self.index_with_dups(dups, &mut stats.index)?;
-                let by_hash = exact_groups(&table, self.n());
+                let by_hash = exact_groups(&table, self.n())?;
                 (merged, table, by_hash, paths)
             }
         };
@@ -448,7 +448,7 @@ impl<'a> PairPasses<'a> {
         stats: &mut IndexStats,
     ) -> Result<MergedIndex, PipelineError> {
         let t = Instant::now();
-        let rep_of = exact_groups(table, self.n());
+        let rep_of = exact_groups(table, self.n())?;
         let merged = self.index.merge_index(buckets, lexicon, paths, table, false, Some(&rep_of), stats)?;
         stats.merge_seconds += t.elapsed().as_secs_f64();
         Ok(merged)
@@ -457,8 +457,8 @@ impl<'a> PairPasses<'a> {
     /// Each document's group of identical documents, as its first member:
     /// equal hashes and lengths, proven identical by the index (documents
     /// any bucket showed to differ, `differing`, stay alone).
-    pub fn groups(&self, table: &DocTable, totals: &IndexTotals, differing: &[u32]) -> Vec<u32> {
-        self.proven_groups(exact_groups(table, self.n()), table, totals, differing)
+    pub fn groups(&self, table: &DocTable, totals: &IndexTotals, differing: &[u32]) -> Result<Vec<u32>, PipelineError> {
+        Ok(self.proven_groups(exact_groups(table, self.n())?, table, totals, differing))
     }
 
     /// The groups by hash `rep_of` ([`exact_groups`]) as [`Self::groups`] proves them.

@@ -336,7 +336,7 @@ impl IndexJob<'_> {
             let table =
                 table.as_mut().ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
             if groups && rep_of.is_none() {
-                rep_of = Some(exact_groups(table, self.base.n as u32));
+                rep_of = Some(exact_groups(table, self.base.n as u32)?);
                 // The hashes served the groups only.
                 table.hashes = Vec::new();
             }
