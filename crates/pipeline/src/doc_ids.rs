@@ -292,6 +292,61 @@ impl DocIds {
     }
 }
 
+/// Builds a [`DocIds::Memory`] from lists of IDs, each appended whole, with
+/// every document's range placed by its number: a worker's list holds its
+/// documents in its own order, which is not the corpus's.
+pub(crate) struct MemoryIds {
+    ids: String,
+    ranges: Vec<IdRange>,
+}
+
+impl MemoryIds {
+    /// For `docs` documents, none placed yet.
+    pub(crate) fn new(docs: usize) -> Self {
+        MemoryIds { ids: String::new(), ranges: vec![IdRange::default(); docs] }
+    }
+
+    /// Appends the list `ids`; `places` gives each of its documents'
+    /// number and its ID's (start, length) in `ids`.
+    pub(crate) fn add(&mut self, ids: &str, places: impl IntoIterator<Item = (usize, u64, u32)>) {
+        let offset = self.ids.len() as u64;
+        self.ids.push_str(ids);
+        for (doc, start, len) in places {
+            self.ranges[doc] = IdRange::new(offset + start, len);
+        }
+    }
+
+    /// Whether every range starts and ends on a character of the IDs (a
+    /// table read from a file may say otherwise).
+    pub(crate) fn on_char_boundaries(&self) -> bool {
+        self.ranges.iter().all(|r| {
+            let end = r.start().checked_add(u64::from(r.length()));
+            end.is_some_and(|end| {
+                end <= self.ids.len() as u64
+                    && self.ids.is_char_boundary(r.start() as usize)
+                    && self.ids.is_char_boundary(end as usize)
+            })
+        })
+    }
+
+    pub(crate) fn finish(self) -> DocIds {
+        DocIds::Memory { ids: self.ids, ranges: self.ranges }
+    }
+}
+
+/// The places of a list's IDs given as lengths one after the other:
+/// (document, start, length) for the documents `docs` in order.
+pub(crate) fn places_of_lengths(
+    docs: impl IntoIterator<Item = usize>,
+    lens: impl IntoIterator<Item = u32>,
+) -> impl Iterator<Item = (usize, u64, u32)> {
+    docs.into_iter().zip(lens).scan(0u64, |at, (doc, len)| {
+        let start = *at;
+        *at += u64::from(len);
+        Some((doc, start, len))
+    })
+}
+
 /// Document IDs on disk in document order (the format above), read one
 /// at a time with positioned reads: any number of threads at once.
 #[derive(Debug)]
@@ -461,6 +516,26 @@ mod tests {
         std::fs::write(&a.path, bytes).unwrap();
         let runs = [(0, 2)];
         assert!(IdsOnDisk::from_spills(dir.path(), &[(&runs[..], &a)]).is_err());
+    }
+
+    /// Two workers' lists, interleaved in the corpus, placed by number.
+    #[test]
+    fn lists_held_in_memory_are_placed_by_document() {
+        let mut built = MemoryIds::new(4);
+        built.add("béta-d", places_of_lengths([1, 3], [5, 2]));
+        built.add("ac", places_of_lengths([0, 2], [1, 1]));
+        assert!(built.on_char_boundaries());
+        let ids = built.finish();
+        let named: Vec<String> = (0..4).map(|d| ids.id(d).unwrap().into_owned()).collect();
+        assert_eq!(named, ["a", "béta", "c", "-d"]);
+        // A length that cuts the é in two is seen.
+        let mut cut = MemoryIds::new(2);
+        cut.add("béta", places_of_lengths([0, 1], [2, 3]));
+        assert!(!cut.on_char_boundaries());
+        // As is one past the IDs' end.
+        let mut past = MemoryIds::new(1);
+        past.add("ab", places_of_lengths([0], [3]));
+        assert!(!past.on_char_boundaries());
     }
 
     /// Changed bytes anywhere in a spill or the store give an error or

@@ -54,7 +54,7 @@ use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::doc_ids::{DocIds, IdsKept};
+use crate::doc_ids::{DocIds, IdsKept, MemoryIds};
 use crate::first_words::FirstWords;
 use crate::ngrams::{NgramConfig, NgramStats, Reread};
 use crate::scan::{ScanSink, Scanner};
@@ -453,7 +453,7 @@ impl<'a> IndexJob<'a> {
             ids: DocIds::default(),
             candidates: if count { vec![0; docs] } else { Vec::new() },
         };
-        let (mut all_ids, mut ranges) = (String::new(), vec![IdRange::default(); docs]);
+        let mut all_ids = MemoryIds::new(docs);
         let mut runs = Vec::new();
         for (sink, records, ids, tokens) in outputs {
             stats.tokens += tokens;
@@ -462,16 +462,13 @@ impl<'a> IndexJob<'a> {
             for &(doc, c) in sink.counts.iter().flatten() {
                 table.candidates[(doc - shard.first_doc) as usize] += c;
             }
-            let offset = all_ids.len() as u64;
-            all_ids.push_str(&ids);
-            for r in records {
-                let d = r.doc as usize;
-                table.tokens[d] = r.tokens;
-                table.hashes[d] = r.hash;
-                ranges[d] = IdRange::new(offset + r.id_start, r.id_len);
+            for r in &records {
+                table.tokens[r.doc as usize] = r.tokens;
+                table.hashes[r.doc as usize] = r.hash;
             }
+            all_ids.add(&ids, records.iter().map(|r| (r.doc as usize, r.id_start, r.id_len)));
         }
-        table.ids = DocIds::Memory { ids: all_ids, ranges };
+        table.ids = all_ids.finish();
         Ok((runs, table))
     }
 

@@ -37,7 +37,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::doc_ids::DocIds;
+use crate::doc_ids::{DocIds, MemoryIds, places_of_lengths};
 use crate::index::{DocPastTable, DocTable, IdRange, IndexTotals};
 use dupgram_jobkit::error::PipelineError;
 
@@ -95,16 +95,13 @@ impl DocTable {
         let id_bytes = r.count(1)?;
         let ids = r.take(id_bytes)?;
         let ids = String::from_utf8(ids.to_vec()).map_err(|_| r.corrupt("document IDs are not UTF-8"))?;
-        let mut ranges = Vec::with_capacity(docs);
-        let mut start = 0u64;
-        for len in lens {
-            ranges.push(IdRange::new(start, len));
-            start += u64::from(len);
-        }
-        if start != id_bytes as u64 || !ranges.iter().all(|r| ids.is_char_boundary(r.start() as usize)) {
+        let total: u64 = lens.iter().map(|&len| u64::from(len)).sum();
+        let mut built = MemoryIds::new(docs);
+        built.add(&ids, places_of_lengths(0..docs, lens));
+        if total != id_bytes as u64 || !built.on_char_boundaries() {
             return Err(r.corrupt("document ID lengths do not add up"));
         }
-        table.ids = DocIds::Memory { ids, ranges };
+        table.ids = built.finish();
         r.end()?;
         Ok((first_doc, table))
     }

@@ -38,10 +38,9 @@ use dupgram_runs::RunHeader;
 use dupgram_sieve::Sieve;
 
 use super::{
-    DocTable, IdRange, IndexJob, IndexSink, IndexStats, MergedIndex, PER_DOC_BYTES, WRITER_BYTES, by_bucket,
-    exact_groups,
+    DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, PER_DOC_BYTES, WRITER_BYTES, by_bucket, exact_groups,
 };
-use crate::doc_ids::{DocIds, IdsKept, IdsOnDisk, ListedIds};
+use crate::doc_ids::{DocIds, IdsKept, IdsOnDisk, ListedIds, MemoryIds, places_of_lengths};
 use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan};
 use crate::ngrams::{NgramStats, Reread, StreamDocs, StreamedCorpus, shrink_sieve, tokenise_for_index};
 use crate::scan::ScanSink;
@@ -622,20 +621,14 @@ fn table_ids(documents: &mut [StreamDocs], work: &std::path::Path) -> Result<Doc
         None | Some(ListedIds::Unnamed) => Ok(DocIds::Unnamed),
         Some(ListedIds::Memory { .. }) => {
             let docs: u64 = documents.iter().map(|d| d.listed).sum();
-            let mut all = String::new();
-            let mut ranges = vec![IdRange::default(); docs as usize];
+            let mut all = MemoryIds::new(docs as usize);
             for (list, ids) in documents.iter().zip(lists) {
                 let ListedIds::Memory { ids, lens } = ids else {
                     return Err(PipelineError::Usage("internal error: document IDs kept two ways".into()));
                 };
-                let mut at = all.len() as u64;
-                all.push_str(&ids);
-                for (doc, len) in list.numbers().zip(lens) {
-                    ranges[doc as usize] = IdRange::new(at, len);
-                    at += u64::from(len);
-                }
+                all.add(&ids, places_of_lengths(list.numbers().map(|doc| doc as usize), lens));
             }
-            Ok(DocIds::Memory { ids: all, ranges })
+            Ok(all.finish())
         }
         Some(ListedIds::Spilled(_)) => {
             let mut spilled = Vec::with_capacity(lists.len());
