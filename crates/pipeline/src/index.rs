@@ -54,7 +54,7 @@ use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::doc_ids::{DocIds, IdsKept, MemoryIds};
+use crate::doc_ids::{DocIds, MemoryIds};
 use crate::first_words::FirstWords;
 use crate::ngrams::{NgramConfig, NgramStats, Reread};
 use crate::scan::{ScanSink, Scanner};
@@ -275,7 +275,7 @@ impl<'a> IndexJob<'a> {
     ) -> Result<BuiltIndex, PipelineError> {
         let Some(dups) = self.dups else {
             let StreamedIndex { merged, table, inputs, norm, stopwords, .. } =
-                self.build_streamed(false, fits, Reread::Text, IdsKept::Not, stats)?;
+                self.build_streamed(false, fits, Reread::Text, false, stats)?;
             index_fraction(stats, &table, self.base.n as u32);
             let MergedIndex { totals, lists, parts, .. } = merged;
             return Ok(BuiltIndex { parts, lists, table, totals, inputs, norm, stopwords });

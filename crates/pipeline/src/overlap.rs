@@ -45,7 +45,6 @@ use dupgram_runs::RunReader;
 use serde::Serialize;
 
 use crate::dedup::{DedupOutput, line_text};
-use crate::doc_ids::IdsKept;
 use crate::index::{DocPastTable, IndexJob, IndexStats, StreamedIndex, index_fraction};
 use crate::ngrams::{NgramConfig, Reread, zstd_need};
 use crate::span::token_ranges;
@@ -163,7 +162,7 @@ pub fn overlap(
     let work = Scratch::create(&base.tmp_dir, "dupgram-overlap")?;
     let index = IndexJob::new(base, None, control, plan, work.path());
     let mut stats = OverlapStats { n: base.n, top: config.top, memory_budget: base.memory, ..OverlapStats::default() };
-    let built = index.build_streamed(false, None, Reread::Text, IdsKept::OnDisk, &mut stats.index)?;
+    let built = index.build_streamed(false, None, Reread::Text, true, &mut stats.index)?;
     index_fraction(&mut stats.index, &built.table, base.n as u32);
     let queries = count_documents(&built.inputs[..config.query_inputs], base, control)?;
     if queries > built.table.len() as u64 {

@@ -46,7 +46,6 @@ use dupgram_corpus::Input;
 use dupgram_lexicon::{Lexicon, Renumbering};
 use dupgram_sieve::Sieve;
 
-use crate::doc_ids::IdsKept;
 use crate::index::{
     AfterCut, BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
     PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
@@ -314,8 +313,7 @@ impl<'a> PairPasses<'a> {
     fn run(&self, stats: &mut PairsStats, sink: &mut dyn PairsSink, started: Instant) -> Result<(), PipelineError> {
         let (merged, table, by_hash, paths) = match &self.config.dups {
             None => {
-                let built =
-                    self.index.build_streamed(true, None, Reread::StreamsOnly, IdsKept::OnDisk, &mut stats.index)?;
+                let built = self.index.build_streamed(true, None, Reread::StreamsOnly, true, &mut stats.index)?;
                 let by_hash = built.rep_of.ok_or_else(|| PipelineError::Usage("internal error: no groups".into()))?;
                 (built.merged, built.table, by_hash, built.paths)
             }

@@ -204,18 +204,17 @@ impl IndexJob<'_> {
     /// (one part only), the merge gathers each document's occurrences
     /// in memory when `fits(documents, candidates)` says they fit. `reread`
     /// says whether the job reads the text again (see [`tokenise_for_index`]),
-    /// `ids` whether the table keeps the documents' IDs (on disk) or none.
+    /// `named` whether the table keeps the documents' IDs (on disk: one
+    /// process never holds them) or none.
     pub(crate) fn build_streamed(
         &self,
         groups: bool,
         fits: Option<&dyn Fn(u64, u64) -> bool>,
         reread: Reread,
-        ids: IdsKept,
+        named: bool,
         stats: &mut IndexStats,
     ) -> Result<StreamedIndex, PipelineError> {
-        if ids == IdsKept::Memory {
-            return Err(PipelineError::Usage("internal error: one process keeps its documents' IDs on disk".into()));
-        }
+        let ids = if named { IdsKept::OnDisk } else { IdsKept::Not };
         let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
         let (corpus, inputs) =
             tokenise_for_index(self.base, self.control, self.work, bytes_per_doc(groups), ids, reread, &mut first)?;
