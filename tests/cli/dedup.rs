@@ -887,3 +887,40 @@ fn too_many_documents_for_the_budget_are_refused_naming_a_budget_that_holds_them
         }
     }
 }
+
+/// A saved duplicate list (`ngrams -o … --lexicon …`) decides as the count
+/// does: the same documents kept, named by their IDs as they are read again.
+#[test]
+fn a_saved_duplicate_list_keeps_what_a_count_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    let spec = dupgram_testkit::CorpusSpec {
+        seed: 5,
+        tokens: 60_000,
+        vocabulary: 2000,
+        mean_doc_len: 80,
+        exact_copies: 0.1,
+        near_copies: 0.1,
+        passages: 0.1,
+        ..dupgram_testkit::CorpusSpec::default()
+    };
+    generated_from(&corpus, spec);
+    let (dups, lexicon) = (dir.path().join("dups.tsv"), dir.path().join("dups.lex"));
+    let (code, _, stderr) = run(&["ngrams", s(&corpus), "-n", "7", "-q", "-o", s(&dups), "--lexicon", s(&lexicon)]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut kept = Vec::new();
+    for with_list in [false, true] {
+        let out = dir.path().join(format!("kept-{with_list}.jsonl"));
+        let mut args = vec!["dedup", s(&corpus), "--unit", "doc", "-n", "7", "--strip", "-q", "-o", s(&out)];
+        if with_list {
+            args.extend(["--dups", s(&dups), "--lexicon", s(&lexicon)]);
+        }
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        kept.push(std::fs::read_to_string(&out).unwrap());
+    }
+    let documents = std::fs::read_to_string(&corpus).unwrap().lines().count();
+    let left = kept[0].lines().count();
+    assert!(left > 0 && left < documents, "{left} of {documents} kept");
+    assert_eq!(kept[0], kept[1]);
+}

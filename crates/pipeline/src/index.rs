@@ -286,11 +286,9 @@ impl<'a> IndexJob<'a> {
         let t = std::time::Instant::now();
         let cut = self.merge_cut(&lexicon);
         let shard = ShardCut { first_doc: 0, buckets: &cut };
-        let (runs, mut table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), shard, stats)?;
-        drop(sieve);
         // This job names documents as it reads the text again, and groups none.
-        table.ids = DocIds::Unnamed;
-        table.hashes = Vec::new();
+        let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), false, shard, stats)?;
+        drop(sieve);
         stats.index_seconds = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
         let paths = self.index_paths(cut.len() + 1);
@@ -360,27 +358,31 @@ impl<'a> IndexJob<'a> {
 
     /// The index pass over `inputs`, whose first document is number
     /// `shard.first_doc` of the corpus: postings runs, one set per bucket
-    /// of first word IDs (`shard.buckets`, as for a count), and the documents read.
+    /// of first word IDs (`shard.buckets`, as for a count), and the documents
+    /// read: with `named` each one's ID and hash (to name it and group
+    /// identical documents), else its tokens alone.
+    #[allow(clippy::too_many_arguments)]
     pub fn index_pass(
         &self,
         inputs: &[Input],
         lexicon: &Lexicon,
         sieve: Option<&Sieve>,
         count: bool,
+        named: bool,
         shard: ShardCut,
         stats: &mut IndexStats,
     ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
         // IDs are those of the loaded words: the repeated ones, or all of them for a kept state.
         let layout = KeyLayout::new(self.base.n, lexicon.len().saturating_sub(1) as u32)?;
         match layout.words() {
-            1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, count, shard, stats),
-            2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, count, shard, stats),
-            3 => self.index_pass_with::<3>(inputs, lexicon, sieve, layout, count, shard, stats),
-            4 => self.index_pass_with::<4>(inputs, lexicon, sieve, layout, count, shard, stats),
-            6 => self.index_pass_with::<6>(inputs, lexicon, sieve, layout, count, shard, stats),
-            8 => self.index_pass_with::<8>(inputs, lexicon, sieve, layout, count, shard, stats),
-            12 => self.index_pass_with::<12>(inputs, lexicon, sieve, layout, count, shard, stats),
-            _ => self.index_pass_with::<16>(inputs, lexicon, sieve, layout, count, shard, stats),
+            1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, count, named, shard, stats),
+            2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, count, named, shard, stats),
+            3 => self.index_pass_with::<3>(inputs, lexicon, sieve, layout, count, named, shard, stats),
+            4 => self.index_pass_with::<4>(inputs, lexicon, sieve, layout, count, named, shard, stats),
+            6 => self.index_pass_with::<6>(inputs, lexicon, sieve, layout, count, named, shard, stats),
+            8 => self.index_pass_with::<8>(inputs, lexicon, sieve, layout, count, named, shard, stats),
+            12 => self.index_pass_with::<12>(inputs, lexicon, sieve, layout, count, named, shard, stats),
+            _ => self.index_pass_with::<16>(inputs, lexicon, sieve, layout, count, named, shard, stats),
         }
     }
 
@@ -392,6 +394,7 @@ impl<'a> IndexJob<'a> {
         sieve: Option<&Sieve>,
         layout: KeyLayout,
         count: bool,
+        named: bool,
         shard: ShardCut,
         stats: &mut IndexStats,
     ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
@@ -414,6 +417,7 @@ impl<'a> IndexJob<'a> {
                     ..IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header)
                 },
                 docs: Vec::new(),
+                named,
                 ids: String::new(),
             })
             .collect();
@@ -449,11 +453,11 @@ impl<'a> IndexJob<'a> {
         let docs = read.documents as usize;
         let mut table = DocTable {
             tokens: vec![0; docs],
-            hashes: vec![0; docs],
-            ids: DocIds::default(),
+            hashes: if named { vec![0; docs] } else { Vec::new() },
+            ids: DocIds::Unnamed,
             candidates: if count { vec![0; docs] } else { Vec::new() },
         };
-        let mut all_ids = MemoryIds::new(docs);
+        let mut all_ids = named.then(|| MemoryIds::new(docs));
         let mut runs = Vec::new();
         for (sink, records, ids, tokens) in outputs {
             stats.tokens += tokens;
@@ -464,11 +468,15 @@ impl<'a> IndexJob<'a> {
             }
             for r in &records {
                 table.tokens[r.doc as usize] = r.tokens;
-                table.hashes[r.doc as usize] = r.hash;
             }
-            all_ids.add(&ids, records.iter().map(|r| (r.doc as usize, r.id_start, r.id_len)));
+            if let Some(all_ids) = all_ids.as_mut() {
+                for r in &records {
+                    table.hashes[r.doc as usize] = r.hash;
+                }
+                all_ids.add(&ids, records.iter().map(|r| (r.doc as usize, r.id_start, r.id_len)));
+            }
         }
-        table.ids = all_ids.finish();
+        table.ids = all_ids.map_or(DocIds::Unnamed, MemoryIds::finish);
         Ok((runs, table))
     }
 
@@ -907,6 +915,8 @@ struct IndexWorker<'a, const L: usize> {
     scanner: Scanner<'a, L>,
     sink: IndexSink<'a, L>,
     docs: Vec<DocRecord>,
+    /// Keep each document's ID (in `ids`).
+    named: bool,
     ids: String,
 }
 
@@ -1067,9 +1077,11 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
                     tokens: 0,
                     hash: 0,
                     id_start: self.ids.len() as u64,
-                    id_len: id.len() as u32,
+                    id_len: if self.named { id.len() as u32 } else { 0 },
                 });
-                self.ids.push_str(id);
+                if self.named {
+                    self.ids.push_str(id);
+                }
             }
             if let Some(tokens) = self.scanner.piece(batch.piece_text(piece), piece.last, &mut self.sink) {
                 let record = self.docs.last_mut().expect("a document starts before it ends");

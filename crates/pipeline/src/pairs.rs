@@ -376,7 +376,7 @@ impl<'a> PairPasses<'a> {
         stats: &mut IndexStats,
     ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
         let t = Instant::now();
-        let done = self.index.index_pass(inputs, lexicon, sieve, false, cut, stats);
+        let done = self.index.index_pass(inputs, lexicon, sieve, false, true, cut, stats);
         stats.index_seconds += t.elapsed().as_secs_f64();
         done
     }
