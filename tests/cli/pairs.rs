@@ -67,17 +67,31 @@ fn sample_pairs_clusters_and_jsonl() {
 fn reuse_of_ngrams_output() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("c.jsonl");
-    generated(&corpus, 60_000, 13, 800);
+    let texts = generated(&corpus, 60_000, 13, 800);
+    // Two groups of identical documents, which a saved list must group as a count does.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&corpus).unwrap();
+    for (id, text) in [("copy-a", &texts[3]), ("copy-b", &texts[3]), ("copy-c", &texts[7])] {
+        std::io::Write::write_all(&mut f, format!("{}\n", serde_json::json!({ "id": id, "text": text })).as_bytes())
+            .unwrap();
+    }
     let (dups, lex) = (dir.path().join("dups.tsv.zst"), dir.path().join("dups.lex"));
     let (code, _, stderr) = run(&["ngrams", s(&corpus), "-n", "6", "-o", s(&dups), "--lexicon", s(&lex), "-q"]);
     assert_eq!(code, 0, "{stderr}");
-    let (code, fresh, stderr) = run(&["pairs", s(&corpus), "-n", "6", "-q", "--min-cover", "0.3"]);
+    let (fresh_json, reused_json) = (dir.path().join("fresh.json"), dir.path().join("reused.json"));
+    let (code, fresh, stderr) =
+        run(&["pairs", s(&corpus), "-n", "6", "-q", "--min-cover", "0.3", "--stats-json", s(&fresh_json)]);
     assert_eq!(code, 0, "{stderr}");
-    let (code, reused, stderr) =
-        run(&["pairs", s(&corpus), "-n", "6", "-q", "--min-cover", "0.3", "--dups", s(&dups), "--lexicon", s(&lex)]);
+    let reuse = ["--min-cover", "0.3", "--dups", s(&dups), "--lexicon", s(&lex), "--stats-json", s(&reused_json)];
+    let (code, reused, stderr) = run(&[&["pairs", s(&corpus), "-n", "6", "-q"][..], &reuse].concat());
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(fresh, reused);
     assert!(fresh.lines().count() > 10);
+    let groups = |path: &std::path::Path| {
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        json["exact_groups"].as_u64().unwrap()
+    };
+    assert_eq!(groups(&fresh_json), groups(&reused_json));
+    assert!(groups(&fresh_json) >= 2);
     let (code, _, stderr) = run(&["pairs", s(&corpus), "--dups", s(&dups)]);
     assert_eq!(code, 2, "--dups needs --lexicon: {stderr}");
     // A cut list is refused, naming the file, the line being read and the offset in the compressed file.

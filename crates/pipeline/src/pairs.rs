@@ -317,11 +317,7 @@ impl<'a> PairPasses<'a> {
                 let by_hash = built.rep_of.ok_or_else(|| PipelineError::Usage("internal error: no groups".into()))?;
                 (built.merged, built.table, by_hash, built.paths)
             }
-            Some(dups) => {
-                let (merged, table, paths) = self.index_with_dups(dups, &mut stats.index)?;
-                let by_hash = exact_groups(&table, self.n())?;
-                (merged, table, by_hash, paths)
-            }
+            Some(dups) => self.index_with_dups(dups, &mut stats.index)?,
         };
         index_fraction(&mut stats.index, &table, self.n());
         stats.seconds.index = started.elapsed().as_secs_f64();
@@ -350,20 +346,20 @@ impl<'a> PairPasses<'a> {
 
     /// From a saved duplicate list (no lexicon pass, so no word streams):
     /// the index pass over the corpus and the index merge: the index, its
-    /// documents, its files.
+    /// documents, their groups by hash ([`exact_groups`]), its files.
     fn index_with_dups(
         &self,
         dups: &DupsInput,
         stats: &mut IndexStats,
-    ) -> Result<(MergedIndex, DocTable, Vec<PathBuf>), PipelineError> {
+    ) -> Result<(MergedIndex, DocTable, Vec<u32>, Vec<PathBuf>), PipelineError> {
         let (lexicon, sieve, inputs) = self.index.read_dups_list(dups)?;
         let cut = self.index.merge_cut(&lexicon);
         let shard = ShardCut { first_doc: 0, buckets: &cut };
         let (runs, table) = self.index_shard(&inputs, &lexicon, sieve.as_ref(), shard, stats)?;
         drop(sieve);
         let paths = self.index.index_paths(cut.len() + 1);
-        let merged = self.merge_buckets(by_bucket(runs, paths.len()), &lexicon, &table, &paths, stats)?;
-        Ok((merged, table, paths))
+        let (merged, by_hash) = self.merge_buckets(by_bucket(runs, paths.len()), &lexicon, &table, &paths, stats)?;
+        Ok((merged, table, by_hash, paths))
     }
 
     /// The index pass over a part of the corpus: postings runs by bucket, and its documents.
@@ -431,12 +427,13 @@ impl<'a> PairPasses<'a> {
         out: &Path,
         stats: &mut IndexStats,
     ) -> Result<BucketTotals, PipelineError> {
-        let merged = self.merge_buckets(vec![runs], lexicon, table, &[out.to_path_buf()], stats)?;
+        let (merged, _) = self.merge_buckets(vec![runs], lexicon, table, &[out.to_path_buf()], stats)?;
         Ok(BucketTotals { totals: merged.totals, differing: merged.differing })
     }
 
     /// [`merge_postings`](Self::merge_postings) of the runs of each bucket
-    /// of n-grams into the bucket's file of `paths`, each on a thread of its own.
+    /// of n-grams into the bucket's file of `paths`, each on a thread of its
+    /// own; returns the index and the groups by hash it checked.
     fn merge_buckets(
         &self,
         buckets: Vec<Vec<RunFile>>,
@@ -444,12 +441,12 @@ impl<'a> PairPasses<'a> {
         table: &DocTable,
         paths: &[PathBuf],
         stats: &mut IndexStats,
-    ) -> Result<MergedIndex, PipelineError> {
+    ) -> Result<(MergedIndex, Vec<u32>), PipelineError> {
         let t = Instant::now();
         let rep_of = exact_groups(table, self.n())?;
         let merged = self.index.merge_index(buckets, lexicon, paths, table, false, Some(&rep_of), stats)?;
         stats.merge_seconds += t.elapsed().as_secs_f64();
-        Ok(merged)
+        Ok((merged, rep_of))
     }
 
     /// Each document's group of identical documents, as its first member:
