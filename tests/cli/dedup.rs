@@ -850,7 +850,8 @@ fn span_parts_hashed_apart_judge_as_one_process() {
 /// refused, naming how many documents and a larger budget (the lexicon
 /// pass stops as soon as the ones read so far leave the words no room, and
 /// names what they alone need); at the budgets named the job runs. (`pairs`
-/// holds the same list.)
+/// holds the same list, and so does the index pass of `--dups`, which has
+/// no lexicon pass: it stops as soon as its workers' lists leave no room.)
 #[test]
 fn too_many_documents_for_the_budget_are_refused_naming_a_budget_that_holds_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -862,7 +863,12 @@ fn too_many_documents_for_the_budget_are_refused_naming_a_budget_that_holds_them
         let corpus = dir.path().join(format!("short-{documents}.txt"));
         let lines: String = (0..documents).map(|i| format!("w{} x{} y{}\n", i % 1009, i % 77, i % 13)).collect();
         std::fs::write(&corpus, lines).unwrap();
-        for job in [&["dedup", "--unit", "doc", "-n", "2"][..], &["pairs", "-n", "2", "--min-sscr", "0.9"]] {
+        let (dups, lexicon) = (dir.path().join(format!("dups-{documents}.tsv")), dir.path().join("dups.lex"));
+        let (code, _, stderr) = run(&["ngrams", s(&corpus), "-n", "2", "-q", "-o", s(&dups), "--lexicon", s(&lexicon)]);
+        assert_eq!(code, 0, "{stderr}");
+        let with_list = ["dedup", "--unit", "doc", "-n", "2", "--dups", s(&dups), "--lexicon", s(&lexicon)];
+        for job in [&["dedup", "--unit", "doc", "-n", "2"][..], &["pairs", "-n", "2", "--min-sscr", "0.9"], &with_list]
+        {
             let mut budget = "16M".to_string();
             let mut refusals = 0;
             loop {

@@ -42,6 +42,7 @@
 use std::io::{BufRead, BufWriter, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_corpus::{Batch, CorpusError, Input};
@@ -54,14 +55,14 @@ use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::doc_ids::{DocIds, MemoryIds};
+use crate::doc_ids::{DocIds, MemoryIds, places_of_lengths};
 use crate::first_words::FirstWords;
 use crate::ngrams::{NgramConfig, NgramStats, Reread};
 use crate::scan::{ScanSink, Scanner};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::error::PipelineError;
 use dupgram_jobkit::feed::{BatchWorker, Source, feed};
-use dupgram_jobkit::memory::{MemoryPlan, open_file_allowance};
+use dupgram_jobkit::memory::{MemoryPlan, human_bytes, open_file_allowance};
 use dupgram_jobkit::merging::merge_in;
 use dupgram_jobkit::parted::PartedRuns;
 
@@ -339,8 +340,10 @@ impl<'a> IndexJob<'a> {
         let lexicon = Lexicon::load(&d.lexicon, Scope::Repeated)?;
         let fingerprints = self.work.join("dups.fp");
         let count = read_dups(&d.dups, &lexicon, n, self.plan.max_record, &fingerprints)?;
-        // Eight bytes (32 counters) per duplicate: about 3 % of other n-grams get through.
-        let bytes = (count * 8).clamp(1 << 20, self.working() / 4);
+        // Eight bytes (32 counters) per duplicate: about 3 % of other n-grams
+        // get through. At least 1 MiB, unless a quarter of the working memory is less.
+        let most = self.working() / 4;
+        let bytes = (count * 8).min(most).max(most.min(1 << 20));
         let sieve = Sieve::with_bytes(bytes as usize).map_err(|e| PipelineError::io("anonymous memory map", e))?;
         let mut file = std::io::BufReader::new(
             std::fs::File::open(&fingerprints).map_err(|e| PipelineError::io(&fingerprints, e))?,
@@ -407,6 +410,12 @@ impl<'a> IndexJob<'a> {
             .chunk_ngrams
             .unwrap_or((room / PostingChunk::<L>::item_bytes(layout) as u64).max(4096) as usize);
         let header = RunHeader::postings(base.n as u8, lexicon.identity());
+        // The workers' lists of documents take at most a quarter of what the
+        // postings leave, as does the table made of them at the end.
+        let (held, listed) = (AtomicU64::new(0), AtomicU64::new(0));
+        let working = self.working();
+        let (zstd, threads_given) = (self.plan.zstd_need(), base.threads);
+        let least = move |documents: u64| MemoryPlan::least_budget_for(fixed + documents * 4, threads_given, zstd);
         let workers: Vec<IndexWorker<L>> = (0..base.threads)
             .map(|worker| IndexWorker {
                 scanner: Scanner::new(lexicon.normalization(), lexicon, layout, sieve.is_some()),
@@ -416,9 +425,16 @@ impl<'a> IndexJob<'a> {
                     counts: count.then(Vec::new),
                     ..IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header)
                 },
-                docs: Vec::new(),
+                docs: WorkerDocs::default(),
                 named,
-                ids: String::new(),
+                held: DocsHeld {
+                    all: &held,
+                    listed: &listed,
+                    reported: (0, 0),
+                    limit: working.saturating_sub(fixed) / 4,
+                    budget: base.memory,
+                    least: &least,
+                },
             })
             .collect();
         self.control.start_pass("indexing", inputs.iter().map(Input::size).sum());
@@ -459,21 +475,23 @@ impl<'a> IndexJob<'a> {
         };
         let mut all_ids = named.then(|| MemoryIds::new(docs));
         let mut runs = Vec::new();
-        for (sink, records, ids, tokens) in outputs {
+        for (sink, worker_docs, tokens) in outputs {
             stats.tokens += tokens;
             stats.bytes_spilled += sink.spilled;
             runs.extend(sink.runs);
             for &(doc, c) in sink.counts.iter().flatten() {
                 table.candidates[(doc - shard.first_doc) as usize] += c;
             }
-            for r in &records {
-                table.tokens[r.doc as usize] = r.tokens;
+            for (doc, &tokens) in worker_docs.numbers().zip(&worker_docs.tokens) {
+                table.tokens[doc as usize] = tokens;
             }
             if let Some(all_ids) = all_ids.as_mut() {
-                for r in &records {
-                    table.hashes[r.doc as usize] = r.hash;
+                for (doc, &hash) in worker_docs.numbers().zip(&worker_docs.hashes) {
+                    table.hashes[doc as usize] = hash;
                 }
-                all_ids.add(&ids, records.iter().map(|r| (r.doc as usize, r.id_start, r.id_len)));
+                let places =
+                    places_of_lengths(worker_docs.numbers().map(|d| d as usize), worker_docs.id_lens.iter().copied());
+                all_ids.add(&worker_docs.ids, places);
             }
         }
         table.ids = all_ids.map_or(DocIds::Unnamed, MemoryIds::finish);
@@ -902,22 +920,111 @@ impl FingerprintWriter {
     }
 }
 
-/// A document the index pass finished.
-struct DocRecord {
-    doc: u64,
-    tokens: u32,
-    hash: u128,
-    id_start: u64,
-    id_len: u32,
+/// The documents one index-pass worker read, in its order: 4 bytes a
+/// document (its tokens), and for a named job ([`IndexJob::index_pass`])
+/// 20 more and its ID.
+#[derive(Debug, Default)]
+struct WorkerDocs {
+    /// Their numbers in the corpus, as runs of consecutive numbers (first,
+    /// count): a batch's documents are consecutive.
+    runs: Vec<(u64, u64)>,
+    tokens: Vec<u32>,
+    /// Named jobs only: each document's hash, its ID's length, and the IDs one after another.
+    hashes: Vec<u128>,
+    id_lens: Vec<u32>,
+    ids: String,
+}
+
+impl WorkerDocs {
+    /// A document begins; `id` when the job keeps it.
+    fn start(&mut self, doc: u64, id: Option<&str>) -> Result<(), PipelineError> {
+        match self.runs.last_mut() {
+            Some((first, count)) if *first + *count == doc => *count += 1,
+            _ => self.runs.push((doc, 1)),
+        }
+        self.tokens.push(0);
+        if let Some(id) = id {
+            let len = u32::try_from(id.len())
+                .map_err(|_| PipelineError::Usage(format!("document {doc} has an ID of {} bytes", id.len())))?;
+            self.hashes.push(0);
+            self.id_lens.push(len);
+            self.ids.push_str(id);
+        }
+        Ok(())
+    }
+
+    /// The document begun last ends, with `tokens` and its words' `hash`.
+    fn end(&mut self, tokens: u32, hash: u128) {
+        if let Some(last) = self.tokens.last_mut() {
+            *last = tokens;
+        }
+        if let Some(last) = self.hashes.last_mut() {
+            *last = hash;
+        }
+    }
+
+    /// The documents' numbers, in this worker's order.
+    fn numbers(&self) -> impl Iterator<Item = u64> + '_ {
+        self.runs.iter().flat_map(|&(first, count)| first..first + count)
+    }
+
+    /// Bytes allocated.
+    fn heap_bytes(&self) -> u64 {
+        (self.runs.capacity() * 16
+            + self.tokens.capacity() * 4
+            + self.hashes.capacity() * 16
+            + self.id_lens.capacity() * 4
+            + self.ids.capacity()) as u64
+    }
+}
+
+/// What the workers of an index pass hold of their documents, against the
+/// share of the budget it may take.
+struct DocsHeld<'a> {
+    /// Bytes held by all workers.
+    all: &'a AtomicU64,
+    /// Documents read by all workers.
+    listed: &'a AtomicU64,
+    /// This worker's share of the two, as last reported.
+    reported: (u64, u64),
+    limit: u64,
+    /// For the message when the limit is passed: the budget given, and
+    /// the budget the documents read so far need, given what they hold.
+    budget: u64,
+    least: &'a (dyn Fn(u64) -> u64 + Sync),
+}
+
+impl DocsHeld<'_> {
+    /// Reports this worker's documents; an error once all workers' hold more than the limit.
+    fn report(&mut self, docs: &WorkerDocs) -> Result<(), PipelineError> {
+        let (bytes, listed) = (docs.heap_bytes(), docs.tokens.len() as u64);
+        let all = self.all.fetch_add(bytes.saturating_sub(self.reported.0), Ordering::Relaxed)
+            + bytes.saturating_sub(self.reported.0);
+        let documents = self.listed.fetch_add(listed - self.reported.1, Ordering::Relaxed) + listed - self.reported.1;
+        self.reported = (bytes, listed);
+        if all <= self.limit {
+            return Ok(());
+        }
+        Err(PipelineError::Memory {
+            budget: human_bytes(self.budget),
+            what: format!(
+                "the index pass's list of the first {documents} documents ({}, held for the whole job as their \
+                 table) leaves no room: those documents alone need --memory {}M or more (the rest of the corpus \
+                 adds to it)",
+                human_bytes(all),
+                (self.least)(all) >> 20
+            ),
+        })
+    }
 }
 
 struct IndexWorker<'a, const L: usize> {
     scanner: Scanner<'a, L>,
     sink: IndexSink<'a, L>,
-    docs: Vec<DocRecord>,
-    /// Keep each document's ID (in `ids`).
+    docs: WorkerDocs,
+    /// Keep each document's ID and hash (in `docs`).
     named: bool,
-    ids: String,
+    held: DocsHeld<'a>,
 }
 
 /// The index pass's sink: occurrences of possible duplicates, and each document's hash.
@@ -1065,32 +1172,23 @@ impl<'a, const L: usize> IndexSink<'a, L> {
 }
 
 impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
-    type Output = (IndexSink<'a, L>, Vec<DocRecord>, String, u64);
+    type Output = (IndexSink<'a, L>, WorkerDocs, u64);
 
     fn batch(&mut self, batch: &Batch) -> Result<(), PipelineError> {
         for piece in &batch.pieces {
             if let Some(id) = batch.piece_id(piece) {
                 self.sink.doc = self.sink.first_doc + piece.doc;
                 self.sink.hasher.reset();
-                self.docs.push(DocRecord {
-                    doc: piece.doc,
-                    tokens: 0,
-                    hash: 0,
-                    id_start: self.ids.len() as u64,
-                    id_len: if self.named { id.len() as u32 } else { 0 },
-                });
-                if self.named {
-                    self.ids.push_str(id);
-                }
+                self.docs.start(piece.doc, self.named.then_some(id))?;
             }
             if let Some(tokens) = self.scanner.piece(batch.piece_text(piece), piece.last, &mut self.sink) {
-                let record = self.docs.last_mut().expect("a document starts before it ends");
-                record.tokens = u32::try_from(tokens).map_err(|_| {
+                let tokens = u32::try_from(tokens).map_err(|_| {
                     PipelineError::Usage(format!("document {} has more than {} tokens", piece.doc, u32::MAX))
                 })?;
-                record.hash = self.sink.hasher.digest128();
+                self.docs.end(tokens, self.sink.hasher.digest128());
             }
         }
+        self.held.report(&self.docs)?;
         self.sink.flush_line()
     }
 
@@ -1098,7 +1196,7 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
         self.sink.flush_line()?;
         self.sink.write()?;
         let tokens = self.scanner.tokens();
-        Ok((self.sink, self.docs, self.ids, tokens))
+        Ok((self.sink, self.docs, tokens))
     }
 }
 
@@ -1830,6 +1928,37 @@ mod tests {
     use dupgram_jobkit::{Control, PipelineError};
     use dupgram_runs::{RunHeader, RunWriter};
     use std::sync::atomic::Ordering;
+
+    /// A worker's list gives its documents' numbers in its order, and a
+    /// refusal once the workers' lists pass the limit, naming a budget.
+    #[test]
+    fn a_workers_documents_are_listed_by_number_and_held_within_a_limit() {
+        let mut docs = super::WorkerDocs::default();
+        for (doc, id, tokens) in [(4, "a", 3), (5, "bé", 0), (9, "c", 7)] {
+            docs.start(doc, Some(id)).unwrap();
+            docs.end(tokens, u128::from(tokens) + 1);
+        }
+        assert_eq!(docs.numbers().collect::<Vec<_>>(), [4, 5, 9]);
+        assert_eq!((docs.tokens.as_slice(), docs.hashes.as_slice()), (&[3, 0, 7][..], &[4, 1, 8][..]));
+        assert_eq!((docs.id_lens.as_slice(), docs.ids.as_str()), (&[1, 3, 1][..], "abéc"));
+        let mut unnamed = super::WorkerDocs::default();
+        unnamed.start(0, None).unwrap();
+        unnamed.end(2, 99);
+        assert!(unnamed.hashes.is_empty() && unnamed.ids.is_empty());
+
+        let (all, listed) = (std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0));
+        let least = |held: u64| held * 1000;
+        let limit = docs.heap_bytes();
+        let mut held =
+            super::DocsHeld { all: &all, listed: &listed, reported: (0, 0), limit, budget: 16 << 20, least: &least };
+        held.report(&docs).unwrap();
+        // Another worker's list passes the limit.
+        let mut other = super::DocsHeld { reported: (0, 0), ..held };
+        let refused = other.report(&unnamed).unwrap_err().to_string();
+        assert!(refused.contains("the first 4 documents"), "{refused}");
+        let need = ((limit + unnamed.heap_bytes()) * 1000) >> 20;
+        assert!(refused.contains(&format!("--memory {need}M")), "{refused}");
+    }
 
     #[test]
     fn documents_are_grouped_by_hash_and_length_and_only_with_their_hashes() {
