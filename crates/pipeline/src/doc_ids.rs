@@ -6,7 +6,8 @@
 //! query's best references); `dedup` names them as it reads the text
 //! again, and keeps none. What a job keeps grows with its corpus, and an
 //! ID can be long (a URL, a UUID): so the lexicon pass of `pairs` and
-//! `overlap` writes each worker's IDs to a spill file in the work
+//! `overlap` (and the index pass of `pairs --dups`, which has no lexicon
+//! pass) writes each worker's IDs to a spill file in the work
 //! directory ([`IdSpill`]) instead of holding them, and the index pass
 //! copies the spills, in document order, into an ID store ([`IdsOnDisk`])
 //! that the outputs read one ID at a time. In memory stay a buffer per

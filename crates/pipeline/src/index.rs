@@ -55,9 +55,9 @@ use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::doc_ids::{DocIds, MemoryIds, places_of_lengths};
+use crate::doc_ids::{DocIds, IdsKept};
 use crate::first_words::FirstWords;
-use crate::ngrams::{NgramConfig, NgramStats, Reread};
+use crate::ngrams::{NgramConfig, NgramStats, Reread, StreamDocs};
 use crate::scan::{ScanSink, Scanner};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::error::PipelineError;
@@ -68,6 +68,7 @@ use dupgram_jobkit::parted::PartedRuns;
 
 mod streamed;
 pub(crate) use streamed::StreamedIndex;
+use streamed::table_ids;
 
 /// A saved duplicate list to score with, instead of counting again.
 #[derive(Debug, Clone)]
@@ -288,7 +289,8 @@ impl<'a> IndexJob<'a> {
         let cut = self.merge_cut(&lexicon);
         let shard = ShardCut { first_doc: 0, buckets: &cut };
         // This job names documents as it reads the text again, and groups none.
-        let (runs, table) = self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), false, shard, stats)?;
+        let (runs, table) =
+            self.index_pass(&inputs, &lexicon, sieve.as_ref(), fits.is_some(), IdsKept::Not, shard, stats)?;
         drop(sieve);
         stats.index_seconds = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
@@ -362,30 +364,31 @@ impl<'a> IndexJob<'a> {
     /// The index pass over `inputs`, whose first document is number
     /// `shard.first_doc` of the corpus: postings runs, one set per bucket
     /// of first word IDs (`shard.buckets`, as for a count), and the documents
-    /// read: with `named` each one's ID and hash (to name it and group
-    /// identical documents), else its tokens alone.
+    /// read: unless `ids` is [`IdsKept::Not`] each one's ID, kept as it
+    /// says, and hash (to name it and group identical documents), else its
+    /// tokens alone.
     #[allow(clippy::too_many_arguments)]
-    pub fn index_pass(
+    pub(crate) fn index_pass(
         &self,
         inputs: &[Input],
         lexicon: &Lexicon,
         sieve: Option<&Sieve>,
         count: bool,
-        named: bool,
+        ids: IdsKept,
         shard: ShardCut,
         stats: &mut IndexStats,
     ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
         // IDs are those of the loaded words: the repeated ones, or all of them for a kept state.
         let layout = KeyLayout::new(self.base.n, lexicon.len().saturating_sub(1) as u32)?;
         match layout.words() {
-            1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, count, named, shard, stats),
-            2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, count, named, shard, stats),
-            3 => self.index_pass_with::<3>(inputs, lexicon, sieve, layout, count, named, shard, stats),
-            4 => self.index_pass_with::<4>(inputs, lexicon, sieve, layout, count, named, shard, stats),
-            6 => self.index_pass_with::<6>(inputs, lexicon, sieve, layout, count, named, shard, stats),
-            8 => self.index_pass_with::<8>(inputs, lexicon, sieve, layout, count, named, shard, stats),
-            12 => self.index_pass_with::<12>(inputs, lexicon, sieve, layout, count, named, shard, stats),
-            _ => self.index_pass_with::<16>(inputs, lexicon, sieve, layout, count, named, shard, stats),
+            1 => self.index_pass_with::<1>(inputs, lexicon, sieve, layout, count, ids, shard, stats),
+            2 => self.index_pass_with::<2>(inputs, lexicon, sieve, layout, count, ids, shard, stats),
+            3 => self.index_pass_with::<3>(inputs, lexicon, sieve, layout, count, ids, shard, stats),
+            4 => self.index_pass_with::<4>(inputs, lexicon, sieve, layout, count, ids, shard, stats),
+            6 => self.index_pass_with::<6>(inputs, lexicon, sieve, layout, count, ids, shard, stats),
+            8 => self.index_pass_with::<8>(inputs, lexicon, sieve, layout, count, ids, shard, stats),
+            12 => self.index_pass_with::<12>(inputs, lexicon, sieve, layout, count, ids, shard, stats),
+            _ => self.index_pass_with::<16>(inputs, lexicon, sieve, layout, count, ids, shard, stats),
         }
     }
 
@@ -397,7 +400,7 @@ impl<'a> IndexJob<'a> {
         sieve: Option<&Sieve>,
         layout: KeyLayout,
         count: bool,
-        named: bool,
+        ids: IdsKept,
         shard: ShardCut,
         stats: &mut IndexStats,
     ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
@@ -416,27 +419,28 @@ impl<'a> IndexJob<'a> {
         let working = self.working();
         let (zstd, threads_given) = (self.plan.zstd_need(), base.threads);
         let least = move |documents: u64| MemoryPlan::least_budget_for(fixed + documents * 4, threads_given, zstd);
-        let workers: Vec<IndexWorker<L>> = (0..base.threads)
-            .map(|worker| IndexWorker {
-                scanner: Scanner::new(lexicon.normalization(), lexicon, layout, sieve.is_some()),
-                sink: IndexSink {
-                    first_doc: shard.first_doc,
-                    buckets: shard.buckets,
-                    counts: count.then(Vec::new),
-                    ..IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header)
-                },
-                docs: WorkerDocs::default(),
-                named,
-                held: DocsHeld {
-                    all: &held,
-                    listed: &listed,
-                    reported: (0, 0),
-                    limit: working.saturating_sub(fixed) / 4,
-                    budget: base.memory,
-                    least: &least,
-                },
+        let workers = (0..base.threads)
+            .map(|worker| {
+                Ok(IndexWorker {
+                    scanner: Scanner::new(lexicon.normalization(), lexicon, layout, sieve.is_some()),
+                    sink: IndexSink {
+                        first_doc: shard.first_doc,
+                        buckets: shard.buckets,
+                        counts: count.then(Vec::new),
+                        ..IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header)
+                    },
+                    docs: WorkerDocs::new(ids, self.work, worker)?,
+                    held: DocsHeld {
+                        all: &held,
+                        listed: &listed,
+                        reported: (0, 0),
+                        limit: working.saturating_sub(fixed) / 4,
+                        budget: base.memory,
+                        least: &least,
+                    },
+                })
             })
-            .collect();
+            .collect::<Result<Vec<IndexWorker<L>>, PipelineError>>()?;
         self.control.start_pass("indexing", inputs.iter().map(Input::size).sum());
         let options = dupgram_corpus::ReadOptions {
             max_record_bytes: self.plan.max_record,
@@ -467,34 +471,32 @@ impl<'a> IndexJob<'a> {
             )));
         }
         let docs = read.documents as usize;
+        let named = ids != IdsKept::Not;
         let mut table = DocTable {
             tokens: vec![0; docs],
             hashes: if named { vec![0; docs] } else { Vec::new() },
             ids: DocIds::Unnamed,
             candidates: if count { vec![0; docs] } else { Vec::new() },
         };
-        let mut all_ids = named.then(|| MemoryIds::new(docs));
         let mut runs = Vec::new();
-        for (sink, worker_docs, tokens) in outputs {
+        let mut lists = Vec::with_capacity(outputs.len());
+        for (sink, mut worker_docs, tokens) in outputs {
             stats.tokens += tokens;
             stats.bytes_spilled += sink.spilled;
             runs.extend(sink.runs);
             for &(doc, c) in sink.counts.iter().flatten() {
                 table.candidates[(doc - shard.first_doc) as usize] += c;
             }
-            for (doc, &tokens) in worker_docs.numbers().zip(&worker_docs.tokens) {
+            for (doc, &tokens) in worker_docs.listed.numbers().zip(&worker_docs.tokens) {
                 table.tokens[doc as usize] = tokens;
             }
-            if let Some(all_ids) = all_ids.as_mut() {
-                for (doc, &hash) in worker_docs.numbers().zip(&worker_docs.hashes) {
-                    table.hashes[doc as usize] = hash;
-                }
-                let places =
-                    places_of_lengths(worker_docs.numbers().map(|d| d as usize), worker_docs.id_lens.iter().copied());
-                all_ids.add(&worker_docs.ids, places);
+            for (doc, &hash) in worker_docs.listed.numbers().zip(&worker_docs.hashes) {
+                table.hashes[doc as usize] = hash;
             }
+            worker_docs.listed.ids.finish()?;
+            lists.push(worker_docs.listed);
         }
-        table.ids = all_ids.map_or(DocIds::Unnamed, MemoryIds::finish);
+        table.ids = table_ids(&mut lists, self.work)?;
         Ok((runs, table))
     }
 
@@ -922,33 +924,35 @@ impl FingerprintWriter {
 
 /// The documents one index-pass worker read, in its order: 4 bytes a
 /// document (its tokens), and for a named job ([`IndexJob::index_pass`])
-/// 20 more and its ID.
-#[derive(Debug, Default)]
+/// 16 more (its hash) and its ID where the job keeps it.
+#[derive(Debug)]
 struct WorkerDocs {
-    /// Their numbers in the corpus, as runs of consecutive numbers (first,
-    /// count): a batch's documents are consecutive.
-    runs: Vec<(u64, u64)>,
+    /// Their numbers in the corpus and their IDs.
+    listed: StreamDocs,
     tokens: Vec<u32>,
-    /// Named jobs only: each document's hash, its ID's length, and the IDs one after another.
+    /// Named jobs only: each document's hash.
     hashes: Vec<u128>,
-    id_lens: Vec<u32>,
-    ids: String,
+    named: bool,
 }
 
 impl WorkerDocs {
-    /// A document begins; `id` when the job keeps it.
-    fn start(&mut self, doc: u64, id: Option<&str>) -> Result<(), PipelineError> {
-        match self.runs.last_mut() {
-            Some((first, count)) if *first + *count == doc => *count += 1,
-            _ => self.runs.push((doc, 1)),
-        }
+    /// A list whose IDs are kept as `ids` says (for `worker`, in `work` when on disk).
+    fn new(ids: IdsKept, work: &Path, worker: usize) -> Result<Self, PipelineError> {
+        let named = ids != IdsKept::Not;
+        Ok(WorkerDocs {
+            listed: StreamDocs::new(ids.list(work, worker)?),
+            tokens: Vec::new(),
+            hashes: Vec::new(),
+            named,
+        })
+    }
+
+    /// Document `doc`, named `id`, begins.
+    fn start(&mut self, doc: u64, id: &str) -> Result<(), PipelineError> {
+        self.listed.push(doc, id)?;
         self.tokens.push(0);
-        if let Some(id) = id {
-            let len = u32::try_from(id.len())
-                .map_err(|_| PipelineError::Usage(format!("document {doc} has an ID of {} bytes", id.len())))?;
+        if self.named {
             self.hashes.push(0);
-            self.id_lens.push(len);
-            self.ids.push_str(id);
         }
         Ok(())
     }
@@ -963,18 +967,9 @@ impl WorkerDocs {
         }
     }
 
-    /// The documents' numbers, in this worker's order.
-    fn numbers(&self) -> impl Iterator<Item = u64> + '_ {
-        self.runs.iter().flat_map(|&(first, count)| first..first + count)
-    }
-
     /// Bytes allocated.
     fn heap_bytes(&self) -> u64 {
-        (self.runs.capacity() * 16
-            + self.tokens.capacity() * 4
-            + self.hashes.capacity() * 16
-            + self.id_lens.capacity() * 4
-            + self.ids.capacity()) as u64
+        self.listed.heap_bytes() + (self.tokens.capacity() * 4 + self.hashes.capacity() * 16) as u64
     }
 }
 
@@ -997,7 +992,7 @@ struct DocsHeld<'a> {
 impl DocsHeld<'_> {
     /// Reports this worker's documents; an error once all workers' hold more than the limit.
     fn report(&mut self, docs: &WorkerDocs) -> Result<(), PipelineError> {
-        let (bytes, listed) = (docs.heap_bytes(), docs.tokens.len() as u64);
+        let (bytes, listed) = (docs.heap_bytes(), docs.listed.listed);
         let all = self.all.fetch_add(bytes.saturating_sub(self.reported.0), Ordering::Relaxed)
             + bytes.saturating_sub(self.reported.0);
         let documents = self.listed.fetch_add(listed - self.reported.1, Ordering::Relaxed) + listed - self.reported.1;
@@ -1022,8 +1017,6 @@ struct IndexWorker<'a, const L: usize> {
     scanner: Scanner<'a, L>,
     sink: IndexSink<'a, L>,
     docs: WorkerDocs,
-    /// Keep each document's ID and hash (in `docs`).
-    named: bool,
     held: DocsHeld<'a>,
 }
 
@@ -1179,7 +1172,7 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
             if let Some(id) = batch.piece_id(piece) {
                 self.sink.doc = self.sink.first_doc + piece.doc;
                 self.sink.hasher.reset();
-                self.docs.start(piece.doc, self.named.then_some(id))?;
+                self.docs.start(piece.doc, id)?;
             }
             if let Some(tokens) = self.scanner.piece(batch.piece_text(piece), piece.last, &mut self.sink) {
                 let tokens = u32::try_from(tokens).map_err(|_| {
@@ -1929,22 +1922,26 @@ mod tests {
     use dupgram_runs::{RunHeader, RunWriter};
     use std::sync::atomic::Ordering;
 
-    /// A worker's list gives its documents' numbers in its order, and a
-    /// refusal once the workers' lists pass the limit, naming a budget.
+    /// A worker's list gives its documents' numbers and IDs in its order,
+    /// hashes only when named, and a refusal once the workers' lists pass
+    /// the limit, naming a budget.
     #[test]
     fn a_workers_documents_are_listed_by_number_and_held_within_a_limit() {
-        let mut docs = super::WorkerDocs::default();
+        use crate::doc_ids::{IdsKept, ListedIds};
+        let work = tempfile::tempdir().unwrap();
+        let mut docs = super::WorkerDocs::new(IdsKept::Memory, work.path(), 0).unwrap();
         for (doc, id, tokens) in [(4, "a", 3), (5, "bé", 0), (9, "c", 7)] {
-            docs.start(doc, Some(id)).unwrap();
+            docs.start(doc, id).unwrap();
             docs.end(tokens, u128::from(tokens) + 1);
         }
-        assert_eq!(docs.numbers().collect::<Vec<_>>(), [4, 5, 9]);
+        assert_eq!(docs.listed.numbers().collect::<Vec<_>>(), [4, 5, 9]);
         assert_eq!((docs.tokens.as_slice(), docs.hashes.as_slice()), (&[3, 0, 7][..], &[4, 1, 8][..]));
-        assert_eq!((docs.id_lens.as_slice(), docs.ids.as_str()), (&[1, 3, 1][..], "abéc"));
-        let mut unnamed = super::WorkerDocs::default();
-        unnamed.start(0, None).unwrap();
+        let ListedIds::Memory { ids, lens } = &docs.listed.ids else { panic!("IDs not in memory") };
+        assert_eq!((ids.as_str(), lens.as_slice()), ("abéc", &[1, 3, 1][..]));
+        let mut unnamed = super::WorkerDocs::new(IdsKept::Not, work.path(), 1).unwrap();
+        unnamed.start(0, "d").unwrap();
         unnamed.end(2, 99);
-        assert!(unnamed.hashes.is_empty() && unnamed.ids.is_empty());
+        assert!(unnamed.hashes.is_empty() && matches!(unnamed.listed.ids, ListedIds::Unnamed));
 
         let (all, listed) = (std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0));
         let least = |held: u64| held * 1000;

@@ -46,6 +46,7 @@ use dupgram_corpus::Input;
 use dupgram_lexicon::{Lexicon, Renumbering};
 use dupgram_sieve::Sieve;
 
+use crate::doc_ids::IdsKept;
 use crate::index::{
     AfterCut, BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
     PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
@@ -355,14 +356,16 @@ impl<'a> PairPasses<'a> {
         let (lexicon, sieve, inputs) = self.index.read_dups_list(dups)?;
         let cut = self.index.merge_cut(&lexicon);
         let shard = ShardCut { first_doc: 0, buckets: &cut };
-        let (runs, table) = self.index_shard(&inputs, &lexicon, sieve.as_ref(), shard, stats)?;
+        // The IDs go to disk: the job names documents from there.
+        let (runs, table) = self.index_text(&inputs, &lexicon, sieve.as_ref(), shard, IdsKept::OnDisk, stats)?;
         drop(sieve);
         let paths = self.index.index_paths(cut.len() + 1);
         let (merged, by_hash) = self.merge_buckets(by_bucket(runs, paths.len()), &lexicon, &table, &paths, stats)?;
         Ok((merged, table, by_hash, paths))
     }
 
-    /// The index pass over a part of the corpus: postings runs by bucket, and its documents.
+    /// The index pass over a part of the corpus: postings runs by bucket,
+    /// and its documents, their IDs in memory (a task hands them on in its files).
     pub fn index_shard(
         &self,
         inputs: &[Input],
@@ -371,8 +374,21 @@ impl<'a> PairPasses<'a> {
         cut: ShardCut,
         stats: &mut IndexStats,
     ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
+        self.index_text(inputs, lexicon, sieve, cut, IdsKept::Memory, stats)
+    }
+
+    /// The index pass over the text of `inputs`, the documents' IDs kept as `ids` says.
+    fn index_text(
+        &self,
+        inputs: &[Input],
+        lexicon: &Lexicon,
+        sieve: Option<&Sieve>,
+        cut: ShardCut,
+        ids: IdsKept,
+        stats: &mut IndexStats,
+    ) -> Result<(Vec<(usize, RunFile)>, DocTable), PipelineError> {
         let t = Instant::now();
-        let done = self.index.index_pass(inputs, lexicon, sieve, false, true, cut, stats);
+        let done = self.index.index_pass(inputs, lexicon, sieve, false, ids, cut, stats);
         stats.index_seconds += t.elapsed().as_secs_f64();
         done
     }

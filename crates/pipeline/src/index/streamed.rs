@@ -614,7 +614,7 @@ impl IndexJob<'_> {
 
 /// The table's IDs, moved out of the lists: every part walks every
 /// document, but none after the first needs their names.
-fn table_ids(documents: &mut [StreamDocs], work: &std::path::Path) -> Result<DocIds, PipelineError> {
+pub(super) fn table_ids(documents: &mut [StreamDocs], work: &std::path::Path) -> Result<DocIds, PipelineError> {
     let lists: Vec<ListedIds> = documents.iter_mut().map(|list| std::mem::take(&mut list.ids)).collect();
     match lists.first() {
         None | Some(ListedIds::Unnamed) => Ok(DocIds::Unnamed),
