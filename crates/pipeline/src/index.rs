@@ -413,12 +413,12 @@ impl<'a> IndexJob<'a> {
             .chunk_ngrams
             .unwrap_or((room / PostingChunk::<L>::item_bytes(layout) as u64).max(4096) as usize);
         let header = RunHeader::postings(base.n as u8, lexicon.identity());
-        // The workers' lists of documents take at most a quarter of what the
-        // postings leave, as does the table made of them at the end.
+        // The workers' lists of documents take at most what the postings
+        // take; once the postings are written, the table made of the lists.
         let (held, listed) = (AtomicU64::new(0), AtomicU64::new(0));
         let working = self.working();
         let (zstd, threads_given) = (self.plan.zstd_need(), base.threads);
-        let least = move |documents: u64| MemoryPlan::least_budget_for(fixed + documents * 4, threads_given, zstd);
+        let least = move |documents: u64| MemoryPlan::least_budget_for(fixed + documents * 2, threads_given, zstd);
         let workers = (0..base.threads)
             .map(|worker| {
                 Ok(IndexWorker {
@@ -434,7 +434,7 @@ impl<'a> IndexJob<'a> {
                         all: &held,
                         listed: &listed,
                         reported: (0, 0),
-                        limit: working.saturating_sub(fixed) / 4,
+                        limit: working.saturating_sub(fixed) / 2,
                         budget: base.memory,
                         least: &least,
                     },
@@ -470,6 +470,14 @@ impl<'a> IndexJob<'a> {
                 first.documents, read.documents
             )));
         }
+        // The postings' chunks go before the table is made.
+        let (mut runs, mut workers_docs) = (Vec::new(), Vec::with_capacity(outputs.len()));
+        for (sink, worker_docs, tokens) in outputs {
+            stats.tokens += tokens;
+            stats.bytes_spilled += sink.spilled;
+            runs.extend(sink.runs);
+            workers_docs.push((worker_docs, sink.counts));
+        }
         let docs = read.documents as usize;
         let named = ids != IdsKept::Not;
         let mut table = DocTable {
@@ -478,23 +486,19 @@ impl<'a> IndexJob<'a> {
             ids: DocIds::Unnamed,
             candidates: if count { vec![0; docs] } else { Vec::new() },
         };
-        let mut runs = Vec::new();
-        let mut lists = Vec::with_capacity(outputs.len());
-        for (sink, mut worker_docs, tokens) in outputs {
-            stats.tokens += tokens;
-            stats.bytes_spilled += sink.spilled;
-            runs.extend(sink.runs);
-            for &(doc, c) in sink.counts.iter().flatten() {
+        let mut lists = Vec::with_capacity(workers_docs.len());
+        for (WorkerDocs { mut listed, tokens, hashes, .. }, counts) in workers_docs {
+            for &(doc, c) in counts.iter().flatten() {
                 table.candidates[(doc - shard.first_doc) as usize] += c;
             }
-            for (doc, &tokens) in worker_docs.listed.numbers().zip(&worker_docs.tokens) {
+            for (doc, tokens) in listed.numbers().zip(tokens.into_items()) {
                 table.tokens[doc as usize] = tokens;
             }
-            for (doc, &hash) in worker_docs.listed.numbers().zip(&worker_docs.hashes) {
+            for (doc, hash) in listed.numbers().zip(hashes.into_items()) {
                 table.hashes[doc as usize] = hash;
             }
-            worker_docs.listed.ids.finish()?;
-            lists.push(worker_docs.listed);
+            listed.ids.finish()?;
+            lists.push(listed);
         }
         table.ids = table_ids(&mut lists, self.work)?;
         Ok((runs, table))
@@ -929,10 +933,47 @@ impl FingerprintWriter {
 struct WorkerDocs {
     /// Their numbers in the corpus and their IDs.
     listed: StreamDocs,
-    tokens: Vec<u32>,
+    tokens: Blocks<u32>,
     /// Named jobs only: each document's hash.
-    hashes: Vec<u128>,
+    hashes: Blocks<u128>,
     named: bool,
+}
+
+/// A list that grows a block of [`BLOCK_ITEMS`] items at a time: a `Vec`
+/// that doubles holds up to twice what it lists, and these lists are
+/// counted against the budget.
+#[derive(Debug, Default)]
+struct Blocks<T> {
+    blocks: Vec<Vec<T>>,
+}
+
+const BLOCK_ITEMS: usize = 4 << 10;
+
+impl<T> Blocks<T> {
+    fn push(&mut self, item: T) {
+        match self.blocks.last_mut() {
+            Some(block) if block.len() < BLOCK_ITEMS => block.push(item),
+            _ => {
+                let mut block = Vec::with_capacity(BLOCK_ITEMS);
+                block.push(item);
+                self.blocks.push(block);
+            }
+        }
+    }
+
+    fn last_mut(&mut self) -> Option<&mut T> {
+        self.blocks.last_mut().and_then(|block| block.last_mut())
+    }
+
+    fn heap_bytes(&self) -> u64 {
+        (self.blocks.capacity() * std::mem::size_of::<Vec<T>>()
+            + self.blocks.len() * BLOCK_ITEMS * std::mem::size_of::<T>()) as u64
+    }
+
+    /// The items, in order, as the blocks go.
+    fn into_items(self) -> impl Iterator<Item = T> {
+        self.blocks.into_iter().flatten()
+    }
 }
 
 impl WorkerDocs {
@@ -941,8 +982,8 @@ impl WorkerDocs {
         let named = ids != IdsKept::Not;
         Ok(WorkerDocs {
             listed: StreamDocs::new(ids.list(work, worker)?),
-            tokens: Vec::new(),
-            hashes: Vec::new(),
+            tokens: Blocks::default(),
+            hashes: Blocks::default(),
             named,
         })
     }
@@ -969,7 +1010,7 @@ impl WorkerDocs {
 
     /// Bytes allocated.
     fn heap_bytes(&self) -> u64 {
-        self.listed.heap_bytes() + (self.tokens.capacity() * 4 + self.hashes.capacity() * 16) as u64
+        self.listed.heap_bytes() + self.tokens.heap_bytes() + self.hashes.heap_bytes()
     }
 }
 
@@ -990,9 +1031,10 @@ struct DocsHeld<'a> {
 }
 
 impl DocsHeld<'_> {
-    /// Reports this worker's documents; an error once all workers' hold more than the limit.
-    fn report(&mut self, docs: &WorkerDocs) -> Result<(), PipelineError> {
-        let (bytes, listed) = (docs.heap_bytes(), docs.listed.listed);
+    /// Reports this worker's documents, `bytes` in all with what else it
+    /// holds per document; an error once all workers' hold more than the limit.
+    fn report(&mut self, docs: &WorkerDocs, bytes: u64) -> Result<(), PipelineError> {
+        let listed = docs.listed.listed;
         let all = self.all.fetch_add(bytes.saturating_sub(self.reported.0), Ordering::Relaxed)
             + bytes.saturating_sub(self.reported.0);
         let documents = self.listed.fetch_add(listed - self.reported.1, Ordering::Relaxed) + listed - self.reported.1;
@@ -1181,7 +1223,8 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
                 self.docs.end(tokens, self.sink.hasher.digest128());
             }
         }
-        self.held.report(&self.docs)?;
+        let counts = self.sink.counts.as_ref().map_or(0, |c| c.capacity() * 16) as u64;
+        self.held.report(&self.docs, self.docs.heap_bytes() + counts)?;
         self.sink.flush_line()
     }
 
@@ -1935,23 +1978,24 @@ mod tests {
             docs.end(tokens, u128::from(tokens) + 1);
         }
         assert_eq!(docs.listed.numbers().collect::<Vec<_>>(), [4, 5, 9]);
-        assert_eq!((docs.tokens.as_slice(), docs.hashes.as_slice()), (&[3, 0, 7][..], &[4, 1, 8][..]));
+        assert_eq!(docs.tokens.blocks, [vec![3, 0, 7]]);
+        assert_eq!(docs.hashes.blocks, [vec![4, 1, 8]]);
         let ListedIds::Memory { ids, lens } = &docs.listed.ids else { panic!("IDs not in memory") };
         assert_eq!((ids.as_str(), lens.as_slice()), ("abéc", &[1, 3, 1][..]));
         let mut unnamed = super::WorkerDocs::new(IdsKept::Not, work.path(), 1).unwrap();
         unnamed.start(0, "d").unwrap();
         unnamed.end(2, 99);
-        assert!(unnamed.hashes.is_empty() && matches!(unnamed.listed.ids, ListedIds::Unnamed));
+        assert!(unnamed.hashes.blocks.is_empty() && matches!(unnamed.listed.ids, ListedIds::Unnamed));
 
         let (all, listed) = (std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0));
         let least = |held: u64| held * 1000;
         let limit = docs.heap_bytes();
         let mut held =
             super::DocsHeld { all: &all, listed: &listed, reported: (0, 0), limit, budget: 16 << 20, least: &least };
-        held.report(&docs).unwrap();
+        held.report(&docs, docs.heap_bytes()).unwrap();
         // Another worker's list passes the limit.
         let mut other = super::DocsHeld { reported: (0, 0), ..held };
-        let refused = other.report(&unnamed).unwrap_err().to_string();
+        let refused = other.report(&unnamed, unnamed.heap_bytes()).unwrap_err().to_string();
         assert!(refused.contains("the first 4 documents"), "{refused}");
         let need = ((limit + unnamed.heap_bytes()) * 1000) >> 20;
         assert!(refused.contains(&format!("--memory {need}M")), "{refused}");
