@@ -414,11 +414,16 @@ impl<'a> IndexJob<'a> {
             .unwrap_or((room / PostingChunk::<L>::item_bytes(layout) as u64).max(4096) as usize);
         let header = RunHeader::postings(base.n as u8, lexicon.identity());
         // The workers' lists of documents take at most what the postings
-        // take; once the postings are written, the table made of the lists.
+        // take (once they are written, the table is made of the lists), or a
+        // sixteenth of the working memory, as the lexicon pass lets them:
+        // at the smallest budgets the plan leaves little beside a list's
+        // lexicon and sieve, yet the documents of a small corpus fit.
         let (held, listed) = (AtomicU64::new(0), AtomicU64::new(0));
         let working = self.working();
         let (zstd, threads_given) = (self.plan.zstd_need(), base.threads);
-        let least = move |documents: u64| MemoryPlan::least_budget_for(fixed + documents * 2, threads_given, zstd);
+        let least = move |documents: u64| {
+            MemoryPlan::least_budget_for((fixed + documents * 2).min(documents * 16), threads_given, zstd)
+        };
         let workers = (0..base.threads)
             .map(|worker| {
                 Ok(IndexWorker {
@@ -426,7 +431,7 @@ impl<'a> IndexJob<'a> {
                     sink: IndexSink {
                         first_doc: shard.first_doc,
                         buckets: shard.buckets,
-                        counts: count.then(Vec::new),
+                        counts: count.then(Blocks::default),
                         ..IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header)
                     },
                     docs: WorkerDocs::new(ids, self.work, worker)?,
@@ -434,7 +439,7 @@ impl<'a> IndexJob<'a> {
                         all: &held,
                         listed: &listed,
                         reported: (0, 0),
-                        limit: working.saturating_sub(fixed) / 2,
+                        limit: (working.saturating_sub(fixed) / 2).max(working / 16),
                         budget: base.memory,
                         least: &least,
                     },
@@ -488,7 +493,7 @@ impl<'a> IndexJob<'a> {
         };
         let mut lists = Vec::with_capacity(workers_docs.len());
         for (WorkerDocs { mut listed, tokens, hashes, .. }, counts) in workers_docs {
-            for &(doc, c) in counts.iter().flatten() {
+            for (doc, c) in counts.into_iter().flat_map(Blocks::into_items) {
                 table.candidates[(doc - shard.first_doc) as usize] += c;
             }
             for (doc, tokens) in listed.numbers().zip(tokens.into_items()) {
@@ -1085,7 +1090,7 @@ struct IndexSink<'a, const L: usize> {
     /// XXH3-128 of the current document's token sequence.
     hasher: Xxh3,
     /// (document, occurrences kept), when counted.
-    counts: Option<Vec<(u64, u32)>>,
+    counts: Option<Blocks<(u64, u32)>>,
 }
 
 impl<const L: usize> ScanSink<L> for IndexSink<'_, L> {
@@ -1223,7 +1228,7 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
                 self.docs.end(tokens, self.sink.hasher.digest128());
             }
         }
-        let counts = self.sink.counts.as_ref().map_or(0, |c| c.capacity() * 16) as u64;
+        let counts = self.sink.counts.as_ref().map_or(0, Blocks::heap_bytes);
         self.held.report(&self.docs, self.docs.heap_bytes() + counts)?;
         self.sink.flush_line()
     }

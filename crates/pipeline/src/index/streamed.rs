@@ -38,7 +38,8 @@ use dupgram_runs::RunHeader;
 use dupgram_sieve::Sieve;
 
 use super::{
-    DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, PER_DOC_BYTES, WRITER_BYTES, by_bucket, exact_groups,
+    Blocks, DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, PER_DOC_BYTES, WRITER_BYTES, by_bucket,
+    exact_groups,
 };
 use crate::doc_ids::{DocIds, IdsKept, IdsOnDisk, ListedIds, MemoryIds, places_of_lengths};
 use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan};
@@ -540,7 +541,7 @@ impl IndexJob<'_> {
             let mut inner = IndexSink::new(sieve, PostingChunk::new(layout, capacity), self.work, worker, header);
             inner.doc = how.first_doc + listed.numbers().next().unwrap_or(0);
             inner.buckets = how.buckets;
-            inner.counts = how.count.then(Vec::new);
+            inner.counts = how.count.then(Blocks::default);
             let mut numbers = listed.numbers().map(|doc| how.first_doc + doc);
             numbers.next();
             let mut sink = StreamIndexSink {
@@ -592,7 +593,7 @@ impl IndexJob<'_> {
             spilled += part.spilled;
             runs.extend(part.runs);
             let Some(table) = built.as_mut() else { continue };
-            for &(doc, c) in part.counts.iter().flatten() {
+            for (doc, c) in part.counts.into_iter().flat_map(Blocks::into_items) {
                 table.candidates[(doc - how.first_doc) as usize] += c;
             }
             for (doc, &tokens) in listed.numbers().zip(&part.tokens) {
@@ -648,7 +649,7 @@ struct PartOfStream {
     runs: Vec<(usize, dupgram_merge::RunFile)>,
     spilled: u64,
     /// (document, occurrences kept), when counted.
-    counts: Option<Vec<(u64, u32)>>,
+    counts: Option<Blocks<(u64, u32)>>,
     /// Each document's tokens, in stream order, when the table is built.
     tokens: Vec<u32>,
     /// And its hash, when hashed.
