@@ -55,7 +55,7 @@ use dupgram_sieve::{DelayLine, RollingFingerprint, Sieve, Slot};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::doc_ids::{DocIds, IdsKept};
+use crate::doc_ids::{DocIds, IdsKept, ListedIds};
 use crate::first_words::FirstWords;
 use crate::ngrams::{NgramConfig, NgramStats, Reread, StreamDocs};
 use crate::scan::{ScanSink, Scanner};
@@ -939,9 +939,8 @@ struct WorkerDocs {
     /// Their numbers in the corpus and their IDs.
     listed: StreamDocs,
     tokens: Blocks<u32>,
-    /// Named jobs only: each document's hash.
+    /// Named jobs only (IDs kept in `listed`): each document's hash.
     hashes: Blocks<u128>,
-    named: bool,
 }
 
 /// A list that grows a block of [`BLOCK_ITEMS`] items at a time: a `Vec`
@@ -984,12 +983,10 @@ impl<T> Blocks<T> {
 impl WorkerDocs {
     /// A list whose IDs are kept as `ids` says (for `worker`, in `work` when on disk).
     fn new(ids: IdsKept, work: &Path, worker: usize) -> Result<Self, PipelineError> {
-        let named = ids != IdsKept::Not;
         Ok(WorkerDocs {
             listed: StreamDocs::new(ids.list(work, worker)?),
             tokens: Blocks::default(),
             hashes: Blocks::default(),
-            named,
         })
     }
 
@@ -997,7 +994,7 @@ impl WorkerDocs {
     fn start(&mut self, doc: u64, id: &str) -> Result<(), PipelineError> {
         self.listed.push(doc, id)?;
         self.tokens.push(0);
-        if self.named {
+        if !matches!(self.listed.ids, ListedIds::Unnamed) {
             self.hashes.push(0);
         }
         Ok(())
@@ -1036,10 +1033,9 @@ struct DocsHeld<'a> {
 }
 
 impl DocsHeld<'_> {
-    /// Reports this worker's documents, `bytes` in all with what else it
-    /// holds per document; an error once all workers' hold more than the limit.
-    fn report(&mut self, docs: &WorkerDocs, bytes: u64) -> Result<(), PipelineError> {
-        let listed = docs.listed.listed;
+    /// Reports this worker's `listed` documents and the `bytes` it holds
+    /// for them; an error once all workers' hold more than the limit.
+    fn report(&mut self, bytes: u64, listed: u64) -> Result<(), PipelineError> {
         let all = self.all.fetch_add(bytes.saturating_sub(self.reported.0), Ordering::Relaxed)
             + bytes.saturating_sub(self.reported.0);
         let documents = self.listed.fetch_add(listed - self.reported.1, Ordering::Relaxed) + listed - self.reported.1;
@@ -1229,7 +1225,7 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
             }
         }
         let counts = self.sink.counts.as_ref().map_or(0, Blocks::heap_bytes);
-        self.held.report(&self.docs, self.docs.heap_bytes() + counts)?;
+        self.held.report(self.docs.heap_bytes() + counts, self.docs.listed.listed)?;
         self.sink.flush_line()
     }
 
@@ -1997,10 +1993,10 @@ mod tests {
         let limit = docs.heap_bytes();
         let mut held =
             super::DocsHeld { all: &all, listed: &listed, reported: (0, 0), limit, budget: 16 << 20, least: &least };
-        held.report(&docs, docs.heap_bytes()).unwrap();
+        held.report(docs.heap_bytes(), docs.listed.listed).unwrap();
         // Another worker's list passes the limit.
         let mut other = super::DocsHeld { reported: (0, 0), ..held };
-        let refused = other.report(&unnamed, unnamed.heap_bytes()).unwrap_err().to_string();
+        let refused = other.report(unnamed.heap_bytes(), unnamed.listed.listed).unwrap_err().to_string();
         assert!(refused.contains("the first 4 documents"), "{refused}");
         let need = ((limit + unnamed.heap_bytes()) * 1000) >> 20;
         assert!(refused.contains(&format!("--memory {need}M")), "{refused}");
