@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use hashbrown::HashTable;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
+use crate::table_hint;
 use crate::tokenize::{Normalization, TokenMode};
 
 /// The stable 64-bit hash of a word. It is stored nowhere, but two passes
@@ -109,6 +110,10 @@ pub struct LexiconBuilder {
     /// No word joins the table any more ([`freeze`](Self::freeze)): a
     /// word it does not hold is [`Seen::Overflow`], for the caller to count elsewhere.
     frozen: bool,
+    /// Where the table's control bytes begin, and the bucket count that was
+    /// true for: what [`prefetch`](Self::prefetch) computes its addresses
+    /// from. `(0, 0)` until a prefetch finds it; found again when the table grows.
+    anchor: std::cell::Cell<(usize, usize)>,
 }
 
 /// What [`LexiconBuilder::add_first_seen`] made of one occurrence.
@@ -197,20 +202,19 @@ impl LexiconBuilder {
     /// hundreds of megabytes, so each look-up would otherwise wait on
     /// memory, one after the other.
     ///
-    /// The slot is `hash & (buckets - 1)`, where `hashbrown` starts its
-    /// probe; were that ever to change, the hint would load another line
-    /// and only the time would differ. Reading the slot's control byte is
-    /// itself a load, but one nothing waits on: the loads of many
-    /// look-ups ahead overlap.
+    /// Both lines are named from their addresses alone, without reading
+    /// the table (see [`crate::table_hint`]); where the control bytes begin
+    /// is found once per growth of the table.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
         let buckets = self.table.num_buckets();
-        if buckets == 0 {
-            return;
+        let (known, mut control) = self.anchor.get();
+        if known != buckets || buckets == 0 {
+            let Some(found) = table_hint::control_address(&self.table) else { return };
+            self.anchor.set((buckets, found));
+            control = found;
         }
-        if let Some(entry) = self.table.get_bucket(hash as usize & (buckets - 1)) {
-            dupgram_prefetch::prefetch(entry);
-        }
+        table_hint::prefetch_slot::<Entry>(control, buckets, hash);
     }
 
     /// Whether `word` is on the stop list given at construction.
@@ -658,6 +662,10 @@ pub struct Lexicon {
     tail: Vec<(u32, u64)>,
     /// Words in scope past those held.
     tail_len: u32,
+    /// Where the look-up table's control bytes begin, for
+    /// [`prefetch`](Self::prefetch) (see [`crate::table_hint`]); 0 while
+    /// the table is empty or gone.
+    control: usize,
 }
 
 /// Where a limited load ([`Lexicon::load_limited`]) hands the words it does not hold.
@@ -693,6 +701,7 @@ impl Lexicon {
             fixed_ids: false,
             tail: Vec::new(),
             tail_len: 0,
+            control: 0,
         }
     }
 
@@ -725,6 +734,7 @@ impl Lexicon {
                 self.table.insert_unique(hash, slot, |s| s.hash);
             }
         }
+        self.control = table_hint::control_address(&self.table).unwrap_or(0);
         distinct
     }
 
@@ -747,6 +757,17 @@ impl Lexicon {
                     && (bytes.len() <= 16 || self.slot_bytes(s.value) == bytes)
             })
             .map(|s| s.value)
+    }
+
+    /// Starts loading the table's lines a [`lookup_hashed`](Self::lookup_hashed)
+    /// of a word of this hash will read first, for a look-up some words
+    /// later (see [`crate::table_hint`]): a lexicon of a few hundred
+    /// thousand words already outgrows the processor's caches.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        if self.control != 0 {
+            table_hint::prefetch_slot::<Slot>(self.control, self.table.num_buckets(), hash);
+        }
     }
 
     /// Looks a normalised token up.
@@ -906,6 +927,7 @@ impl Lexicon {
     /// words back for output. Every lookup afterwards says [`Lookup::Unknown`].
     pub fn drop_lookup(&mut self) {
         self.table = HashTable::new();
+        self.control = 0;
     }
 
     /// Heap bytes held.

@@ -20,6 +20,7 @@
 mod cache;
 mod lexicon;
 pub mod stream;
+mod table_hint;
 pub mod tokenize;
 
 pub use cache::WordCache;

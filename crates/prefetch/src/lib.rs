@@ -1,13 +1,17 @@
 //! A hint to the cache: start loading the line that holds a value.
 //!
-//! Three stages spend more time waiting on memory than computing: the sieve,
+//! Four stages spend more time waiting on memory than computing: the sieve,
 //! whose counters are spread at random over hundreds of megabytes; the
 //! index's document-major blocks, where each occurrence is written to a
-//! document's slot far from the last one; and the lexicon pass, whose
+//! document's slot far from the last one; the lexicon pass, whose
 //! workers look each word up in a cache of megabytes and the words that
-//! cache misses in a table of hundreds. All hide the misses the same way:
-//! they name the lines they will touch a few steps ahead, so that the misses
-//! overlap instead of following one another.
+//! cache misses in a table of hundreds; and the passes that read text
+//! with a lexicon in memory, a look-up a token. All hide the misses the
+//! same way: they name the lines they will touch a few steps ahead, so
+//! that the misses overlap instead of following one another — by a
+//! reference to the value ([`prefetch`]), or by an address computed from
+//! a table's layout ([`prefetch_at`]), where finding a reference would
+//! itself wait on memory.
 //!
 //! The hint is the one `unsafe` operation those stages share. It lives here,
 //! below them, so that it is written — and argued sound — once, rather than
@@ -36,9 +40,30 @@ pub fn prefetch<T: ?Sized>(value: &T) {
     let _ = value;
 }
 
+/// Starts loading the cache line at `address`, which need not hold a
+/// value: a place computed from a layout a library does not promise (the
+/// lexicon's tables, see `table_hint` in `dupgram-lexicon`), where a
+/// reference would first have to read memory to prove the value is there.
+///
+/// Like [`prefetch`], it changes no memory, cannot fail, and reads nothing
+/// into the program: a wrong or stale address costs time, never a result.
+#[inline]
+pub fn prefetch_at(address: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as in `prefetch`: SSE is in the x86-64 baseline, and a
+    // prefetch neither reads into the program nor writes, and cannot fault
+    // on any address, mapped or not (Intel SDM, PREFETCHh: "does not cause
+    // a fault"), so no address, however computed, makes it unsound.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
 #[cfg(test)]
 mod tests {
-    use super::prefetch;
+    use super::{prefetch, prefetch_at};
 
     #[test]
     fn prefetching_changes_nothing() {
@@ -52,6 +77,18 @@ mod tests {
         prefetch("text");
         prefetch(&());
         prefetch(&[0u8; 0]);
+        assert_eq!(words, before);
+    }
+
+    #[test]
+    fn prefetching_any_address_changes_nothing_and_cannot_fault() {
+        let words: Vec<u64> = (0..1u64 << 12).collect();
+        let before = words.clone();
+        // Addresses in the vector, past it, unmapped, and the extremes.
+        let base = words.as_ptr() as usize;
+        for address in [base, base + 8 * 4000, base.wrapping_add(1 << 40), 0, 8, usize::MAX, usize::MAX - 4095] {
+            prefetch_at(address);
+        }
         assert_eq!(words, before);
     }
 }
