@@ -63,8 +63,9 @@ struct Pending {
 
 impl Pending {
     /// Words looked up are let go once this many are held, so a piece of
-    /// millions of words holds a few thousand at a time.
-    const KEEP_AT_MOST: usize = 4096;
+    /// millions of words holds a few hundred at a time (tokens are cut at
+    /// 1 KiB: at most about 270 KiB of text, a few KiB on any real one).
+    const KEEP_AT_MOST: usize = 256;
 
     fn push(&mut self, word: &str, hash: u64) {
         if self.next == Self::KEEP_AT_MOST {
@@ -255,7 +256,7 @@ mod tests {
         assert_eq!(tokens, 10_000);
         let stops = words.iter().filter(|w| *w == "w3").count() as u64;
         assert_eq!(ends, vec![Some(10_000 - stops)]);
-        for size in [1, 5, 16, 17, 100, 4097] {
+        for size in [1, 5, 16, 17, 100, 257, 4097] {
             let pieces: Vec<String> = words.chunks(size).map(|c| c.join(" ") + " ").collect();
             let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
             let (calls, ends, tokens) = scan(&lexicon, &pieces);
