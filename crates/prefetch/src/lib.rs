@@ -27,17 +27,7 @@
 /// value is touched some hundreds of cycles later, and likely not cached.
 #[inline]
 pub fn prefetch<T: ?Sized>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 processor has
-    // (it is in the target's baseline features, so no runtime check is
-    // needed). A prefetch is a hint: it reads nothing into the program,
-    // writes nothing, and cannot fault even on an invalid address; the
-    // pointer comes from a reference anyway, so it is valid.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(std::ptr::from_ref(value).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    prefetch_at(std::ptr::from_ref(value).cast::<u8>() as usize);
 }
 
 /// Starts loading the cache line at `address`, which need not hold a
@@ -50,10 +40,12 @@ pub fn prefetch<T: ?Sized>(value: &T) {
 #[inline]
 pub fn prefetch_at(address: usize) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in `prefetch`: SSE is in the x86-64 baseline, and a
-    // prefetch neither reads into the program nor writes, and cannot fault
-    // on any address, mapped or not (Intel SDM, PREFETCHh: "does not cause
-    // a fault"), so no address, however computed, makes it unsound.
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 processor has
+    // (it is in the target's baseline features, so no runtime check is
+    // needed). A prefetch is a hint: it neither reads into the program nor
+    // writes, and cannot fault on any address, mapped or not (Intel SDM,
+    // PREFETCHh: "does not cause a fault"), so no address, however
+    // computed, makes it unsound.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address as *const i8);
     }
