@@ -18,12 +18,16 @@ use crate::error::PipelineError;
 use crate::merging::merge_in;
 
 /// Unit keys being sorted into runs in `dir`.
+///
+/// Runs are named `exact-NNNNNN.dgr` unless [`UnitSort::named`] says otherwise.
 pub struct UnitSort<'a> {
     layout: KeyLayout,
     header: RunHeader,
     chunk: PostingChunk<2>,
     runs: Vec<RunFile>,
     dir: &'a Path,
+    /// The runs' names begin with it.
+    prefix: String,
     /// Bytes written as runs so far.
     pub spilled: u64,
 }
@@ -41,8 +45,15 @@ impl<'a> UnitSort<'a> {
             chunk: PostingChunk::<2>::new(layout, capacity),
             runs: Vec::new(),
             dir,
+            prefix: "exact".into(),
             spilled: 0,
         })
+    }
+
+    /// Runs named `{prefix}-NNNNNN.dgr`, so several sorts can spill into one directory.
+    pub fn named(mut self, prefix: String) -> Self {
+        self.prefix = prefix;
+        self
     }
 
     /// Adds unit `unit` under `key`; spills the chunk when it is full.
@@ -55,7 +66,7 @@ impl<'a> UnitSort<'a> {
         if self.chunk.is_empty() {
             return Ok(());
         }
-        let path = self.dir.join(format!("exact-{:06}.dgr", self.runs.len()));
+        let path = self.dir.join(format!("{}-{:06}.dgr", self.prefix, self.runs.len()));
         let mut writer = RunWriter::create(&path, self.header)?;
         self.chunk.drain_sorted(|key, units| writer.push_postings(key, units))?;
         let (_, summary) = writer.finish()?;
@@ -67,14 +78,20 @@ impl<'a> UnitSort<'a> {
     /// Runs another [`UnitSort`] with the same `tag` wrote (perhaps another
     /// process), ready to merge; intermediate merges go to `dir`.
     pub fn sorted(dir: &'a Path, runs: Vec<RunFile>, tag: u64) -> SortedUnits<'a> {
-        SortedUnits { runs, header: RunHeader::postings(4, tag), dir, spilled: 0 }
+        SortedUnits { runs, header: RunHeader::postings(4, tag), dir, prefix: "exact".into(), spilled: 0 }
     }
 
     /// Spills what is left and gives the chunk's memory back, before
     /// whatever the caller allocates for the merge.
     pub fn finish(mut self) -> Result<SortedUnits<'a>, PipelineError> {
         self.spill()?;
-        Ok(SortedUnits { runs: self.runs, header: self.header, dir: self.dir, spilled: self.spilled })
+        Ok(SortedUnits {
+            runs: self.runs,
+            header: self.header,
+            dir: self.dir,
+            prefix: self.prefix,
+            spilled: self.spilled,
+        })
     }
 }
 
@@ -83,11 +100,19 @@ pub struct SortedUnits<'a> {
     runs: Vec<RunFile>,
     header: RunHeader,
     dir: &'a Path,
+    /// Intermediate merges are named `{prefix}-merge…`.
+    prefix: String,
     /// Bytes written as runs (intermediate merges not counted).
     pub spilled: u64,
 }
 
 impl SortedUnits<'_> {
+    /// Intermediate merges named `{prefix}-merge…`.
+    pub fn named(mut self, prefix: String) -> Self {
+        self.prefix = prefix;
+        self
+    }
+
     /// The runs, to be merged later (by [`UnitSort::sorted`]).
     pub fn into_runs(self) -> Vec<RunFile> {
         self.runs
@@ -102,7 +127,7 @@ impl SortedUnits<'_> {
         control: &Control,
     ) -> Result<(), PipelineError> {
         let dir = self.dir;
-        merge_in(dir, "exact-merge", self.runs, self.header, fan_in, sink, control)?;
+        merge_in(dir, &format!("{}-merge", self.prefix), self.runs, self.header, fan_in, sink, control)?;
         Ok(())
     }
 }

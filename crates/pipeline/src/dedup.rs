@@ -8,9 +8,13 @@
 //! 3. **Decision pass**: the corpus is read once more, in order, document by
 //!    document; each document's duplicate n-grams come from the index —
 //!    gathered in memory by the index merge when they fit, else read back
-//!    from the index file a block of documents at a time —, its units are
+//!    from the index file a block of documents at a time, or, when the
+//!    documents are too many for the tables those ways hold, from the index
+//!    sorted by document on disk (see `crate::index`'s `by_doc`) —, its units are
 //!    judged by Onion's rule ([`dupgram_dedup::Marker`]), and it is written
 //!    out marked or stripped, in its own format (or as a Parquet table).
+
+mod doc_occurrences;
 
 use std::io::BufRead;
 use std::ops::Range;
@@ -18,12 +22,14 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use dupgram_corpus::{CorpusError, Format, Input, ReadOptions};
-use dupgram_dedup::{DedupParams, ExactHasher, LengthTable, Marker, NgramAt, UnitKind, UnitVerdict, nothing_kept};
+use dupgram_dedup::{DedupParams, ExactHasher, LengthTable, Marker, UnitKind, UnitVerdict, nothing_kept};
 use dupgram_merge::MergeSink;
 use serde::Serialize;
 
 use crate::index::{AfterCut, BlockCache, BuiltIndex, DocLists, DupsInput, IndexJob, IndexStats, PER_DOC_BYTES};
 use crate::ngrams::{NgramConfig, zstd_need};
+use crate::occurrence_file::OccurrenceReader;
+use doc_occurrences::DocOccurrences;
 use dupgram_jobkit::attributes::{AttributesFile, char_spans};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::doc_stream::{
@@ -296,7 +302,7 @@ pub fn dedup_to(config: &DedupConfig, control: &Control, mut out: DedupOutput) -
         memory_budget: base.memory,
         ..DedupStats::default()
     };
-    let index = IndexJob::new(base, config.dups.as_ref(), control, plan, work.path());
+    let index = IndexJob::new(base, config.dups.as_ref(), control, plan, work.path()).documents_on_disk();
     // Each document's occurrences straight from the merge when they fit
     // beside what the decisions need (and the exact pass, when it runs).
     let working = index.working();
@@ -308,14 +314,31 @@ pub fn dedup_to(config: &DedupConfig, control: &Control, mut out: DedupOutput) -
         let budget = base.limits.chunk_ngrams.map_or(room, |c| c as u64 * 8);
         DocLists::bytes_for(candidates, docs) <= budget
     };
-    let built = index.build_with_lists(&mut stats.index, &fits)?;
+    let mut built = index.build_with_lists(&mut stats.index, &fits)?;
+    // Sorted by document: merged into one file, a part of the index merge.
+    let by_doc = match built.by_doc.take() {
+        Some(by_doc) => {
+            let t = Instant::now();
+            let sorted = by_doc.write_occurrences(work.path(), index.fan_in(0), control)?;
+            stats.index.merge_seconds += t.elapsed().as_secs_f64();
+            stats.index.bytes_spilled += sorted.bytes;
+            if sorted.occurrences != stats.index.duplicate_occurrences {
+                return Err(PipelineError::Usage(format!(
+                    "internal error: {} occurrences sorted by document, {} merged",
+                    sorted.occurrences, stats.index.duplicate_occurrences
+                )));
+            }
+            Some(sorted.path)
+        }
+        None => None,
+    };
     stats.seconds.index = started.elapsed().as_secs_f64();
     let job = DedupJob { config, control, index, built: &built, plan };
     let t = Instant::now();
     let exact = if config.exact { job.exact_pass(&mut stats)? } else { Vec::new() };
     stats.seconds.exact = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    job.decide(&exact, &mut out, &mut stats)?;
+    job.decide(&exact, by_doc.as_deref(), &mut out, &mut stats)?;
     stats.seconds.decisions = t.elapsed().as_secs_f64();
     drop(built);
     drop(work);
@@ -386,7 +409,15 @@ impl DedupJob<'_> {
     }
 
     /// Reads the corpus once more, judges each document's units and writes it out.
-    fn decide(&self, exact: &[u64], out: &mut DedupOutput, stats: &mut DedupStats) -> Result<(), PipelineError> {
+    /// `by_doc`: the index sorted by document, when the documents went to
+    /// disk (see `crate::index`'s `by_doc`).
+    fn decide(
+        &self,
+        exact: &[u64],
+        by_doc: Option<&std::path::Path>,
+        out: &mut DedupOutput,
+        stats: &mut DedupStats,
+    ) -> Result<(), PipelineError> {
         self.control.start_pass("deduplicating", self.built.inputs.iter().map(Input::size).sum());
         let n = self.config.base.n as u32;
         let totals = &self.built.totals;
@@ -401,6 +432,8 @@ impl DedupJob<'_> {
         let blocks = match &self.built.lists {
             // Gathered by the merge: one block, in memory already.
             Some(_) => std::iter::once(0..table.len() as u32).collect(),
+            // Read in order: no blocks.
+            None if by_doc.is_some() => Vec::new(),
             // Blocks of a few documents each would read the index once per few documents.
             None if room < MIN_BLOCK_ROOM && self.config.base.limits.chunk_ngrams.is_none() => {
                 let encoders = if out.encoder_bytes() > 0 { " and the output's encoder" } else { "" };
@@ -415,11 +448,22 @@ impl DedupJob<'_> {
             None => self.index.plan_blocks(&totals.occurrences, 0..table.len() as u32, room),
         };
         stats.index_blocks = blocks.len() as u64;
-        // One block at a time: the room was planned for one.
-        // The decisions are the index's last reader: cut by block, it goes.
-        let mut cache = BlockCache::new(&self.built.parts, n, &blocks, self.index.block_budget(room), self.control)
-            .split_in(self.index.work, self.config.base.limits.block_files)
-            .after_cut(AfterCut::RemoveIndex);
+        let mut source = match (&self.built.lists, by_doc) {
+            (Some(lists), _) => DocOccurrences::Lists { lists, tokens: &table.tokens },
+            (None, Some(path)) => DocOccurrences::ByDoc { reader: OccurrenceReader::open(path)?, list: Vec::new() },
+            (None, None) => DocOccurrences::Blocks {
+                // One block at a time: the room was planned for one.
+                // The decisions are the index's last reader: cut by block, it goes.
+                cache: BlockCache::new(&self.built.parts, n, &blocks, self.index.block_budget(room), self.control)
+                    .split_in(self.index.work, self.config.base.limits.block_files)
+                    .after_cut(AfterCut::RemoveIndex),
+                blocks: &blocks,
+                block: 0,
+                occurrences: &totals.occurrences,
+                tokens: &table.tokens,
+                sorted: Vec::new(),
+            },
+        };
         let params = DedupParams {
             n,
             threshold: self.config.threshold,
@@ -450,8 +494,7 @@ impl DedupJob<'_> {
                 Ok(())
             });
             let decided = (|| -> Result<(), PipelineError> {
-                let (mut doc, mut unit_base, mut block) = (0u32, 0u64, 0usize);
-                let mut sorted: Vec<NgramAt> = Vec::new();
+                let (mut doc, mut unit_base, mut all_ngrams) = (0u32, 0u64, 0u64);
                 let mut exact_units: Vec<bool> = Vec::new();
                 for (item, slots, vertical, position) in &rx {
                     let d = match item {
@@ -465,29 +508,9 @@ impl DedupJob<'_> {
                     if doc % 1024 == 0 && self.control.interrupted() {
                         return Err(PipelineError::Interrupted);
                     }
-                    let expected = table.tokens.get(doc as usize).copied();
                     let found: u64 = d.unit_tokens.iter().map(|&t| u64::from(t)).sum();
-                    if expected.map(u64::from) != Some(found) {
-                        return Err(PipelineError::Changed(format!(
-                            "document {} has {found} tokens now and had {} when it was indexed",
-                            doc + 1,
-                            expected.map_or("no".into(), |e| e.to_string())
-                        )));
-                    }
-                    let ngrams: &[NgramAt] = match &self.built.lists {
-                        Some(lists) => lists.doc(doc),
-                        None => {
-                            while blocks[block].end <= doc {
-                                block += 1;
-                            }
-                            cache.ensure(block as u32, None, &totals.occurrences, &table.tokens)?;
-                            let occurrences = cache.block(block as u32).expect("the block is loaded").doc(doc);
-                            sorted.clear();
-                            sorted.extend(occurrences.iter().map(|o| NgramAt { pos: o.pos, id: o.ngram }));
-                            sorted.sort_unstable();
-                            &sorted
-                        }
-                    };
+                    all_ngrams += found.saturating_sub(u64::from(n) - 1);
+                    let ngrams = source.of(doc, found)?;
                     exact_units.clear();
                     exact_units.extend((0..d.unit_tokens.len() as u64).map(|u| {
                         let i = unit_base + u;
@@ -505,6 +528,12 @@ impl DedupJob<'_> {
                     done_with.give(slots);
                 }
                 out.finish_documents(&mut writer)?;
+                source.check_all_taken()?;
+                if by_doc.is_some() {
+                    // No table held the documents' sizes: counted here instead.
+                    stats.index.all_ngrams = all_ngrams;
+                    stats.index.index_fraction = stats.index.duplicate_occurrences as f64 / all_ngrams.max(1) as f64;
+                }
                 if u64::from(doc) != stats.index.documents {
                     return Err(PipelineError::Changed(format!(
                         "{} documents were indexed, {doc} read back",
@@ -520,7 +549,7 @@ impl DedupJob<'_> {
                 .unwrap_or_else(|_| Err(PipelineError::Usage("internal error: the reader thread panicked".into())));
             read.and(decided)
         });
-        stats.index_reads = cache.index_reads;
+        stats.index_reads = source.index_reads();
         decided
     }
 }

@@ -37,7 +37,11 @@
 //! it goes ([`DocLists`]), when they fit: the index is then never written
 //! and read back. Both buckets' merges then feed one gathering thread; the
 //! second bucket's IDs carry a tag bit until the first bucket's count is
-//! known, and are numbered on from it before the lists are used.
+//! known, and are numbered on from it before the lists are used. And when
+//! its documents are too many for the tables those ways hold (the merge's
+//! per-document totals, the block plan), the merge sorts every occurrence
+//! by document on disk instead ([`by_doc`]), and nothing in memory grows
+//! with the documents.
 
 use std::io::{BufRead, BufWriter, Write};
 use std::ops::Range;
@@ -65,8 +69,11 @@ use dupgram_jobkit::feed::{BatchWorker, Source, feed};
 use dupgram_jobkit::memory::{MemoryPlan, human_bytes, open_file_allowance};
 use dupgram_jobkit::merging::merge_in;
 use dupgram_jobkit::parted::PartedRuns;
+use dupgram_jobkit::unit_sort::UnitSort;
 
+mod by_doc;
 mod streamed;
+pub(crate) use by_doc::ByDoc;
 pub(crate) use streamed::StreamedIndex;
 use streamed::table_ids;
 
@@ -125,6 +132,10 @@ pub(crate) struct BuiltIndex {
     pub parts: Vec<IndexPart>,
     /// Each document's occurrences, gathered by the merge (see [`IndexJob::build_with_lists`]).
     pub lists: Option<DocLists>,
+    /// Or the index sorted by document, when the documents went to disk
+    /// ([`IndexJob::documents_on_disk`]): then the table and the totals
+    /// hold no document.
+    pub by_doc: Option<ByDoc>,
     pub table: DocTable,
     pub totals: IndexTotals,
     /// The inputs, for reading the corpus once more (standard input from its copy).
@@ -144,6 +155,9 @@ pub(crate) struct IndexJob<'a> {
     /// Bytes the caller holds while the index is merged, beside what the
     /// merge counts itself (the word streams' renumbering and lists).
     held: std::cell::Cell<u64>,
+    /// Whether the caller reads the index sorted by document when its
+    /// documents are many ([`by_doc`]): then no table grows with them.
+    by_doc: bool,
 }
 
 /// What the index pass learned about the documents, by document number.
@@ -250,7 +264,15 @@ impl<'a> IndexJob<'a> {
         plan: MemoryPlan,
         work: &'a Path,
     ) -> Self {
-        IndexJob { base, dups, control, plan, work, held: std::cell::Cell::new(0) }
+        IndexJob { base, dups, control, plan, work, held: std::cell::Cell::new(0), by_doc: false }
+    }
+
+    /// Lets the index of a corpus of many documents be sorted by document
+    /// on disk ([`by_doc`]) instead of holding a table of its documents:
+    /// for a caller that reads [`BuiltIndex::by_doc`] in document order.
+    pub fn documents_on_disk(mut self) -> Self {
+        self.by_doc = true;
+        self
     }
 
     pub fn working(&self) -> u64 {
@@ -279,8 +301,11 @@ impl<'a> IndexJob<'a> {
             let StreamedIndex { merged, table, inputs, norm, stopwords, .. } =
                 self.build_streamed(false, fits, Reread::Text, false, stats)?;
             index_fraction(stats, &table, self.base.n as u32);
-            let MergedIndex { totals, lists, parts, .. } = merged;
-            return Ok(BuiltIndex { parts, lists, table, totals, inputs, norm, stopwords });
+            let MergedIndex { totals, lists, parts, by_doc, .. } = merged;
+            // Sorted by document: the parts' first IDs are all that is left of them.
+            let by_doc = by_doc.map(|runs| ByDoc { runs, first_ids: parts.iter().map(|p| p.first_id).collect() });
+            let parts = if by_doc.is_some() { Vec::new() } else { parts };
+            return Ok(BuiltIndex { parts, lists, by_doc, table, totals, inputs, norm, stopwords });
         };
         // From a saved duplicate list there is no lexicon pass, and so no word streams.
         let (lexicon, sieve, inputs) = self.read_dups_list(dups)?;
@@ -298,13 +323,15 @@ impl<'a> IndexJob<'a> {
         let candidates: u64 = table.candidates.iter().map(|&c| u64::from(c)).sum();
         let gather = fits.is_some_and(|fits| !table.candidates.is_empty() && fits(table.len() as u64, candidates));
         let buckets = by_bucket(runs, paths.len());
+        let into = if gather { MergeInto::Lists } else { MergeInto::Files };
         let MergedIndex { totals, lists, parts, .. } =
-            self.merge_index(buckets, &lexicon, &paths, &table, gather, None, stats)?;
+            self.merge_index(buckets, &lexicon, &paths, &table, into, None, stats)?;
         stats.merge_seconds = t.elapsed().as_secs_f64();
         index_fraction(stats, &table, n as u32);
         Ok(BuiltIndex {
             parts,
             lists,
+            by_doc: None,
             table,
             totals,
             inputs,
@@ -548,7 +575,7 @@ impl<'a> IndexJob<'a> {
         lexicon: &Lexicon,
         paths: &[PathBuf],
         table: &DocTable,
-        gather: bool,
+        into: MergeInto,
         groups: Option<&[u32]>,
         stats: &mut IndexStats,
     ) -> Result<MergedIndex, PipelineError> {
@@ -562,9 +589,13 @@ impl<'a> IndexJob<'a> {
         self.control.start_pass("merging", None);
         let docs = table.len();
         let merges = buckets.len();
+        let gather = into == MergeInto::Lists;
         let builder = gather.then(|| DocListsBuilder::new(&table.candidates));
         let per_merge = docs as u64 * MERGE_DOC_BYTES * merges as u64;
-        let other = table.bytes() + per_merge + builder.as_ref().map_or(0, DocListsBuilder::bytes) + self.held.get();
+        // Sorted by document: a quarter of the working memory for the sorts' chunks.
+        let sorts = if let MergeInto::ByDoc { .. } = into { self.working() / 4 } else { 0 };
+        let other =
+            table.bytes() + per_merge + builder.as_ref().map_or(0, DocListsBuilder::bytes) + self.held.get() + sorts;
         let job = BucketMerge {
             work: self.work,
             control: self.control,
@@ -576,14 +607,20 @@ impl<'a> IndexJob<'a> {
             // Gathered IDs of the second bucket carry a tag until the first's count is known.
             id_limit: if gather && merges > 1 { u64::from(SECOND_BUCKET) } else { 1 << 32 },
         };
-        let (sinks, lists) = match builder {
-            None => (job.to_files(buckets, paths)?, None),
-            Some(builder) => {
+        let (sinks, lists, by_doc) = match (builder, into) {
+            (Some(builder), _) => {
                 let (sinks, builder) = job.to_lists(buckets, builder)?;
-                (sinks, Some(builder))
+                (sinks, Some(builder), None)
             }
+            (None, MergeInto::ByDoc { slot }) => {
+                let chunk = self.base.limits.chunk_ngrams;
+                let (sinks, runs) = job.to_sorts(buckets, slot, (sorts / merges as u64, chunk))?;
+                (sinks, None, Some(runs))
+            }
+            (None, _) => (job.to_files(buckets, paths)?, None, None),
         };
         let mut merged = MergedIndex::combine(sinks, stats)?;
+        merged.by_doc = by_doc;
         stats.merge_buckets = stats.merge_buckets.max(merges as u32);
         if let Some(builder) = lists {
             let second = merged.parts.get(1).map(|p| p.first_id);
@@ -633,6 +670,18 @@ impl<'a> IndexJob<'a> {
     }
 }
 
+/// Where the index merge puts the duplicate n-grams' occurrences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MergeInto {
+    /// The index files, one a bucket, with the per-document totals.
+    Files,
+    /// Each document's list in memory ([`DocLists`]), with the totals.
+    Lists,
+    /// Sorts by document on disk ([`by_doc`]), and no per-document totals:
+    /// the buckets take slots `slot..` of the job's.
+    ByDoc { slot: usize },
+}
+
 /// Bytes each bucket's merge holds per document: its totals (occurrences
 /// and types, 4 bytes each) and its group check's flag, with 3 to spare.
 /// The table's own bytes are counted beside.
@@ -672,10 +721,11 @@ pub(crate) fn by_bucket(runs: Vec<(usize, RunFile)>, buckets: usize) -> Vec<Vec<
 type BucketDone<'g> = (IndexMerge<'g>, u64);
 
 impl<'j> BucketMerge<'j> {
-    fn sink(&self, out: IndexOut, tag: u32, runs: &[RunFile]) -> IndexMerge<'j> {
+    fn sink(&self, out: IndexOut<'j>, tag: u32, runs: &[RunFile]) -> IndexMerge<'j> {
+        let docs = if let IndexOut::ByDoc { .. } = out { 0 } else { self.docs };
         IndexMerge {
             out,
-            totals: IndexTotals::empty(self.docs),
+            totals: IndexTotals::empty(docs),
             check: self.groups.map(GroupCheck::new),
             inputs: run_names(runs),
             tag,
@@ -714,6 +764,47 @@ impl<'j> BucketMerge<'j> {
                 .collect();
             merges.into_iter().map(joined).collect()
         })
+    }
+
+    /// Each bucket's occurrences sorted by document into runs of its own
+    /// (bucket `b` as slot `first_slot + b`), each merged on a thread of its
+    /// own, each sort's chunk `sort.0` bytes (or `sort.1` occurrences).
+    fn to_sorts(
+        &self,
+        buckets: Vec<Vec<RunFile>>,
+        first_slot: usize,
+        sort: (u64, Option<usize>),
+    ) -> Result<(Vec<BucketDone<'j>>, Vec<RunFile>), PipelineError> {
+        let done: Vec<(BucketDone<'j>, Vec<RunFile>)> = std::thread::scope(|scope| {
+            let merges: Vec<_> = buckets
+                .into_iter()
+                .enumerate()
+                .map(|(bucket, runs)| {
+                    scope.spawn(move || -> Result<(BucketDone<'j>, Vec<RunFile>), PipelineError> {
+                        let slot = first_slot + bucket;
+                        // `UnitSort::new` gives its chunk half of what it is handed.
+                        let chunk = UnitSort::new(self.work, 2 * sort.0, sort.1, by_doc::BY_DOC_RUNS)?
+                            .named(format!("by-doc-{slot}"));
+                        let mut sink = self.sink(IndexOut::ByDoc { sort: chunk, slot }, 0, &runs);
+                        let written = self.merge(bucket, runs, &mut sink)?;
+                        let IndexOut::ByDoc { sort, .. } = std::mem::replace(&mut sink.out, IndexOut::Done) else {
+                            unreachable!("the sink sorts by document")
+                        };
+                        let sorted = sort.finish()?;
+                        let spilled = sorted.spilled;
+                        Ok(((sink, written + spilled), sorted.into_runs()))
+                    })
+                })
+                .collect();
+            merges.into_iter().map(joined).collect::<Result<_, _>>()
+        })?;
+        let mut sinks = Vec::with_capacity(done.len());
+        let mut runs = Vec::new();
+        for (sink, sorted) in done {
+            sinks.push(sink);
+            runs.extend(sorted);
+        }
+        Ok((sinks, runs))
     }
 
     /// Each bucket's occurrences handed to one thread gathering them into
@@ -789,6 +880,11 @@ impl MergedIndex {
             return Err(PipelineError::Usage("more than 2^32 duplicate n-grams: use a larger n".into()));
         }
         self.totals.absorb(&next.totals)?;
+        match (&mut self.by_doc, next.by_doc) {
+            (Some(runs), Some(more)) => runs.extend(more),
+            (None, None) => {}
+            _ => return Err(PipelineError::Usage("internal error: index parts sorted two ways".into())),
+        }
         let moved =
             next.parts.into_iter().map(|p| IndexPart { first_id: (u64::from(p.first_id) + offset) as u32, ..p });
         self.parts.extend(moved);
@@ -823,7 +919,7 @@ impl MergedIndex {
         differing.dedup();
         stats.duplicate_ngrams = totals.ngrams;
         stats.duplicate_occurrences = totals.total_occurrences;
-        Ok(MergedIndex { totals, lists: None, differing, parts })
+        Ok(MergedIndex { totals, lists: None, by_doc: None, differing, parts })
     }
 }
 
@@ -1241,7 +1337,7 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
 /// n-gram as its rank (its ID), with its occurrences — or hands them to the
 /// thread gathering [`DocLists`]; and counts, per document, what it holds.
 struct IndexMerge<'a> {
-    out: IndexOut,
+    out: IndexOut<'a>,
     totals: IndexTotals,
     check: Option<GroupCheck<'a>>,
     /// The runs merged, named in errors.
@@ -1302,6 +1398,9 @@ fn files_named<'a>(mut paths: impl ExactSizeIterator<Item = &'a Path>) -> String
 pub(crate) struct MergedIndex {
     pub totals: IndexTotals,
     pub lists: Option<DocLists>,
+    /// The runs sorted by document, when merged [`MergeInto::ByDoc`]: the
+    /// parts then name no file, and the totals no document.
+    pub by_doc: Option<Vec<RunFile>>,
     /// Documents shown to differ from their group's first (see [`GroupCheck`]).
     pub differing: Vec<u32>,
     /// The index files, one a bucket; none when the merge gathered [`Self::lists`].
@@ -1365,8 +1464,13 @@ impl<'a> GroupCheck<'a> {
     }
 }
 
-enum IndexOut {
+enum IndexOut<'a> {
     File(RunWriter<BufWriter<std::fs::File>>),
+    /// Each occurrence to a sort by document, with the n-gram's rank and its bucket's slot.
+    ByDoc {
+        sort: UnitSort<'a>,
+        slot: usize,
+    },
     /// (ID, occurrence) pairs, sent a batch at a time.
     Lists {
         batch: Vec<(u32, u64)>,
@@ -1408,9 +1512,21 @@ impl MergeSink for IndexMerge<'_> {
             )));
         }
         let id = self.totals.ngrams as u32;
-        // First: what follows indexes per-document arrays by these documents.
-        self.totals.add_ngram(occurrences, 0).map_err(|e| e.in_file(&self.inputs))?;
+        if let IndexOut::ByDoc { .. } = self.out {
+            // No per-document totals: an occurrence past the corpus's
+            // documents is found where the decisions read them back.
+            self.totals.add_uncounted(occurrences.len());
+        } else {
+            // First: what follows indexes per-document arrays by these documents.
+            self.totals.add_ngram(occurrences, 0).map_err(|e| e.in_file(&self.inputs))?;
+        }
         let full = match &mut self.out {
+            IndexOut::ByDoc { sort, slot } => {
+                for &o in occurrences {
+                    sort.push(by_doc::key(o), by_doc::value(*slot, id))?;
+                }
+                false
+            }
             IndexOut::File(writer) => {
                 writer.push_postings(&[id], occurrences)?;
                 false

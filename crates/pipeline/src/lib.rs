@@ -40,6 +40,7 @@ mod exact_only;
 mod first_words;
 mod index;
 mod ngrams;
+mod occurrence_file;
 mod overlap;
 mod pairs;
 mod parts;

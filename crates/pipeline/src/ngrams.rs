@@ -119,6 +119,11 @@ pub struct Limits {
     /// text's size and `--tmp-share` (and below their floor of 64 MiB), so
     /// a count is cut into parts by disk alone on a tiny corpus.
     pub disk_room: Option<u64>,
+    /// `dedup` (every unit but `span`): sort the index by document on disk
+    /// and hold nothing per document (`Some(true)`), never (`Some(false)`),
+    /// or when the documents' tables would take more than a quarter of the
+    /// working memory (`None`; see `crate::index::by_doc`).
+    pub documents_on_disk: Option<bool>,
     /// `dedup --unit span`: its sieve of K-grams in this many bytes,
     /// whatever the memory, so a tiny corpus can fill it with collisions.
     pub sieve_bytes: Option<usize>,

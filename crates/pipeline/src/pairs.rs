@@ -48,8 +48,8 @@ use dupgram_sieve::Sieve;
 
 use crate::doc_ids::IdsKept;
 use crate::index::{
-    AfterCut, BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergedIndex,
-    PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
+    AfterCut, BlockCache, DocPastTable, DocTable, DupsInput, IndexJob, IndexPart, IndexStats, IndexTotals, MergeInto,
+    MergedIndex, PER_DOC_BYTES, ShardCut, WRITER_BYTES, by_bucket, exact_groups, index_fraction, run_names,
 };
 use crate::ngrams::{NgramConfig, NgramStats, Reread, zstd_need};
 use crate::parts::BucketTotals;
@@ -460,7 +460,7 @@ impl<'a> PairPasses<'a> {
     ) -> Result<(MergedIndex, Vec<u32>), PipelineError> {
         let t = Instant::now();
         let rep_of = exact_groups(table, self.n())?;
-        let merged = self.index.merge_index(buckets, lexicon, paths, table, false, Some(&rep_of), stats)?;
+        let merged = self.index.merge_index(buckets, lexicon, paths, table, MergeInto::Files, Some(&rep_of), stats)?;
         stats.merge_seconds += t.elapsed().as_secs_f64();
         Ok((merged, rep_of))
     }

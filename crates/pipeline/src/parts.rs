@@ -288,6 +288,13 @@ impl IndexTotals {
         Ok(())
     }
 
+    /// Counts an n-gram of `occurrences` occurrences, in totals that hold no
+    /// document (an index sorted by document, see `crate::index::ByDoc`).
+    pub fn add_uncounted(&mut self, occurrences: usize) {
+        self.ngrams += 1;
+        self.total_occurrences += occurrences as u64;
+    }
+
     /// `|S_X|` of document `doc`: its n-gram positions less its repeats
     /// (when these totals hold every n-gram of it, or every repeated one).
     pub fn distinct(&self, doc: usize, tokens: u32, n: u32) -> u32 {

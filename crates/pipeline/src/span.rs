@@ -61,19 +61,19 @@
 //! of N tokens the chance is about N²/2¹²⁹ (10⁻²⁰ for 10¹⁰ tokens).
 
 use std::collections::HashSet;
-use std::io::BufRead;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dupgram_corpus::{Input, VerticalLine};
-use dupgram_dedup::{NgramAt, SpanMarker, SpanParams, SpanVerdict};
-use dupgram_lexicon::{Tokenizer, read_varint, write_varint};
+use dupgram_dedup::{SpanMarker, SpanParams, SpanVerdict};
+use dupgram_lexicon::Tokenizer;
 use dupgram_merge::MergeSink;
 use dupgram_sieve::{DelayLine, Filling, InsertLine, RollingFingerprint, Sieve, Slot};
 
 use crate::dedup::{DedupConfig, DedupOutput, DedupStats, DocWriter, line_text, plan_and_scratch, push_vertical_line};
 use crate::index::IndexJob;
+use crate::occurrence_file::{OccurrenceReader, OccurrenceWriter};
 use dupgram_jobkit::attributes::{AttributesFile, char_spans};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::doc_stream::{Body, Doc, DocStream, Item, Role, marked_record, read_batched, stripped_record};
@@ -471,15 +471,12 @@ impl SpanJob<'_> {
         stats.index.duplicate_ngrams = kgrams;
         let positions = positions.finish()?;
         stats.index.bytes_spilled += positions.spilled;
-        let path = self.index.work.join("occurrences.bin");
-        let file = std::fs::File::create(&path).map_err(|e| PipelineError::io(&path, e))?;
-        let out = std::io::BufWriter::with_capacity(1 << 16, file);
-        let mut sink = OccurrenceSink { out, path, count: 0, last: 0, offsets };
+        let out = OccurrenceWriter::create(&self.index.work.join("occurrences.bin"))?;
+        let mut sink = OccurrenceSink { out, offsets };
         positions.merge(self.index.fan_in(0), &mut sink, self.control)?;
-        stats.index.duplicate_occurrences = sink.count;
-        let OccurrenceSink { out, path, .. } = sink;
-        let file = out.into_inner().map_err(|e| PipelineError::io(&path, e.into_error()))?;
-        stats.index.bytes_spilled += file.metadata().map_err(|e| PipelineError::io(&path, e))?.len();
+        stats.index.duplicate_occurrences = sink.out.count;
+        let (path, bytes) = sink.out.finish()?;
+        stats.index.bytes_spilled += bytes;
         Ok(Repeats { occurrences: path, kgrams })
     }
 
@@ -494,7 +491,7 @@ impl SpanJob<'_> {
         let kgrams = usize::try_from(found.kgrams)
             .map_err(|_| PipelineError::Usage("too many repeated K-grams for this machine".into()))?;
         let mut marker = SpanMarker::new(params, kgrams);
-        let mut occurrences = Occurrences::open(&found.occurrences)?;
+        let mut occurrences = OccurrenceReader::open(&found.occurrences)?;
         let base = &self.config.base;
         let mut writer = SpanWriter {
             strip: self.config.strip,
@@ -724,11 +721,7 @@ impl MergeSink for NumberSink<'_> {
 /// Writes the occurrences, in position order, to a file, each position
 /// turned from its part's into the corpus's.
 struct OccurrenceSink<'o> {
-    out: std::io::BufWriter<std::fs::File>,
-    path: PathBuf,
-    count: u64,
-    /// The position written last (the gaps are from it).
-    last: u64,
+    out: OccurrenceWriter,
     /// Each part's first corpus position.
     offsets: &'o [u64],
 }
@@ -745,72 +738,9 @@ impl MergeSink for OccurrenceSink<'_> {
         // Parts are in corpus order and positions in a part below its tokens, so this keeps the order.
         let position = first + (in_part & ((1 << PART_SHIFT) - 1));
         for &number in numbers {
-            let written =
-                write_varint(&mut self.out, position - self.last).and_then(|()| write_varint(&mut self.out, number));
-            written.map_err(|e| PipelineError::io(&self.path, e))?;
-            self.last = position;
-            self.count += 1;
+            self.out.push(position, number)?;
         }
         Ok(())
-    }
-}
-
-/// The occurrences file read back in order.
-struct Occurrences {
-    reader: std::io::BufReader<std::fs::File>,
-    path: PathBuf,
-    /// The next occurrence, read but not yet taken.
-    next: Option<(u64, u32)>,
-    /// The position read last (the next gap is from it).
-    last: u64,
-}
-
-impl Occurrences {
-    fn open(path: &Path) -> Result<Self, PipelineError> {
-        let file = std::fs::File::open(path).map_err(|e| PipelineError::io(path, e))?;
-        let mut this = Occurrences {
-            reader: std::io::BufReader::with_capacity(1 << 16, file),
-            path: path.into(),
-            next: None,
-            last: 0,
-        };
-        this.advance()?;
-        Ok(this)
-    }
-
-    fn advance(&mut self) -> Result<(), PipelineError> {
-        let io = |e| PipelineError::io(&self.path, e);
-        if self.reader.fill_buf().map_err(io)?.is_empty() {
-            self.next = None;
-            return Ok(());
-        }
-        let gap = read_varint(&mut self.reader).map_err(io)?;
-        let number = read_varint(&mut self.reader).map_err(io)?;
-        let number = u32::try_from(number)
-            .map_err(|_| PipelineError::Corrupt(format!("{}: a K-gram number past 2³²", self.path.display())))?;
-        self.last += gap;
-        self.next = Some((self.last, number));
-        Ok(())
-    }
-
-    /// The occurrences of the document of `tokens` tokens starting at corpus
-    /// position `start`, as positions in the document.
-    fn take_document(&mut self, start: u64, tokens: u32, into: &mut Vec<NgramAt>) -> Result<(), PipelineError> {
-        into.clear();
-        while let Some((position, number)) = self.next {
-            if position >= start + u64::from(tokens) {
-                break;
-            }
-            // Positions before `start` were all taken by earlier documents.
-            let pos = (position - start) as u32;
-            into.push(NgramAt { pos, id: number });
-            self.advance()?;
-        }
-        Ok(())
-    }
-
-    fn at_end(&mut self) -> Result<bool, PipelineError> {
-        Ok(self.next.is_none() && self.reader.fill_buf().map_err(|e| PipelineError::io(&self.path, e))?.is_empty())
     }
 }
 

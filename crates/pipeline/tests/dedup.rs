@@ -1,7 +1,7 @@
 //! `dedup` decides the same whichever way it gets each document's duplicate
-//! n-grams: gathered in memory by the index merge, or read back from the
-//! index file in one block or in many; with or without a sieve; for any
-//! threads and batch size.
+//! n-grams: gathered in memory by the index merge, read back from the index
+//! file in one block or in many, or from the index sorted by document on
+//! disk; with or without a sieve; for any threads and batch size.
 
 use std::io::Write;
 
@@ -131,7 +131,24 @@ proptest! {
         prop_assert!(gathered == parted, "in one part and in {} differ", parts);
         let split = p.index.first_pass.as_ref().unwrap().sieve.parts;
         prop_assert!(split > 1 || vocabulary == 30, "{} parts", split);
-        for s in [&b, &u] {
+        // Sorted by document on disk, in small runs, in one part or several, in one bucket or two.
+        let (by_doc, d) = run(&path, dir.path(), "by-doc.vert", |c| {
+            set(c);
+            c.base.threads = threads;
+            c.base.limits = Limits {
+                chunk_ngrams: Some(40),
+                fan_in: Some(3),
+                batch_bytes: Some(batch),
+                merge_buckets: Some(buckets),
+                sieve_parts: (parts == 5).then_some(parts),
+                documents_on_disk: Some(true),
+                ..Limits::default()
+            };
+        });
+        prop_assert!(gathered == by_doc, "gathered lists and the index sorted by document differ");
+        prop_assert_eq!((d.index_blocks, d.index_reads), (0, 0));
+        prop_assert_eq!(d.index.all_ngrams, g.index.all_ngrams);
+        for s in [&b, &u, &d] {
             prop_assert_eq!(
                 (s.units, s.units_removed, s.units_exact, s.units_smoothed, s.tokens_removed),
                 (g.units, g.units_removed, g.units_exact, g.units_smoothed, g.tokens_removed)

@@ -168,6 +168,7 @@ fn run_engine(
         shared_set_documents: None,
         disk_room: None,
         sieve_bytes: None,
+        documents_on_disk: None,
     };
     let (listed, stats) = run_listed(&config);
     (listed.into_iter().collect(), stats)

@@ -38,7 +38,7 @@ use dupgram_runs::RunHeader;
 use dupgram_sieve::Sieve;
 
 use super::{
-    Blocks, DocTable, IndexJob, IndexSink, IndexStats, MergedIndex, PER_DOC_BYTES, WRITER_BYTES, by_bucket,
+    Blocks, DocTable, IndexJob, IndexSink, IndexStats, MergeInto, MergedIndex, PER_DOC_BYTES, WRITER_BYTES, by_bucket,
     exact_groups,
 };
 use crate::doc_ids::{DocIds, IdsKept, IdsOnDisk, ListedIds, MemoryIds, places_of_lengths};
@@ -217,8 +217,11 @@ impl IndexJob<'_> {
     ) -> Result<StreamedIndex, PipelineError> {
         let ids = if named { IdsKept::OnDisk } else { IdsKept::Not };
         let mut first = NgramStats { n: self.base.n, ..NgramStats::default() };
+        // Documents that may go to disk never make the lexicon pass stop.
+        let may_go_to_disk = self.by_doc && self.base.limits.documents_on_disk != Some(false);
+        let per_doc = if may_go_to_disk { 0 } else { bytes_per_doc(groups) };
         let (corpus, inputs) =
-            tokenise_for_index(self.base, self.control, self.work, bytes_per_doc(groups), ids, reread, &mut first)?;
+            tokenise_for_index(self.base, self.control, self.work, per_doc, ids, reread, &mut first)?;
         stats.bytes_spilled += first.bytes_spilled;
         let layout = KeyLayout::new(self.base.n, corpus.lexicon.len().saturating_sub(1) as u32)?;
         // Standard input's copy stays on disk for the passes after the index, and so do the IDs.
@@ -250,11 +253,14 @@ impl IndexJob<'_> {
     ) -> Result<(MergedIndex, BuiltTable, Vec<PathBuf>, dupgram_lexicon::Normalization, Vec<String>), PipelineError>
     {
         let IndexHow { groups, fits, kept } = *how;
-        let per_doc = bytes_per_doc(groups);
+        let docs: u64 = corpus.documents.iter().map(|d| d.len() as u64).sum();
+        let by_doc = self.by_doc
+            && !groups
+            && self.base.limits.documents_on_disk.unwrap_or(docs * bytes_per_doc(groups) > self.working() / 4);
+        let per_doc = if by_doc { 0 } else { bytes_per_doc(groups) };
         let beside = corpus.held_beside(per_doc);
         let StreamedCorpus { lexicon, sieve, sieve_filled, streamed, streams, mut documents, .. } = corpus;
         let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &streamed, layout };
-        let docs: u64 = documents.iter().map(|d| d.len() as u64).sum();
         if docs != first.documents {
             return Err(PipelineError::Changed(format!(
                 "the lexicon pass read {} documents and listed {docs}",
@@ -288,7 +294,8 @@ impl IndexJob<'_> {
         let per_part = self.base.limits.merge_buckets.unwrap_or(self.base.threads).clamp(1, super::MERGE_BUCKETS);
         let mut paths = Vec::new();
         let mut gather_possible = false;
-        let mut table: Option<DocTable> = None;
+        // Sorted by document, the job holds a table of no document.
+        let mut table: Option<DocTable> = by_doc.then(DocTable::default);
         let mut rep_of = None;
         let mut merged: Option<MergedIndex> = None;
         let mut i = 0;
@@ -296,7 +303,7 @@ impl IndexJob<'_> {
             i += 1;
             let last = i == expected;
             if i == 1 {
-                gather_possible = fits.is_some() && last;
+                gather_possible = fits.is_some() && last && !by_doc;
             }
             let cut: Vec<u32> = part.split_by(&lexicon, per_part).iter().skip(1).map(|b| b.start).collect();
             let buckets = cut.len() + 1;
@@ -344,6 +351,11 @@ impl IndexJob<'_> {
             let candidates: u64 = table.candidates.iter().map(|&c| u64::from(c)).sum();
             let gather = gather_possible
                 && fits.is_some_and(|fits| !table.candidates.is_empty() && fits(table.len() as u64, candidates));
+            let into = match (gather, by_doc) {
+                (true, _) => MergeInto::Lists,
+                (false, true) => MergeInto::ByDoc { slot: paths.len() },
+                (false, false) => MergeInto::Files,
+            };
             let held = lexicon.heap_bytes() as u64
                 + streamed.beside(0)
                 + documents.iter().map(StreamDocs::heap_bytes).sum::<u64>()
@@ -354,7 +366,7 @@ impl IndexJob<'_> {
                 &lexicon,
                 &part_paths,
                 table,
-                gather,
+                into,
                 rep_of.as_deref(),
                 stats,
             );
@@ -374,7 +386,7 @@ impl IndexJob<'_> {
         stats.documents = first.documents;
         stats.tokens = first.tokens;
         let table = table.ok_or_else(|| PipelineError::Usage("internal error: no document table".into()))?;
-        let paths = if merged.lists.is_some() { Vec::new() } else { paths };
+        let paths = if merged.lists.is_some() || merged.by_doc.is_some() { Vec::new() } else { paths };
         let table = BuiltTable { table, rep_of };
         Ok((merged, table, paths, lexicon.normalization(), lexicon.stopwords().to_vec()))
     }
