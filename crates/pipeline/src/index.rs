@@ -46,7 +46,7 @@
 use std::io::{BufRead, BufWriter, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use dupgram_chunker::{KeyLayout, PostingChunk};
 use dupgram_corpus::{Batch, CorpusError, Input};
@@ -172,6 +172,10 @@ pub struct DocTable {
     /// Occurrences the sieve let through, per document (when asked for): at
     /// least the document's duplicate occurrences.
     pub candidates: Vec<u32>,
+    /// The documents were too many to list: the index is sorted by
+    /// document on disk instead ([`IndexJob::documents_on_disk`]), and the
+    /// table is empty.
+    pub on_disk: bool,
 }
 
 /// Where a document's ID is in [`DocIds::Memory`]: 12 bytes, where a
@@ -298,13 +302,11 @@ impl<'a> IndexJob<'a> {
         fits: Option<&dyn Fn(u64, u64) -> bool>,
     ) -> Result<BuiltIndex, PipelineError> {
         let Some(dups) = self.dups else {
-            let StreamedIndex { merged, table, inputs, norm, stopwords, .. } =
+            let StreamedIndex { mut merged, table, inputs, norm, stopwords, .. } =
                 self.build_streamed(false, fits, Reread::Text, false, stats)?;
             index_fraction(stats, &table, self.base.n as u32);
-            let MergedIndex { totals, lists, parts, by_doc, .. } = merged;
-            // Sorted by document: the parts' first IDs are all that is left of them.
-            let by_doc = by_doc.map(|runs| ByDoc { runs, first_ids: parts.iter().map(|p| p.first_id).collect() });
-            let parts = if by_doc.is_some() { Vec::new() } else { parts };
+            let (parts, by_doc) = merged.parts_or_by_doc();
+            let MergedIndex { totals, lists, .. } = merged;
             return Ok(BuiltIndex { parts, lists, by_doc, table, totals, inputs, norm, stopwords });
         };
         // From a saved duplicate list there is no lexicon pass, and so no word streams.
@@ -323,17 +325,21 @@ impl<'a> IndexJob<'a> {
         let candidates: u64 = table.candidates.iter().map(|&c| u64::from(c)).sum();
         let gather = fits.is_some_and(|fits| !table.candidates.is_empty() && fits(table.len() as u64, candidates));
         let buckets = by_bucket(runs, paths.len());
-        let into = if gather { MergeInto::Lists } else { MergeInto::Files };
-        let MergedIndex { totals, lists, parts, .. } =
-            self.merge_index(buckets, &lexicon, &paths, &table, into, None, stats)?;
+        let into = match (gather, table.on_disk) {
+            (true, _) => MergeInto::Lists,
+            (false, true) => MergeInto::ByDoc { slot: 0 },
+            (false, false) => MergeInto::Files,
+        };
+        let mut merged = self.merge_index(buckets, &lexicon, &paths, &table, into, None, stats)?;
         stats.merge_seconds = t.elapsed().as_secs_f64();
         index_fraction(stats, &table, n as u32);
+        let (parts, by_doc) = merged.parts_or_by_doc();
         Ok(BuiltIndex {
             parts,
-            lists,
-            by_doc: None,
+            lists: merged.lists,
+            by_doc,
             table,
-            totals,
+            totals: merged.totals,
             inputs,
             norm: lexicon.normalization(),
             stopwords: lexicon.stopwords().to_vec(),
@@ -447,6 +453,9 @@ impl<'a> IndexJob<'a> {
         // lexicon and sieve, yet the documents of a small corpus fit.
         let (held, listed) = (AtomicU64::new(0), AtomicU64::new(0));
         let working = self.working();
+        // A job whose index may go by document never stops for its documents: it stops listing them.
+        let may_go_to_disk = self.by_doc && ids == IdsKept::Not && self.base.limits.documents_on_disk != Some(false);
+        let to_disk = AtomicBool::new(may_go_to_disk && self.base.limits.documents_on_disk == Some(true));
         let (zstd, threads_given) = (self.plan.zstd_need(), base.threads);
         let least = move |documents: u64| {
             MemoryPlan::least_budget_for((fixed + documents * 2).min(documents * 16), threads_given, zstd)
@@ -469,6 +478,7 @@ impl<'a> IndexJob<'a> {
                         limit: (working.saturating_sub(fixed) / 2).max(working / 16),
                         budget: base.memory,
                         least: &least,
+                        to_disk: may_go_to_disk.then_some((&to_disk, working / 4)),
                     },
                 })
             })
@@ -510,6 +520,10 @@ impl<'a> IndexJob<'a> {
             runs.extend(sink.runs);
             workers_docs.push((worker_docs, sink.counts));
         }
+        if to_disk.load(Ordering::Relaxed) {
+            // The workers stopped listing their documents: no table.
+            return Ok((runs, DocTable { on_disk: true, ..DocTable::default() }));
+        }
         let docs = read.documents as usize;
         let named = ids != IdsKept::Not;
         let mut table = DocTable {
@@ -517,6 +531,7 @@ impl<'a> IndexJob<'a> {
             hashes: if named { vec![0; docs] } else { Vec::new() },
             ids: DocIds::Unnamed,
             candidates: if count { vec![0; docs] } else { Vec::new() },
+            on_disk: false,
         };
         let mut lists = Vec::with_capacity(workers_docs.len());
         for (WorkerDocs { mut listed, tokens, hashes, .. }, counts) in workers_docs {
@@ -869,6 +884,16 @@ fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, PipelineError>>
 }
 
 impl MergedIndex {
+    /// The index files, or, sorted by document, its runs and the parts'
+    /// first IDs (all that is left of the parts then).
+    fn parts_or_by_doc(&mut self) -> (Vec<IndexPart>, Option<ByDoc>) {
+        let parts = std::mem::take(&mut self.parts);
+        match self.by_doc.take() {
+            Some(runs) => (Vec::new(), Some(ByDoc { runs, first_ids: parts.iter().map(|p| p.first_id).collect() })),
+            None => (parts, None),
+        }
+    }
+
     /// This index followed by `next`, merged after it (the next part of the
     /// n-grams by first word): `next`'s IDs count on from this one's.
     pub(crate) fn followed_by(mut self, next: MergedIndex) -> Result<MergedIndex, PipelineError> {
@@ -1037,6 +1062,8 @@ struct WorkerDocs {
     tokens: Blocks<u32>,
     /// Named jobs only (IDs kept in `listed`): each document's hash.
     hashes: Blocks<u128>,
+    /// Tokens and hashes are no longer listed ([`DocsHeld::to_disk`]).
+    dropped: bool,
 }
 
 /// A list that grows a block of [`BLOCK_ITEMS`] items at a time: a `Vec`
@@ -1083,17 +1110,28 @@ impl WorkerDocs {
             listed: StreamDocs::new(ids.list(work, worker)?),
             tokens: Blocks::default(),
             hashes: Blocks::default(),
+            dropped: false,
         })
     }
 
     /// Document `doc`, named `id`, begins.
     fn start(&mut self, doc: u64, id: &str) -> Result<(), PipelineError> {
         self.listed.push(doc, id)?;
+        if self.dropped {
+            return Ok(());
+        }
         self.tokens.push(0);
         if !matches!(self.listed.ids, ListedIds::Unnamed) {
             self.hashes.push(0);
         }
         Ok(())
+    }
+
+    /// Stops listing the documents' tokens and hashes, and lets those listed go.
+    fn stop_listing(&mut self) {
+        self.dropped = true;
+        self.tokens = Blocks::default();
+        self.hashes = Blocks::default();
     }
 
     /// The document begun last ends, with `tokens` and its words' `hash`.
@@ -1126,18 +1164,44 @@ struct DocsHeld<'a> {
     /// the budget the documents read so far need, given what they hold.
     budget: u64,
     least: &'a (dyn Fn(u64) -> u64 + Sync),
+    /// For a job whose index may go by document: raised, instead of an
+    /// error, once the documents pass the limit or their table (see
+    /// [`PER_DOC_BYTES`]) the bytes beside it; and from then on, no
+    /// worker lists its documents.
+    to_disk: Option<(&'a AtomicBool, u64)>,
+}
+
+/// What the workers do with their documents' lists from now on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    Keep,
+    /// Drop them: the index goes by document.
+    Drop,
 }
 
 impl DocsHeld<'_> {
     /// Reports this worker's `listed` documents and the `bytes` it holds
-    /// for them; an error once all workers' hold more than the limit.
-    fn report(&mut self, bytes: u64, listed: u64) -> Result<(), PipelineError> {
+    /// for them; an error once all workers' hold more than the limit, or,
+    /// when the documents may go to disk, the word to drop the lists.
+    fn report(&mut self, bytes: u64, listed: u64) -> Result<Listing, PipelineError> {
+        if let Some((flag, _)) = self.to_disk
+            && flag.load(Ordering::Relaxed)
+        {
+            return Ok(Listing::Drop);
+        }
         let all = self.all.fetch_add(bytes.saturating_sub(self.reported.0), Ordering::Relaxed)
             + bytes.saturating_sub(self.reported.0);
         let documents = self.listed.fetch_add(listed - self.reported.1, Ordering::Relaxed) + listed - self.reported.1;
         self.reported = (bytes, listed);
+        if let Some((flag, table_room)) = self.to_disk {
+            if all <= self.limit && documents * PER_DOC_BYTES <= table_room {
+                return Ok(Listing::Keep);
+            }
+            flag.store(true, Ordering::Relaxed);
+            return Ok(Listing::Drop);
+        }
         if all <= self.limit {
-            return Ok(());
+            return Ok(Listing::Keep);
         }
         Err(PipelineError::Memory {
             budget: human_bytes(self.budget),
@@ -1321,7 +1385,10 @@ impl<'a, const L: usize> BatchWorker for IndexWorker<'a, L> {
             }
         }
         let counts = self.sink.counts.as_ref().map_or(0, Blocks::heap_bytes);
-        self.held.report(self.docs.heap_bytes() + counts, self.docs.listed.listed)?;
+        if self.held.report(self.docs.heap_bytes() + counts, self.docs.listed.listed)? == Listing::Drop {
+            self.docs.stop_listing();
+            self.sink.counts = None;
+        }
         self.sink.flush_line()
     }
 
@@ -2077,10 +2144,10 @@ const BLOCK_RUNS: u64 = 0xB10C_F11E;
 
 #[cfg(test)]
 mod tests {
-    use super::{AfterCut, BlockCache, GroupCheck, IndexPart};
+    use super::{AfterCut, BlockCache, GroupCheck, IndexPart, PER_DOC_BYTES};
     use dupgram_jobkit::{Control, PipelineError};
     use dupgram_runs::{RunHeader, RunWriter};
-    use std::sync::atomic::Ordering;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
     /// A worker's list gives its documents' numbers and IDs in its order,
     /// hashes only when named, and a refusal once the workers' lists pass
@@ -2107,15 +2174,40 @@ mod tests {
         let (all, listed) = (std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0));
         let least = |held: u64| held * 1000;
         let limit = docs.heap_bytes();
-        let mut held =
-            super::DocsHeld { all: &all, listed: &listed, reported: (0, 0), limit, budget: 16 << 20, least: &least };
-        held.report(docs.heap_bytes(), docs.listed.listed).unwrap();
+        let mut held = super::DocsHeld {
+            all: &all,
+            listed: &listed,
+            reported: (0, 0),
+            limit,
+            budget: 16 << 20,
+            least: &least,
+            to_disk: None,
+        };
+        assert_eq!(held.report(docs.heap_bytes(), docs.listed.listed).unwrap(), super::Listing::Keep);
         // Another worker's list passes the limit.
         let mut other = super::DocsHeld { reported: (0, 0), ..held };
         let refused = other.report(unnamed.heap_bytes(), unnamed.listed.listed).unwrap_err().to_string();
         assert!(refused.contains("the first 4 documents"), "{refused}");
         let need = ((limit + unnamed.heap_bytes()) * 1000) >> 20;
         assert!(refused.contains(&format!("--memory {need}M")), "{refused}");
+
+        // A job whose index may go by document drops its lists instead, for good.
+        let (all, listed, flag) = (AtomicU64::new(0), AtomicU64::new(0), AtomicBool::new(false));
+        let room = 4 * PER_DOC_BYTES;
+        let mut held =
+            super::DocsHeld { all: &all, listed: &listed, reported: (0, 0), to_disk: Some((&flag, room)), ..held };
+        assert_eq!(held.report(docs.heap_bytes(), docs.listed.listed).unwrap(), super::Listing::Keep);
+        // A fifth document: its table would pass the room.
+        unnamed.start(1, "e").unwrap();
+        assert_eq!(held.report(docs.heap_bytes(), 5).unwrap(), super::Listing::Drop);
+        assert!(flag.load(Ordering::Relaxed));
+        let mut other = super::DocsHeld { reported: (0, 0), ..held };
+        assert_eq!(other.report(0, 1).unwrap(), super::Listing::Drop);
+        unnamed.stop_listing();
+        unnamed.start(2, "f").unwrap();
+        unnamed.end(4, 0);
+        assert!(unnamed.tokens.blocks.is_empty());
+        assert_eq!(unnamed.listed.numbers().collect::<Vec<_>>(), [0, 1, 2]);
     }
 
     #[test]

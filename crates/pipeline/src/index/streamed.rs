@@ -295,7 +295,7 @@ impl IndexJob<'_> {
         let mut paths = Vec::new();
         let mut gather_possible = false;
         // Sorted by document, the job holds a table of no document.
-        let mut table: Option<DocTable> = by_doc.then(DocTable::default);
+        let mut table: Option<DocTable> = by_doc.then(|| DocTable { on_disk: true, ..DocTable::default() });
         let mut rep_of = None;
         let mut merged: Option<MergedIndex> = None;
         let mut i = 0;
@@ -600,6 +600,7 @@ impl IndexJob<'_> {
             hashes: if how.hash { vec![0; docs] } else { Vec::new() },
             ids: DocIds::Unnamed,
             candidates: if how.count { vec![0; docs] } else { Vec::new() },
+            on_disk: false,
         });
         for (part, listed) in outputs.into_iter().zip(documents.iter()) {
             spilled += part.spilled;
