@@ -312,10 +312,12 @@ fn summary(s: &DedupStats) -> String {
             ),
         );
     } else {
+        let by_document =
+            if s.index_by_document { ", sorted by document on disk (too many documents for tables)" } else { "" };
         line(
             if s.unit == "span" { "repeated K-grams" } else { "duplicate index" },
             format!(
-                "{} {}-grams, {} occurrences",
+                "{} {}-grams, {} occurrences{by_document}",
                 group(s.index.duplicate_ngrams),
                 s.n,
                 group(s.index.duplicate_occurrences)

@@ -909,13 +909,13 @@ fn too_many_documents_for_the_budget_are_refused_naming_a_budget_that_holds_them
             assert_eq!(code, 0, "{job:?} of {documents} documents at {budget}: {stderr}");
             written.push(std::fs::read(&out).unwrap());
             let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
-            // Blocks read from the index: none when it is sorted by document.
-            let blocks = stats["index_blocks"].as_u64().unwrap();
-            assert_eq!(
-                blocks == 0,
-                must_refuse && budget == "32M",
-                "{job:?}, {documents} documents at {budget}: {blocks} blocks"
-            );
+            // Sorted by document, the index is read in no blocks.
+            let (by_document, blocks) = (stats["index_by_document"].as_bool().unwrap(), stats["index_blocks"].as_u64());
+            assert_eq!(by_document, must_refuse && budget == "32M", "{job:?}, {documents} documents at {budget}");
+            assert_eq!(blocks == Some(0), by_document, "{job:?}, {documents} documents at {budget}: {blocks:?} blocks");
+            // And the summary says so.
+            let (_, _, summary) = run(&[job, &[s(&corpus), "-o", s(&out), "--memory", budget]][..].concat());
+            assert_eq!(summary.contains("sorted by document on disk"), by_document, "{summary}");
         }
         assert!(written.iter().all(|w| *w == written[0]), "dedup of {documents} documents: the runs differ");
         std::fs::remove_file(&out).unwrap();

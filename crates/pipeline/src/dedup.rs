@@ -163,6 +163,9 @@ pub struct DedupStats {
     pub lengths: LengthTable,
     /// Blocks the document-major index was read in.
     pub index_blocks: u64,
+    /// The index was sorted by document on disk: the documents were too
+    /// many for the tables the other ways hold (see `crate::index`'s `by_doc`).
+    pub index_by_document: bool,
     /// Readings of the whole index to build blocks (the one that cut it
     /// into a file per block, when it was, included).
     pub index_reads: u64,
@@ -328,6 +331,7 @@ pub fn dedup_to(config: &DedupConfig, control: &Control, mut out: DedupOutput) -
                     sorted.occurrences, stats.index.duplicate_occurrences
                 )));
             }
+            stats.index_by_document = true;
             Some(sorted.path)
         }
         None => None,

@@ -965,6 +965,10 @@ impl ShardCut<'_> {
 /// Bytes kept per document across the job: tokens, index counts, group,
 /// cluster. Hashes and IDs held in memory ([`DocTable::bytes`]) come on top.
 pub(crate) const PER_DOC_BYTES: u64 = 4 + 4 + 4 + 4 + 8;
+/// Bytes a document takes in the tables of a `dedup` that holds them (with
+/// 4 to spare, as the lexicon pass counts it): past a quarter of the
+/// working memory for them, its index goes by document ([`by_doc`]).
+pub(crate) const DEDUP_DOC_BYTES: u64 = PER_DOC_BYTES + 4;
 /// Buffers of one run writer.
 pub(crate) const WRITER_BYTES: u64 = 256 * 1024;
 
@@ -1165,8 +1169,8 @@ struct DocsHeld<'a> {
     budget: u64,
     least: &'a (dyn Fn(u64) -> u64 + Sync),
     /// For a job whose index may go by document: raised, instead of an
-    /// error, once the documents pass the limit or their table (see
-    /// [`PER_DOC_BYTES`]) the bytes beside it; and from then on, no
+    /// error, once the documents pass the limit or their tables (see
+    /// [`DEDUP_DOC_BYTES`]) the bytes beside it; and from then on, no
     /// worker lists its documents.
     to_disk: Option<(&'a AtomicBool, u64)>,
 }
@@ -1194,7 +1198,7 @@ impl DocsHeld<'_> {
         let documents = self.listed.fetch_add(listed - self.reported.1, Ordering::Relaxed) + listed - self.reported.1;
         self.reported = (bytes, listed);
         if let Some((flag, table_room)) = self.to_disk {
-            if all <= self.limit && documents * PER_DOC_BYTES <= table_room {
+            if all <= self.limit && documents * DEDUP_DOC_BYTES <= table_room {
                 return Ok(Listing::Keep);
             }
             flag.store(true, Ordering::Relaxed);
@@ -2144,7 +2148,7 @@ const BLOCK_RUNS: u64 = 0xB10C_F11E;
 
 #[cfg(test)]
 mod tests {
-    use super::{AfterCut, BlockCache, GroupCheck, IndexPart, PER_DOC_BYTES};
+    use super::{AfterCut, BlockCache, DEDUP_DOC_BYTES, GroupCheck, IndexPart};
     use dupgram_jobkit::{Control, PipelineError};
     use dupgram_runs::{RunHeader, RunWriter};
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -2193,7 +2197,7 @@ mod tests {
 
         // A job whose index may go by document drops its lists instead, for good.
         let (all, listed, flag) = (AtomicU64::new(0), AtomicU64::new(0), AtomicBool::new(false));
-        let room = 4 * PER_DOC_BYTES;
+        let room = 4 * DEDUP_DOC_BYTES;
         let mut held =
             super::DocsHeld { all: &all, listed: &listed, reported: (0, 0), to_disk: Some((&flag, room)), ..held };
         assert_eq!(held.report(docs.heap_bytes(), docs.listed.listed).unwrap(), super::Listing::Keep);

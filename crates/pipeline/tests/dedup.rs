@@ -146,7 +146,8 @@ proptest! {
             };
         });
         prop_assert!(gathered == by_doc, "gathered lists and the index sorted by document differ");
-        prop_assert_eq!((d.index_blocks, d.index_reads), (0, 0));
+        prop_assert_eq!((d.index_blocks, d.index_reads, d.index_by_document), (0, 0, true));
+        prop_assert!(!g.index_by_document && !b.index_by_document);
         prop_assert_eq!(d.index.all_ngrams, g.index.all_ngrams);
         for s in [&b, &u, &d] {
             prop_assert_eq!(

@@ -38,8 +38,8 @@ use dupgram_runs::RunHeader;
 use dupgram_sieve::Sieve;
 
 use super::{
-    Blocks, DocTable, IndexJob, IndexSink, IndexStats, MergeInto, MergedIndex, PER_DOC_BYTES, WRITER_BYTES, by_bucket,
-    exact_groups,
+    Blocks, DEDUP_DOC_BYTES, DocTable, IndexJob, IndexSink, IndexStats, MergeInto, MergedIndex, PER_DOC_BYTES,
+    WRITER_BYTES, by_bucket, exact_groups,
 };
 use crate::doc_ids::{DocIds, IdsKept, IdsOnDisk, ListedIds, MemoryIds, places_of_lengths};
 use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan};
@@ -72,6 +72,9 @@ const fn bytes_per_doc(hashed: bool) -> u64 {
     let after = PER_DOC_BYTES + 4;
     if index > after { index } else { after }
 }
+
+// `dedup` chooses its way to the index by what the lexicon pass counts for it.
+const _: () = assert!(bytes_per_doc(false) == DEDUP_DOC_BYTES);
 
 /// A document's hash as the index pass over a stream records it: 16
 /// bytes aligned to 4, where a `u128` aligns to 16.
@@ -256,7 +259,7 @@ impl IndexJob<'_> {
         let docs: u64 = corpus.documents.iter().map(|d| d.len() as u64).sum();
         let by_doc = self.by_doc
             && !groups
-            && self.base.limits.documents_on_disk.unwrap_or(docs * bytes_per_doc(groups) > self.working() / 4);
+            && self.base.limits.documents_on_disk.unwrap_or(docs * DEDUP_DOC_BYTES > self.working() / 4);
         let per_doc = if by_doc { 0 } else { bytes_per_doc(groups) };
         let beside = corpus.held_beside(per_doc);
         let StreamedCorpus { lexicon, sieve, sieve_filled, streamed, streams, mut documents, .. } = corpus;
