@@ -289,6 +289,28 @@ pub const KEY_SEPARATOR: u8 = 0xFF;
 /// The fields a marked JSON Lines record gets.
 const MARK_FIELDS: [&str; 2] = ["dup_fraction", "dup_spans"];
 
+/// Slices this long or shorter are appended by [`extend_short`] as a whole
+/// window of this many bytes.
+const SHORT_COPY: usize = 16;
+
+/// Appends `src[range]` to `out`. The lines of a vertical file are a few
+/// bytes each, and a call to copy one costs more than its bytes: a short
+/// slice with [`SHORT_COPY`] bytes of `src` from its start is appended as
+/// that whole window, a copy of fixed length (no call), then cut back.
+#[inline]
+pub fn extend_short(out: &mut Vec<u8>, src: &[u8], range: std::ops::Range<usize>) {
+    let len = range.len();
+    let window = src.get(range.start..range.start + SHORT_COPY).and_then(|w| <&[u8; SHORT_COPY]>::try_from(w).ok());
+    match window {
+        Some(window) if len <= SHORT_COPY => {
+            let at = out.len();
+            out.extend_from_slice(window);
+            out.truncate(at + len);
+        }
+        _ => out.extend_from_slice(&src[range]),
+    }
+}
+
 /// A JSON Lines record marked: `dup_fraction` (rounded to 6 decimals) and
 /// `dup_spans` (character offsets) added, and a newline. An `appendable`
 /// record is written as it was read with the two fields put before its
@@ -686,25 +708,26 @@ impl<'a> DocStream<'a> {
             Err(source) => return Err(read_failed(input, source)),
         };
         let (unit, count) = (units.len() as u32 - 1, units.last_mut().expect("a unit"));
-        let mut at = 0;
-        while available.get(at).is_some_and(|&b| b != b'<') {
-            let Some(i) = memchr::memchr(b'\n', &available[at..]) else { break };
+        // One search over the buffer, and no call to copy a line: token
+        // lines are a few bytes each, and a search or a copy started per
+        // line costs more than the line.
+        let (mut at, mut lines) = (0, 0u64);
+        for newline in memchr::memchr_iter(b'\n', available) {
+            let line = &available[at..newline];
             // Past a limit, the line-by-line path says where.
-            if i > line_limit || bytes.len() + i > doc_limit {
+            if line.first() == Some(&b'<') || line.len() > line_limit || bytes.len() + line.len() > doc_limit {
                 break;
             }
-            let line = &available[at..at + i];
-            bytes.extend_from_slice(line);
+            extend_short(bytes, available, at..newline);
             ends.push(bytes.len() as u32);
             roles.push(Role::Unit(unit));
             // A token when its first column is not empty (see `VerticalLine::classify`).
             let text = line.strip_suffix(b"\r").unwrap_or(line);
-            if text.first().is_some_and(|&b| b != b'\t') {
-                *count += 1;
-            }
-            input.line += 1;
-            at += i + 1;
+            *count += u32::from(text.first().is_some_and(|&b| b != b'\t'));
+            lines += 1;
+            at = newline + 1;
         }
+        input.line += lines;
         input.reader.consume(at);
         input.position += at as u64;
         Ok(at > 0)
@@ -1259,6 +1282,19 @@ mod tests {
             });
         }
         items
+    }
+
+    #[test]
+    fn a_short_slice_appended_as_a_window_is_the_slice() {
+        let src: Vec<u8> = (0..40u8).collect();
+        for start in 0..=src.len() {
+            for end in start..=src.len() {
+                let mut out = b"before".to_vec();
+                extend_short(&mut out, &src, start..end);
+                assert_eq!(out[..6], *b"before");
+                assert_eq!(out[6..], src[start..end], "{start}..{end}");
+            }
+        }
     }
 
     #[test]

@@ -33,7 +33,7 @@ use doc_occurrences::DocOccurrences;
 use dupgram_jobkit::attributes::{AttributesFile, char_spans};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::doc_stream::{
-    Body, Doc, DocStream, Item, Role, marked_record, read_ahead, stripped_record, vertical_attributes,
+    Body, Doc, DocStream, Item, Role, extend_short, marked_record, read_ahead, stripped_record, vertical_attributes,
 };
 use dupgram_jobkit::error::PipelineError;
 use dupgram_jobkit::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -688,13 +688,13 @@ impl<'a> DocWriter<'a> {
             Body::Vertical { bytes, ends, roles } => {
                 let mut start = 0;
                 for (&end, role) in ends.iter().zip(roles) {
-                    let line = &bytes[start..end as usize];
+                    let line = start..end as usize;
                     start = end as usize;
                     let gone = match role {
                         Role::DocTag => all_removed,
                         Role::Unit(u) => verdicts[*u as usize].removed(),
                     };
-                    push_vertical_line(&mut self.line, line, self.strip, gone);
+                    push_vertical_line(&mut self.line, (bytes, line), self.strip, gone);
                 }
             }
             Body::Text { text, units } => {
@@ -726,16 +726,17 @@ impl<'a> DocWriter<'a> {
     }
 }
 
-/// One line of a vertical file: with `strip` kept only when not `gone`,
-/// else marked `1`/`0` and a TAB in front.
-pub(crate) fn push_vertical_line(out: &mut Vec<u8>, line: &[u8], strip: bool, gone: bool) {
+/// One line of a vertical file, `bytes[range]` of its document's bytes:
+/// with `strip` kept only when not `gone`, else marked `1`/`0` and a TAB
+/// in front.
+pub(crate) fn push_vertical_line(out: &mut Vec<u8>, (bytes, line): (&[u8], Range<usize>), strip: bool, gone: bool) {
     if strip && gone {
         return;
     }
     if !strip {
         out.extend_from_slice(if gone { b"1\t" } else { b"0\t" });
     }
-    out.extend_from_slice(line);
+    extend_short(out, bytes, line);
     out.push(b'\n');
 }
 

@@ -815,7 +815,8 @@ impl SpanWriter<'_> {
         let mut token = 0u32;
         let mut span = 0;
         for (&end, role) in ends.iter().zip(roles) {
-            let line = &bytes[start..end as usize];
+            let range = start..end as usize;
+            let line = &bytes[range.clone()];
             start = end as usize;
             let gone = match (role, VerticalLine::classify(line)) {
                 (Role::DocTag, _) => verdict.nothing_kept(),
@@ -829,7 +830,7 @@ impl SpanWriter<'_> {
                 }
                 _ => verdict.whole,
             };
-            push_vertical_line(&mut self.line, line, self.strip, gone);
+            push_vertical_line(&mut self.line, (bytes, range), self.strip, gone);
         }
     }
 
