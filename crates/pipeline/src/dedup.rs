@@ -33,7 +33,8 @@ use doc_occurrences::DocOccurrences;
 use dupgram_jobkit::attributes::{AttributesFile, char_spans};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::doc_stream::{
-    Body, Doc, DocStream, Item, Role, extend_short, marked_record, read_ahead, stripped_record, vertical_attributes,
+    Body, Doc, DocStream, Item, ReadAheadTaker, Role, extend_short, marked_record, read_ahead, stripped_record,
+    vertical_attributes,
 };
 use dupgram_jobkit::error::PipelineError;
 use dupgram_jobkit::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -479,55 +480,54 @@ impl DedupJob<'_> {
         // Reading and tokenising run on their own thread, ahead of the
         // decisions, by at most a fifth of what the block leaves in bytes
         // (books are megabytes each: 256 of them once took a 1G job to 1.1 GiB).
-        let (tx, rx) = crossbeam_channel::bounded::<(Item, usize, bool, u64)>(256);
+        // Documents go over in batches: a hand-over (and the wake-up of a
+        // thread waiting for it) per document cost more than the decision
+        // on a short one.
+        let (tx, rx) = crossbeam_channel::bounded::<(Vec<Fed>, usize)>(SLOTS_AHEAD);
         let (ahead, done_with) = read_ahead(self.index.working().saturating_sub(fixed) / 5, SLOTS_AHEAD);
-        // Written documents go back to the reader, which fills them again;
-        // only those no larger than a slot, as their buffers stay that large.
-        let spare_bytes = ahead.slot_bytes();
-        let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Doc>(16);
+        // Written documents go back to the reader, which fills them again
+        // rather than growing new buffers; as many as can be in flight, so
+        // that one is always there, each no larger than a share of half the
+        // read-ahead, as their buffers stay that large.
+        let spare_docs = SLOTS_AHEAD * BATCH_DOCS + BATCH_DOCS;
+        let spare_doc_bytes = ahead.slot_bytes() * SLOTS_AHEAD / 2 / spare_docs;
+        let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Doc>(spare_docs);
         let mut stream = self.stream(false, spare_rx);
         stream.ids = out.id_names(&self.config.base.inputs);
         let decided = std::thread::scope(|scope| {
-            let reader = scope.spawn(move || -> Result<(), PipelineError> {
-                while let Some(item) = stream.next_doc()? {
-                    let Some(slots) = ahead.take(item.heap_bytes()) else { break };
-                    if tx.send((item, slots, stream.is_vertical(), stream.position())).is_err() {
-                        break;
-                    }
-                }
-                Ok(())
-            });
+            let reader = scope.spawn(move || send_batches(&mut stream, &ahead, &tx));
             let decided = (|| -> Result<(), PipelineError> {
                 let (mut doc, mut unit_base, mut all_ngrams) = (0u32, 0u64, 0u64);
                 let mut exact_units: Vec<bool> = Vec::new();
-                for (item, slots, vertical, position) in &rx {
-                    let d = match item {
-                        Item::Passthrough(line) => {
-                            out.passthrough(&mut writer, &line, vertical)?;
-                            done_with.give(slots);
-                            continue;
+                for (batch, slots) in &rx {
+                    for Fed { item, vertical, position } in batch {
+                        let d = match item {
+                            Item::Passthrough(line) => {
+                                out.passthrough(&mut writer, &line, vertical)?;
+                                continue;
+                            }
+                            Item::Doc(d) => d,
+                        };
+                        if doc % 1024 == 0 && self.control.interrupted() {
+                            return Err(PipelineError::Interrupted);
                         }
-                        Item::Doc(d) => d,
-                    };
-                    if doc % 1024 == 0 && self.control.interrupted() {
-                        return Err(PipelineError::Interrupted);
-                    }
-                    let found: u64 = d.unit_tokens.iter().map(|&t| u64::from(t)).sum();
-                    all_ngrams += found.saturating_sub(u64::from(n) - 1);
-                    let ngrams = source.of(doc, found)?;
-                    exact_units.clear();
-                    exact_units.extend((0..d.unit_tokens.len() as u64).map(|u| {
-                        let i = unit_base + u;
-                        exact.get((i / 64) as usize).is_some_and(|w| w & (1 << (i % 64)) != 0)
-                    }));
-                    let verdicts = marker.document(&d.unit_tokens, ngrams, &exact_units);
-                    record(stats, &d.unit_tokens, &verdicts, &exact_units);
-                    out.document(&mut writer, &d, &verdicts, &exact_units)?;
-                    self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
-                    unit_base += d.unit_tokens.len() as u64;
-                    doc += 1;
-                    if matches!(d.body, Body::Vertical { .. }) && d.heap_bytes() <= spare_bytes {
-                        let _ = spare_tx.try_send(d);
+                        let found: u64 = d.unit_tokens.iter().map(|&t| u64::from(t)).sum();
+                        all_ngrams += found.saturating_sub(u64::from(n) - 1);
+                        let ngrams = source.of(doc, found)?;
+                        exact_units.clear();
+                        exact_units.extend((0..d.unit_tokens.len() as u64).map(|u| {
+                            let i = unit_base + u;
+                            exact.get((i / 64) as usize).is_some_and(|w| w & (1 << (i % 64)) != 0)
+                        }));
+                        let verdicts = marker.document(&d.unit_tokens, ngrams, &exact_units);
+                        record(stats, &d.unit_tokens, &verdicts, &exact_units);
+                        out.document(&mut writer, &d, &verdicts, &exact_units)?;
+                        self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
+                        unit_base += d.unit_tokens.len() as u64;
+                        doc += 1;
+                        if matches!(d.body, Body::Vertical { .. }) && d.heap_bytes() <= spare_doc_bytes {
+                            let _ = spare_tx.try_send(d);
+                        }
                     }
                     done_with.give(slots);
                 }
@@ -561,8 +561,49 @@ impl DedupJob<'_> {
 /// Run tag of the exact pass's runs.
 const EXACT_RUNS: u64 = 0xE4AC_7000;
 
-/// Slots of the decisions' read-ahead: a document takes one or more.
+/// Slots of the decisions' read-ahead: a batch of documents takes one or more.
 const SLOTS_AHEAD: usize = 32;
+/// Documents the decisions' reader hands over at once, at most.
+const BATCH_DOCS: usize = 64;
+
+/// A document (or a line between documents) read for the decisions, with
+/// whether it came from a vertical file and where its input then stood.
+struct Fed {
+    item: Item,
+    vertical: bool,
+    position: u64,
+}
+
+/// The decisions' reader: the documents of `stream` in batches of at most
+/// [`BATCH_DOCS`] or a read-ahead slot's bytes, each sent once its slots
+/// are free. Stops early, without an error, once the decisions are gone.
+fn send_batches(
+    stream: &mut DocStream<'_>,
+    ahead: &ReadAheadTaker,
+    tx: &crossbeam_channel::Sender<(Vec<Fed>, usize)>,
+) -> Result<(), PipelineError> {
+    let (mut batch, mut bytes) = (Vec::with_capacity(BATCH_DOCS), 0);
+    loop {
+        let item = stream.next_doc()?;
+        let last = item.is_none();
+        if let Some(item) = item {
+            bytes += item.heap_bytes();
+            batch.push(Fed { item, vertical: stream.is_vertical(), position: stream.position() });
+        }
+        let full = batch.len() == BATCH_DOCS || bytes >= ahead.slot_bytes();
+        if !batch.is_empty() && (full || last) {
+            let Some(slots) = ahead.take(bytes) else { return Ok(()) };
+            let sent = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS));
+            if tx.send((sent, slots)).is_err() {
+                return Ok(());
+            }
+            bytes = 0;
+        }
+        if last {
+            return Ok(());
+        }
+    }
+}
 
 pub(crate) fn record(stats: &mut DedupStats, units: &[u32], verdicts: &[UnitVerdict], exact: &[bool]) {
     for ((&tokens, v), &x) in units.iter().zip(verdicts).zip(exact) {
