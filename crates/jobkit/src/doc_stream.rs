@@ -677,7 +677,13 @@ impl<'a> DocStream<'a> {
 
     /// The next line of a JSON Lines or text input.
     fn next_line(&mut self, json: bool) -> Result<Option<RawDoc>, PipelineError> {
-        let mut raw = Vec::new();
+        // The line buffer of a document already written, when one came back;
+        // the rest of it is freed here, on the thread that made it.
+        let mut raw = match self.spare.try_recv() {
+            Ok(Doc { body: Body::Jsonl { line: text, .. } | Body::Text { text, .. }, .. }) => text.into_bytes(),
+            _ => Vec::new(),
+        };
+        raw.clear();
         if self.read_line(&mut raw)?.is_none() {
             return Ok(None);
         }

@@ -486,8 +486,10 @@ impl DedupJob<'_> {
         let (tx, rx) = crossbeam_channel::bounded::<(Vec<Fed>, usize)>(SLOTS_AHEAD);
         let (ahead, done_with) = read_ahead(self.index.working().saturating_sub(fixed) / 5, SLOTS_AHEAD);
         // Written documents go back to the reader, which fills them again
-        // rather than growing new buffers; as many as can be in flight, so
-        // that one is always there, each no larger than a share of half the
+        // rather than growing new buffers, and frees what it does not fill
+        // (memory freed on another thread than the one that took it waits
+        // on that thread's heap lock); as many as can be in flight, so that
+        // one is always there, each no larger than a share of half the
         // read-ahead, as their buffers stay that large.
         let spare_docs = SLOTS_AHEAD * BATCH_DOCS + BATCH_DOCS;
         let spare_doc_bytes = ahead.slot_bytes() * SLOTS_AHEAD / 2 / spare_docs;
@@ -525,7 +527,7 @@ impl DedupJob<'_> {
                         self.control.progress.bytes.store(position, std::sync::atomic::Ordering::Relaxed);
                         unit_base += d.unit_tokens.len() as u64;
                         doc += 1;
-                        if matches!(d.body, Body::Vertical { .. }) && d.heap_bytes() <= spare_doc_bytes {
+                        if d.heap_bytes() <= spare_doc_bytes {
                             let _ = spare_tx.try_send(d);
                         }
                     }
