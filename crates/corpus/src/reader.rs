@@ -3,8 +3,10 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use memchr::memmem;
 
 use crate::{CorpusError, Format, ParquetRows, ReadOptions, Utf8Repair, parse_record};
 
@@ -788,9 +790,10 @@ impl OpenInput {
             // As the line-by-line path does for whatever line of the document comes next.
             batch.begin(doc, None);
         }
-        let (mut end, mut lines) = plain_token_lines(avail, options.max_record_bytes);
+        let (plain, mut lines) = plain_token_lines(avail, options.max_record_bytes);
+        let mut end = plain.len();
         if end > 0 {
-            batch.text.push_str(std::str::from_utf8(&avail[..end]).expect("checked by plain_token_lines"));
+            batch.text.push_str(plain);
         } else {
             (end, lines) = first_columns(avail, options.max_record_bytes, &mut batch.text);
         }
@@ -804,6 +807,10 @@ impl OpenInput {
 
     /// A document ID from a `<doc>` line, invalid UTF-8 replaced and counted like the text's.
     fn repaired_id(&self, bytes: &[u8], stats: &mut ReadStats) -> String {
+        if let Ok(id) = std::str::from_utf8(bytes) {
+            // Nearly every ID: nothing to repair or count.
+            return id.to_owned();
+        }
         let id = String::from_utf8_lossy(bytes);
         let replaced = id.matches(char::REPLACEMENT_CHARACTER).count() - count_literal_replacements(bytes);
         if replaced > 0 {
@@ -830,27 +837,32 @@ impl OpenInput {
     }
 }
 
-/// The length of the whole plain token lines at the front of `buf` (see
-/// `OpenInput::token_lines`), and their number: a few searches of the
-/// buffer for what ends them, rather than a call per line (a token is a few
-/// bytes). The searches look at a window of the buffer that doubles while
-/// no line ends the run, so the bytes looked at stay within twice those
-/// taken (plus a window's first 256): a buffer of lines the line-by-line
-/// path must take, one by one, is not searched whole for each.
-fn plain_token_lines(buf: &[u8], max_line: usize) -> (usize, u64) {
+/// Finds a line that starts with `<` (a tag, or a line Onion takes for
+/// one). Built once: a searcher's set-up cost more than the search of a
+/// short document's token lines, which ends at its `</p>` or `</doc>`.
+static TAG_LINE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"\n<"));
+
+/// The whole plain token lines at the front of `buf` (see
+/// `OpenInput::token_lines`) as text, and their number: a few searches of
+/// the buffer for what ends them, rather than a call per line (a token is a
+/// few bytes). The searches look at a window of the buffer that doubles
+/// while no line ends the run, so the bytes looked at stay within twice
+/// those taken (plus a window's first 256): a buffer of lines the
+/// line-by-line path must take, one by one, is not searched whole for each.
+fn plain_token_lines(buf: &[u8], max_line: usize) -> (&str, u64) {
     let mut window = buf.len().min(256);
-    let end = loop {
-        let (end, stopped) = plain_lines_in(&buf[..window]);
+    let text = loop {
+        let (text, stopped) = plain_lines_in(&buf[..window]);
         if stopped || window == buf.len() {
-            break end;
+            break text;
         }
         window = buf.len().min(window * 2);
     };
-    let mut end = end;
+    let mut end = text.len();
     if max_line < end {
         // A line longer than the limit is the line-by-line path's to refuse.
         let mut start = 0;
-        for newline in memchr::memchr_iter(b'\n', &buf[..end]) {
+        for newline in memchr::memchr_iter(b'\n', &text.as_bytes()[..end]) {
             if newline - start > max_line {
                 end = start;
                 break;
@@ -858,28 +870,38 @@ fn plain_token_lines(buf: &[u8], max_line: usize) -> (usize, u64) {
             start = newline + 1;
         }
     }
-    (end, buf[..end].iter().filter(|&&b| b == b'\n').count() as u64)
+    // `end` follows a newline (or is 0): a character boundary.
+    let text = text.get(..end).unwrap_or_default();
+    (text, text.bytes().filter(|&b| b == b'\n').count() as u64)
 }
 
-/// The whole plain token lines at the front of `window`, and whether a line
-/// that is not one (starting with `<`, with a TAB, with invalid UTF-8) ends them.
-fn plain_lines_in(window: &[u8]) -> (usize, bool) {
+/// The whole plain token lines at the front of `window`, as text checked
+/// once, and whether a line that is not one (starting with `<`, with a TAB,
+/// with invalid UTF-8) ends them.
+fn plain_lines_in(window: &[u8]) -> (&str, bool) {
     if window.first() == Some(&b'<') {
-        return (0, true);
+        return ("", true);
     }
-    let mut stop = memchr::memmem::find(window, b"\n<").map(|i| i + 1);
+    let mut stop = TAG_LINE.find(window).map(|i| i + 1);
     if let Some(i) = memchr::memchr(b'\t', &window[..stop.unwrap_or(window.len())]) {
         stop = Some(i);
     }
     let checked = stop.unwrap_or(window.len());
-    if let Err(e) = std::str::from_utf8(&window[..checked]) {
-        // A character cut by the window's end is no stop: a wider window has it whole.
-        if e.error_len().is_some() || stop.is_some() {
-            stop = Some(e.valid_up_to());
+    let valid = match std::str::from_utf8(&window[..checked]) {
+        Ok(text) => text,
+        Err(e) => {
+            // A character cut by the window's end is no stop: a wider window has it whole.
+            if e.error_len().is_some() || stop.is_some() {
+                stop = Some(e.valid_up_to());
+            }
+            std::str::from_utf8(&window[..e.valid_up_to()]).unwrap_or_default()
         }
-    }
+    };
+    // The last newline before the stop is within the valid text: a character
+    // cut by the window's end holds none.
     let before = stop.unwrap_or(window.len());
-    (memchr::memrchr(b'\n', &window[..before]).map_or(0, |i| i + 1), stop.is_some())
+    let end = memchr::memrchr(b'\n', &window[..before]).map_or(0, |i| i + 1);
+    (valid.get(..end).unwrap_or_default(), stop.is_some())
 }
 
 /// The token lines at the front of `buf` as `plain_token_lines` takes them,
@@ -967,5 +989,5 @@ fn attribute<'a>(attrs: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
 
 /// U+FFFD characters that were in the input as valid UTF-8 (not replacements).
 fn count_literal_replacements(bytes: &[u8]) -> usize {
-    memchr::memmem::find_iter(bytes, "\u{fffd}".as_bytes()).count()
+    memmem::find_iter(bytes, "\u{fffd}".as_bytes()).count()
 }
