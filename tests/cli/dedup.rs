@@ -129,6 +129,53 @@ fn jsonl_annotations_and_stripping() {
     assert_eq!(docs.lines().count(), 2, "with --max-stub 10, document 1 stays and document 3 repeats it");
 }
 
+/// Thousands of JSON Lines records of every length, a quarter of them
+/// copies of earlier ones: the records the decisions read back (their line
+/// buffers reused from document to document, long after short and short
+/// after long) are written whole and as read, the copies alone go, and the
+/// output is the same at the smallest budget on one thread as at 1G on two.
+#[test]
+fn jsonl_records_read_back_whole_at_any_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut word = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        format!("w{}", state % 1_000_000)
+    };
+    let mut texts: Vec<String> = Vec::new();
+    let mut lines = Vec::new();
+    for i in 0..5_000usize {
+        let text = match i % 4 {
+            3 => texts[i / 2].clone(),
+            _ => (0..5 + (i * 37) % 120).map(|_| word()).collect::<Vec<_>>().join(" "),
+        };
+        let record = match i % 3 {
+            0 => serde_json::json!({ "id": format!("d{i}"), "text": text }),
+            _ => serde_json::json!({ "id": format!("d{i}"), "text": text, "meta": "x".repeat(i % 700) }),
+        };
+        lines.push(record.to_string());
+        texts.push(text);
+    }
+    std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let mut outputs = Vec::new();
+    for (memory, threads) in [("16M", "1"), ("1G", "2")] {
+        let args = ["dedup", s(&path), "--unit", "doc", "-n", "5", "--no-smoothing", "--strip", "-q"];
+        let (code, out, stderr) = run(&[&args[..], &["--memory", memory, "--threads", threads]].concat());
+        assert_eq!(code, 0, "{stderr}");
+        outputs.push(out);
+    }
+    assert_eq!(outputs[0], outputs[1], "the same output at 16M on one thread and 1G on two");
+    let kept: Vec<&str> = outputs[0].lines().collect();
+    let originals: Vec<&String> = lines.iter().enumerate().filter(|(i, _)| i % 4 != 3).map(|(_, l)| l).collect();
+    assert_eq!(kept.len(), originals.len(), "the copies alone are removed");
+    for (out, original) in kept.iter().zip(originals) {
+        assert_eq!(out, original, "a record written as it was read");
+    }
+}
+
 /// Random vertical corpora: after dedup, every kept paragraph is at most
 /// `threshold` covered by n-grams seen before (in kept text or earlier in its
 /// document), and every removed one is more than that or a smoothed stub: a
