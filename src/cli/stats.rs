@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use dupgram_pipeline::output::{OutputFile, check_encoder_budget};
 use dupgram_pipeline::table::{Column, Rows};
-use dupgram_pipeline::{Control, LengthTable, NgramConfig, count_ngrams};
+use dupgram_pipeline::{Control, LengthTable, count_ngrams_each};
 use dupgram_report::{LengthReport, NgramRow};
 
 use super::common::{ReadArgs, ResourceArgs, TokenArgs, corpus_config, create_output};
@@ -16,7 +16,9 @@ use super::progress::ProgressView;
 ///
 /// For each n (--n): n-grams, distinct, unique (seen once), duplicate types
 /// and duplicate occurrences — Pomikálek & Rychlý's Table 1 — counted out of
-/// core like `dupgram ngrams`. With --dedup, Benko's length tables from the
+/// core like `dupgram ngrams`. Three n or more (and standard input) share
+/// one reading of the corpus: its words and word IDs are the same for every
+/// n. With --dedup, Benko's length tables from the
 /// summary of a `dupgram dedup --stats-json` run: units and tokens removed and
 /// kept, by unit length in powers of two. Written as TSV (-o, or standard
 /// output) and, with --html, as a self-contained page with charts.
@@ -91,30 +93,26 @@ pub fn run(args: StatsArgs, control: &Control) -> anyhow::Result<()> {
     check_encoder_budget(args.resources.memory, &encoders)?;
     let mut rows = Vec::new();
     if !args.inputs.is_empty() {
-        let first = corpus_config(&args.inputs, &args.read, &args.tokens, &args.resources, 1)?;
-        anyhow::ensure!(
-            !first.inputs.iter().any(|i| matches!(i, dupgram_corpus::Input::Stdin { .. })) || args.n.0.len() == 1,
-            "standard input can be counted for one n only; save it to a file for a range"
-        );
+        let config = corpus_config(&args.inputs, &args.read, &args.tokens, &args.resources, 1)?;
         let _progress = ProgressView::start(control, args.resources.quiet);
-        for &n in &args.n.0 {
-            let config = NgramConfig { n, ..first.clone() };
-            let s = count_ngrams(&config, control, &mut |_, _, _| Ok(()))?.stats;
-            if !args.resources.quiet {
+        let quiet = args.resources.quiet;
+        count_ngrams_each(&config, &args.n.0, control, &mut |s| {
+            if !quiet {
                 eprintln!(
-                    "  n = {n:<2} {} n-grams, {} duplicate types ({:.2} s)",
-                    s.ngrams, s.duplicate_types, s.seconds.total
+                    "  n = {:<2} {} n-grams, {} duplicate types ({:.2} s)",
+                    s.n, s.ngrams, s.duplicate_types, s.seconds.total
                 );
             }
             rows.push(NgramRow {
-                n,
+                n: s.n,
                 ngrams: s.ngrams,
                 distinct: s.distinct_ngrams,
                 unique: s.distinct_ngrams - s.duplicate_types,
                 duplicate_types: s.duplicate_types,
                 duplicate_occurrences: s.duplicate_occurrences,
             });
-        }
+            Ok(())
+        })?;
     }
     if out.is_parquet() {
         write_ngram_table(&mut out, &rows)?;

@@ -11,6 +11,19 @@ fn ngram_table_matches_the_naive_counts() {
     let texts = generated(&corpus, 30_000, 31, 400);
     let (code, tsv, stderr) = run(&["stats", s(&corpus), "--n", "1..3,5", "-q"]);
     assert_eq!(code, 0, "{stderr}");
+    // Standard input is read once for every n: the same table.
+    let text = std::fs::read(&corpus).unwrap();
+    let (code, piped, stderr) = run_with_stdin(&["stats", "-", "--n", "1..3,5", "-q"], Some(&text));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(piped, tsv);
+    // Two n, each counted on its own from a file and over one reading of standard input.
+    let (code, two, stderr) = run(&["stats", s(&corpus), "--n", "2,5", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, two_piped, stderr) = run_with_stdin(&["stats", "-", "--n", "2,5", "-q"], Some(&text));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(two_piped, two);
+    let rows = |table: &str| table.lines().skip(2).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(rows(&two), [rows(&tsv)[1].clone(), rows(&tsv)[3].clone()]);
     let rows: Vec<Vec<u64>> =
         tsv.lines().skip(2).map(|l| l.split('\t').take(6).map(|f| f.parse().unwrap()).collect()).collect();
     assert_eq!(rows.iter().map(|r| r[0]).collect::<Vec<_>>(), [1, 2, 3, 5]);

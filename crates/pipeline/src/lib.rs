@@ -73,8 +73,8 @@ pub use index::{
     exact_groups, index_fraction, run_names,
 };
 pub use ngrams::{
-    CountPassTotals, DEFAULT_TMP_SHARE, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes, ShardStreams,
-    WordSource, count_ngrams,
+    CountPassTotals, DEFAULT_TMP_SHARE, Emit, Limits, NgramConfig, NgramOutcome, NgramStats, Passes,
+    SHARED_LEXICON_FROM, ShardStreams, WordSource, count_ngrams, count_ngrams_each,
 };
 pub use overlap::{OverlapConfig, OverlapFormat, OverlapOutput, OverlapSeconds, OverlapStats, overlap};
 pub use pairs::{

@@ -22,7 +22,10 @@ use dupgram_vocab::{
 };
 use serde::{Deserialize, Serialize};
 
+mod each_n;
 mod lexicon_pass;
+
+pub use each_n::{SHARED_LEXICON_FROM, count_ngrams_each};
 
 use crate::doc_ids::IdsKept;
 use crate::first_words::{DiskRooms, FirstWords, KeyRange, PartPlan, parts_for};
@@ -716,9 +719,30 @@ impl Job<'_> {
         started: Instant,
     ) -> Result<(Lexicon, Option<tempfile::NamedTempFile>), PipelineError> {
         let config = self.config;
-        let Tokenised { lexicon, words, lexicon_file, sieve, passing, renumbering, streams, .. } =
+        let Tokenised { lexicon, words, lexicon_file, sieve, passing, mut renumbering, mut streams, .. } =
             self.tokenise(&config.inputs, None, stats, started)?;
         let words = words.ok_or_else(|| PipelineError::Usage("internal error: a count without its words".into()))?;
+        let mut streamed =
+            WordStreams { lexicon: &lexicon, words: &words, streams: &mut streams, renumbering: &mut renumbering };
+        self.count_word_streams(&mut streamed, (sieve, passing), StreamsAfter::Removed, stats, emit)?;
+        let keep = config.lexicon_dir.is_some().then_some(lexicon_file);
+        Ok((lexicon, keep))
+    }
+
+    /// Counts the n-grams of the word streams the lexicon pass wrote, with
+    /// the sieve it filled (and the n-grams that sieve lets through, when
+    /// known), or none; the streams are left as `after` says.
+    fn count_word_streams(
+        &self,
+        corpus: &mut WordStreams<'_>,
+        (sieve, passing): (Option<Sieve>, Option<u64>),
+        after: StreamsAfter,
+        stats: &mut NgramStats,
+        emit: &mut Emit,
+    ) -> Result<(), PipelineError> {
+        let config = self.config;
+        let (lexicon, words) = (corpus.lexicon, corpus.words);
+        let removed = after == StreamsAfter::Removed;
         // A sieve filled while reading a corpus of unknown size (standard
         // input) that turned out to hold more n-grams than it takes: a count
         // in parts lets far fewer unique n-grams through, so it goes.
@@ -727,16 +751,16 @@ impl Job<'_> {
         // was too full or had to go): a fresh one, filled from the streams.
         let refill = config.sieve && sieve.is_none();
         // Read at least twice from now on (fill, count): worth final IDs first.
-        let (streams, renumbering) = if refill {
+        if refill && !corpus.renumbering.final_ids {
             let t = Instant::now();
-            let renumbered = renumber_streams(&streams, &renumbering, lexicon.len() as u32, self.work, self.control)?;
+            let (streams, renumbering) =
+                renumber_streams(corpus.streams, corpus.renumbering, lexicon.len() as u32, self.work, self.control)?;
+            (*corpus.streams, *corpus.renumbering) = (streams, renumbering);
             stats.seconds.renumber += t.elapsed().as_secs_f64();
-            renumbered
-        } else {
-            (streams, renumbering)
-        };
+        }
+        let (streams, renumbering) = (&*corpus.streams, &*corpus.renumbering);
         let beside = renumbering.beside(streams.len());
-        let mut sieve = if refill { self.fresh_sieve(&lexicon, beside, stats) } else { sieve };
+        let mut sieve = if refill { self.fresh_sieve(lexicon, beside, stats) } else { sieve };
         // The room on disk the streams leave of the text's share (half by
         // default), for a part's runs (see `PartPlan`) or the print runs (see `repeat_prints`).
         let on_disk: u64 = streams.iter().map(|f| f.bytes).sum::<u64>() + stats.vocabulary_bytes;
@@ -744,24 +768,25 @@ impl Job<'_> {
         // Print runs must fit within the share itself; a part's runs get a floor of room.
         let within = share.saturating_sub(on_disk);
         let rooms = DiskRooms::new(share, on_disk, 0, config.limits.disk_room);
-        let (room, last_room) = (rooms.part(), rooms.last());
+        // The last part takes the room of the streams it gives back as it reads them, if they go.
+        let (room, last_room) = (rooms.part(), if removed { rooms.last() } else { rooms.part() });
         let layout = KeyLayout::new(config.n, lexicon.len().saturating_sub(1) as u32)?;
         let once = match &sieve {
-            Some(s) if refill => self.proves_repeats_once(s, &lexicon, beside, layout, within, stats)?,
+            Some(s) if refill => self.proves_repeats_once(s, lexicon, beside, layout, within, stats)?,
             _ => false,
         };
         let proof = if once {
             // Its marks take the memory instead.
             sieve = None;
             let t = Instant::now();
-            let job = StreamJob { streams: &streams, lexicon: &lexicon, streamed: &renumbering, layout };
+            let job = StreamJob { streams, lexicon, streamed: renumbering, layout };
             let proof = self.prove_repeats(&job, beside, stats)?;
             stats.seconds.sieve += t.elapsed().as_secs_f64();
             Some(proof)
         } else {
             None
         };
-        self.make_room_for_chunks(&mut sieve, &lexicon, &renumbering, streams.len(), stats)?;
+        self.make_room_for_chunks(&mut sieve, lexicon, renumbering, streams.len(), stats)?;
         if !refill && let Some(s) = sieve.as_mut() {
             // Filled by the lexicon pass: from now on asked only "2 or more?".
             s.freeze();
@@ -775,17 +800,17 @@ impl Job<'_> {
                     Some(parts) => prints.total.div_ceil(parts.max(1) as u64),
                     None => Sieve::marked_capacity(marks.bytes() as u64),
                 };
-                CountPlan::Prints(BucketPlan::new(prints, buckets, &lexicon, marks, room))
+                CountPlan::Prints(BucketPlan::new(prints, buckets, lexicon, marks, room))
             }
             (Some(s), None) if refill => {
-                let plan = PartPlan::new(s.capacity(), room, config.limits.sieve_parts, &lexicon);
+                let plan = PartPlan::new(s.capacity(), room, config.limits.sieve_parts, lexicon);
                 CountPlan::Sieve(plan.last_within(last_room))
             }
             // The sieve the lexicon pass filled serves every part, or there is
             // none: parts by disk only, at what that sieve lets through, or all.
             _ => {
                 let sorted = if sieve.is_some() { passing } else { Some(self.ngrams_at_most(stats)) };
-                let plan = PartPlan::new(u64::MAX, room, config.limits.sieve_parts, &lexicon).last_within(last_room);
+                let plan = PartPlan::new(u64::MAX, room, config.limits.sieve_parts, lexicon).last_within(last_room);
                 CountPlan::Sieve(match sorted {
                     Some(sorted) => plan.sorting(sorted, stats.tokens),
                     None => plan,
@@ -794,9 +819,9 @@ impl Job<'_> {
         };
         let mut proof = proof;
         let mut i = 0;
-        while let Some((part, parts, buckets)) = plan.next(&lexicon, proof.as_ref().map(|p| &p.buckets)) {
+        while let Some((part, parts, buckets)) = plan.next(lexicon, proof.as_ref().map(|p| &p.buckets)) {
             i += 1;
-            let last = i == parts;
+            let last = i == parts && removed;
             let (table, fill, prints) = match (proof.as_mut(), buckets) {
                 (Some(Proof { prints: repeats, buckets, marks }), Some(range)) => {
                     let t = Instant::now();
@@ -814,9 +839,9 @@ impl Job<'_> {
             };
             let written = stats.run_bytes;
             let counted = self.count_streams(
-                &streams,
-                &lexicon,
-                &renumbering,
+                streams,
+                lexicon,
+                renumbering,
                 StreamPart { sieve: table, fill, prints, part, label: (i, parts), last, buckets: &[] },
                 stats,
             )?;
@@ -830,22 +855,22 @@ impl Job<'_> {
             }
             if last {
                 // Read for the last time: off the disk before the merge writes.
-                remove_streams(&streams);
+                remove_streams(streams);
                 renumbering.remove_sides();
             }
             let t = Instant::now();
             let runs = counted.runs.into_iter().map(|(_, run)| run).collect();
-            self.merge_pass(runs, counted.entries, &lexicon, WordSource::Disk(&words), config.min_count, stats, emit)?;
+            self.merge_pass(runs, counted.entries, lexicon, WordSource::Disk(words), config.min_count, stats, emit)?;
             stats.seconds.merge += t.elapsed().as_secs_f64();
         }
         drop(sieve);
         drop(proof);
-        drop(renumbering);
-        remove_streams(&streams);
+        if removed {
+            remove_streams(streams);
+        }
         stats.distinct_ngrams = stats.ngrams - stats.duplicate_occurrences + stats.duplicate_types;
         stats.bytes_spilled += stats.run_bytes + stats.merge_bytes + stats.sieve.print_bytes;
-        let keep = config.lexicon_dir.is_some().then_some(lexicon_file);
-        Ok((lexicon, keep))
+        Ok(())
     }
 
     /// A sieve for the count over the word streams; what the lexicon pass
@@ -1662,6 +1687,26 @@ struct Tokenised {
     streams: Vec<WordsFile>,
     /// Each stream's documents, when asked for.
     documents: Vec<StreamDocs>,
+}
+
+/// The word streams of a corpus and what a count over them reads beside
+/// them: the lexicon, the repeated words by ID (for the output) and what the
+/// streams' IDs become. A count that renumbers the streams first puts the
+/// renumbered ones in their place.
+struct WordStreams<'a> {
+    lexicon: &'a Lexicon,
+    words: &'a Path,
+    streams: &'a mut Vec<WordsFile>,
+    renumbering: &'a mut Streamed,
+}
+
+/// What a count leaves of the word streams it read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamsAfter {
+    /// Removed, the last part giving each segment back as it reads it.
+    Removed,
+    /// Kept whole for another count (of another n).
+    Kept,
 }
 
 /// Which n-grams one count over the word streams takes, through what sieve.

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use dupgram_corpus::{Format, Input};
 use dupgram_lexicon::Normalization;
-use dupgram_pipeline::{Control, Limits, NgramConfig, count_ngrams};
+use dupgram_pipeline::{Control, Limits, NgramConfig, count_ngrams, count_ngrams_each};
 use dupgram_testkit::{Corpus, CorpusSpec, NaiveOptions, naive_ngrams};
 use proptest::prelude::*;
 
@@ -283,6 +283,66 @@ fn a_count_cut_by_disk_alone_changes_nothing() {
             (one.ngrams, one.distinct_ngrams, one.duplicate_types, one.duplicate_occurrences, one.sorted_ngrams),
             "sieve {sieve}"
         );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left");
+    }
+}
+
+/// Several n counted over one lexicon pass (`stats`), its word streams
+/// kept whole for every n but the last: each n's counts are those of a
+/// count of that n alone, with a sieve per n or none, in one part or
+/// several, with words past a frozen table; nothing is left on disk.
+#[test]
+fn several_n_over_one_lexicon_pass_count_what_each_n_alone_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.txt");
+    let case = Case::new(41, 30_000, 2000, 3);
+    write_corpus(&case, &path);
+    let ns = [1, 2, 5, 9];
+    assert!(ns.len() >= dupgram_pipeline::SHARED_LEXICON_FROM, "over one lexicon pass");
+    for (sieve, parts, table_words, disk_room) in [
+        (true, None, None, None),
+        (true, Some(3), None, None),
+        (false, None, Some(40), None),
+        (true, None, Some(300), Some(20_000)),
+    ] {
+        let mut config = NgramConfig::new(vec![Input::Path(path.clone())], ns[0]);
+        config.memory = 64 << 20;
+        config.threads = 2;
+        config.sieve = sieve;
+        config.tmp_dir = dir.path().to_owned();
+        config.limits.batch_bytes = Some(700);
+        config.limits.sieve_parts = parts;
+        config.limits.table_words = table_words;
+        config.limits.disk_room = disk_room;
+        let mut each = Vec::new();
+        count_ngrams_each(&config, &ns, &Control::default(), &mut |stats| {
+            each.push(stats);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(each.iter().map(|s| s.n).collect::<Vec<_>>(), ns);
+        for stats in &each {
+            let alone = NgramConfig { n: stats.n, ..config.clone() };
+            let one = count_ngrams(&alone, &Control::default(), &mut |_, _, _| Ok(())).unwrap().stats;
+            let what = format!("n {}, sieve {sieve}, parts {parts:?}, table {table_words:?}", stats.n);
+            assert!(one.duplicate_types > 0, "{what}");
+            assert_eq!(
+                (stats.tokens, stats.documents, stats.vocabulary, stats.ngrams, stats.distinct_ngrams),
+                (one.tokens, one.documents, one.vocabulary, one.ngrams, one.distinct_ngrams),
+                "{what}"
+            );
+            assert_eq!(
+                (stats.duplicate_types, stats.duplicate_occurrences),
+                (one.duplicate_types, one.duplicate_occurrences),
+                "{what}"
+            );
+            if parts.is_some() {
+                assert!(stats.sieve.parts >= 2, "{what}: {:?}", stats.sieve);
+            }
+        }
+        if table_words.is_some() {
+            assert!(each[0].overflow_words > 0, "{:?}", each[0]);
+        }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left");
     }
 }
