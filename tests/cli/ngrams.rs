@@ -398,12 +398,14 @@ fn zst_output_stats_json_and_lexicon() {
 fn memory_budget_is_kept() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("c.jsonl");
-    // 12,000 words (about 0.8 MB in the lexicon pass): at 16M the vocabulary's
-    // room is 1.1–1.4 MiB, as much as the process holds at its start leaves
-    // (a binary just copied holds more: README, Limits), and 20,000 words sat
-    // at its edge (refused once in CI, with a clear message).
+    // 12,000 words (about 0.8 MB in the lexicon pass) at two small budgets.
+    // Not at the 16M minimum: there a test build (opt-level 1) may start with
+    // 8–9 MB resident, 7.8 MB of it code (measured), and the plan charges
+    // half as much again for code still to page in, which leaves room for
+    // neither 20,000 words nor, at times, chunks of 10-grams on two threads
+    // (each refused once in CI, with a clear message). Other tests run at 16M.
     generated(&corpus, 600_000, 21, 12_000);
-    for budget in ["16M", "32M"] {
+    for budget in ["20M", "32M"] {
         let stats = dir.path().join("s.json");
         let (code, _, stderr) =
             run(&["ngrams", s(&corpus), "-n", "10", "-o", "/dev/null", "--memory", budget, "--stats-json", s(&stats)]);

@@ -6,9 +6,9 @@
 //! from the word streams as `ngrams` counts a corpus whose sieve the
 //! lexicon pass could not fill (the streams renumbered to final IDs once,
 //! and a sieve per n filled from them: the n-grams of one n are not those
-//! of another). The streams stay whole on disk until the
-//! last n is counted, whose last part gives them back as it reads them; so
-//! the temporary disk is the streams and one n's runs at a time, and the
+//! of another). The streams stay whole on disk until the last n is
+//! counted, whose last part gives them back as it reads them; so the
+//! temporary disk is the streams and one n's runs at a time, and the
 //! memory what one count holds. Standard input needs no copy: only the
 //! streams are read again. For one or two n, each is counted on its own
 //! ([`SHARED_LEXICON_FROM`] says why).
