@@ -490,7 +490,9 @@ impl DedupJob<'_> {
         // (memory freed on another thread than the one that took it waits
         // on that thread's heap lock); as many as can be in flight, so that
         // one is always there, each no larger than a share of half the
-        // read-ahead, as their buffers stay that large.
+        // read-ahead, as their buffers stay that large: together they hold
+        // at most half the read-ahead's bytes beside it, within what the
+        // block leaves.
         let spare_docs = SLOTS_AHEAD * BATCH_DOCS + BATCH_DOCS;
         let spare_doc_bytes = ahead.slot_bytes() * SLOTS_AHEAD / 2 / spare_docs;
         let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Doc>(spare_docs);

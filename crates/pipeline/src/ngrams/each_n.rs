@@ -58,15 +58,14 @@ pub fn count_ngrams_each(
     let plan = MemoryPlan::new(config.memory, config.threads, zstd_need(&config.inputs)?)
         .map_err(|what| memory_error(config, what))?;
     let work = dupgram_jobkit::scratch::Scratch::create(&config.tmp_dir, "dupgram-ngrams")?;
-    let summary = |n| NgramStats {
-        n,
+    let job = |config| Job { config, control, plan, work: work.path(), inputs: Vec::new() };
+    let mut read = NgramStats {
+        n: first.n,
         min_count: config.min_count,
         memory_budget: config.memory,
         threads: config.threads,
         ..NgramStats::default()
     };
-    let job = |config| Job { config, control, plan, work: work.path(), inputs: Vec::new() };
-    let mut read = summary(first.n);
     // The first n's sieve is filled while reading, as `ngrams` fills it.
     let Tokenised { lexicon, words, sieve, passing, mut renumbering, mut streams, .. } =
         job(first).tokenise(&config.inputs, None, &mut read, started)?;
