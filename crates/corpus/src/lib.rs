@@ -30,7 +30,7 @@ mod utf8;
 
 pub use json::{Record, parse_record, parse_record_noting};
 pub use parquet::{BadRow, PARQUET_MAGIC, ParquetRow, ParquetRows, is_parquet};
-pub use reader::{Batch, CorpusReader, Input, Piece, ReadStats, VerticalLine};
+pub use reader::{Batch, CorpusReader, FileStamp, Input, Piece, ReadStats, VerticalLine};
 pub use utf8::Utf8Repair;
 
 use std::io::BufRead;

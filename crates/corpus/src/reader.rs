@@ -54,6 +54,32 @@ impl Input {
             Input::Stdin { .. } => None,
         }
     }
+
+    /// What the file behind the input is now (see [`FileStamp`]); none for
+    /// standard input, which is read once (a job that reads it again reads
+    /// its own copy), or a file that cannot be looked at.
+    pub fn stamp(&self) -> Option<FileStamp> {
+        let meta = std::fs::metadata(self.path()?).ok()?;
+        #[cfg(unix)]
+        let identity = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let identity = (0, 0);
+        Some(FileStamp { identity, len: meta.len(), modified: meta.modified().ok() })
+    }
+}
+
+/// A file's device and inode, length and modification time: what changes
+/// when the file is written to, truncated or replaced. A job that reads a
+/// file twice compares its stamps from before the first reading and after
+/// the last one to know the two readings read the same bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    identity: (u64, u64),
+    len: u64,
+    modified: Option<std::time::SystemTime>,
 }
 
 /// A stretch of one document's text inside a [`Batch`].

@@ -452,6 +452,11 @@ pub struct DocStream<'a> {
     pub digest: Option<fn(&[u8]) -> u128>,
     /// Token counts known from an earlier pass: only the units asked for are tokenised again.
     pub known: Option<KnownUnits<'a>>,
+    /// The caller has every document's token count already (a table the
+    /// index made): documents of JSON Lines, text and Parquet are cut into
+    /// units and not tokenised, their `unit_tokens` left empty. A vertical
+    /// document counts its tokens as it is read, at no cost, and still does.
+    pub counts_known: bool,
     /// Each document's ID, when asked for: the names of the inputs as given (for default IDs).
     pub ids: Option<Vec<String>>,
     doc_limit: usize,
@@ -492,6 +497,7 @@ impl<'a> DocStream<'a> {
             keys: false,
             digest: None,
             known: None,
+            counts_known: false,
             ids: None,
             doc_limit,
             spare,
@@ -539,7 +545,7 @@ impl<'a> DocStream<'a> {
             keys: self.keys,
             digest: self.digest.filter(|_| self.keys),
             ids: self.ids.is_some(),
-            counts_later: self.known.is_some(),
+            counts_later: self.known.is_some() || self.counts_known,
         }
     }
 
@@ -938,7 +944,8 @@ pub struct DocMaker {
     digest: Option<fn(&[u8]) -> u128>,
     /// Give each document its ID as the record has it (for attributes).
     ids: bool,
-    /// Leave the token counts to [`KnownUnits::apply`]: cut into units only.
+    /// Leave the token counts to [`KnownUnits::apply`] or to the caller
+    /// ([`DocStream::counts_known`]): cut into units only.
     counts_later: bool,
 }
 

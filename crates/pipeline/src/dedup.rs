@@ -21,7 +21,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use dupgram_corpus::{CorpusError, Format, Input, ReadOptions};
+use dupgram_corpus::{CorpusError, FileStamp, Format, Input, ReadOptions};
 use dupgram_dedup::{DedupParams, ExactHasher, LengthTable, Marker, UnitKind, UnitVerdict, nothing_kept};
 use dupgram_merge::MergeSink;
 use serde::Serialize;
@@ -296,6 +296,8 @@ pub(crate) fn plan_and_scratch(
 pub fn dedup_to(config: &DedupConfig, control: &Control, mut out: DedupOutput) -> Result<DedupStats, PipelineError> {
     config.check()?;
     out.check_inputs(&config.base.inputs, &config.base.read)?;
+    // The decisions read the files again; these say they read what the index did.
+    let stamps = config.base.inputs.iter().map(Input::stamp).collect();
     let started = Instant::now();
     let base = &config.base;
     let (plan, work) = plan_and_scratch(base)?;
@@ -338,7 +340,7 @@ pub fn dedup_to(config: &DedupConfig, control: &Control, mut out: DedupOutput) -
         None => None,
     };
     stats.seconds.index = started.elapsed().as_secs_f64();
-    let job = DedupJob { config, control, index, built: &built, plan };
+    let job = DedupJob { config, control, index, built: &built, plan, stamps };
     let t = Instant::now();
     let exact = if config.exact { job.exact_pass(&mut stats)? } else { Vec::new() };
     stats.seconds.exact = t.elapsed().as_secs_f64();
@@ -370,6 +372,8 @@ struct DedupJob<'a> {
     index: IndexJob<'a>,
     built: &'a BuiltIndex,
     plan: MemoryPlan,
+    /// Each input's [`FileStamp`] before the index read it (none for standard input).
+    stamps: Vec<Option<FileStamp>>,
 }
 
 impl DedupJob<'_> {
@@ -385,6 +389,20 @@ impl DedupJob<'_> {
         );
         stream.hasher = fingerprints.then(ExactHasher::default);
         stream
+    }
+
+    /// Fails when an input file is not what it was before the index read
+    /// it: written to, cut or replaced meanwhile (see [`FileStamp`]).
+    fn check_unchanged(&self) -> Result<(), PipelineError> {
+        for (input, before) in self.config.base.inputs.iter().zip(&self.stamps) {
+            if before.is_some() && input.stamp() != *before {
+                return Err(PipelineError::Changed(format!(
+                    "{} is not the file it was when the job began (its length or modification time changed)",
+                    input.name()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Marks every unit whose letters repeat an earlier unit's.
@@ -498,6 +516,9 @@ impl DedupJob<'_> {
         let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Doc>(spare_docs);
         let mut stream = self.stream(false, spare_rx);
         stream.ids = out.id_names(&self.config.base.inputs);
+        // A whole document's tokens are in the table (see `with_indexed_tokens`).
+        let indexed_tokens = (self.config.unit == UnitKind::Document && by_doc.is_none()).then_some(&table.tokens[..]);
+        stream.counts_known = indexed_tokens.is_some();
         let decided = std::thread::scope(|scope| {
             let reader = scope.spawn(move || send_batches(&mut stream, &ahead, &tx));
             let decided = (|| -> Result<(), PipelineError> {
@@ -510,7 +531,7 @@ impl DedupJob<'_> {
                                 out.passthrough(&mut writer, &line, vertical)?;
                                 continue;
                             }
-                            Item::Doc(d) => d,
+                            Item::Doc(d) => with_indexed_tokens(d, doc, indexed_tokens)?,
                         };
                         if doc % 1024 == 0 && self.control.interrupted() {
                             return Err(PipelineError::Interrupted);
@@ -535,6 +556,7 @@ impl DedupJob<'_> {
                     }
                     done_with.give(slots);
                 }
+                self.check_unchanged()?;
                 out.finish_documents(&mut writer)?;
                 source.check_all_taken()?;
                 if by_doc.is_some() {
@@ -581,6 +603,24 @@ struct Fed {
 /// The decisions' reader: the documents of `stream` in batches of at most
 /// [`BATCH_DOCS`] or a read-ahead slot's bytes, each sent once its slots
 /// are free. Stops early, without an error, once the decisions are gone.
+/// A document made without its token count (`counts_known`) gets the one
+/// the index counted, `indexed[doc]`: tokenising the text again only to
+/// count it took a sixth of the decisions' time on short documents. Only
+/// a whole document has its count in the table. That the text is still
+/// what was indexed is the inputs' stamps' to show (`check_unchanged`),
+/// and a document read back past the table's is an error here.
+fn with_indexed_tokens(mut d: Doc, doc: u32, indexed: Option<&[u32]>) -> Result<Doc, PipelineError> {
+    if let Some(indexed) = indexed
+        && d.unit_tokens.is_empty()
+    {
+        let tokens = indexed.get(doc as usize).ok_or_else(|| {
+            PipelineError::Changed(format!("{} documents were indexed, more read back", indexed.len()))
+        })?;
+        d.unit_tokens.push(*tokens);
+    }
+    Ok(d)
+}
+
 fn send_batches(
     stream: &mut DocStream<'_>,
     ahead: &ReadAheadTaker,

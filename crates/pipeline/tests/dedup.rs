@@ -159,3 +159,54 @@ proptest! {
         prop_assert!(g.units_removed > 0 || vocabulary > 30 || tokens < 1000, "nothing removed");
     }
 }
+
+/// The decisions take a whole document's token count from the index's
+/// table, not from tokenising its text again, so a file written to while
+/// the job runs is found by its stamp. Here every `alpha` becomes `gamma`:
+/// the same length and the same tokens in every document, which a count
+/// of tokens could not tell from the text indexed. The watcher writes as
+/// soon as the job has begun (its first phase shown); an attempt where the
+/// job ended first proves nothing and is made again.
+#[test]
+fn a_file_written_to_during_the_job_fails_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.txt");
+    let line = "alpha beta delta one two three four five six seven\n";
+    let text: String = (0..20_000).map(|i| if i % 3 == 0 { line.to_owned() } else { format!("{i} {line}") }).collect();
+    for _attempt in 0..5 {
+        std::fs::write(&path, &text).unwrap();
+        // The write below falls on a later tick of the clock that stamps files.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut base = NgramConfig::new(vec![Input::Path(path.clone())], 4);
+        base.memory = 64 << 20;
+        base.tmp_dir = dir.path().to_owned();
+        let config = DedupConfig::new(base);
+        let control = Control::default();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let (result, written_first) = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| {
+                while control.progress.phase().is_empty() {
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+                let first = !done.load(std::sync::atomic::Ordering::SeqCst);
+                std::fs::write(&path, text.replace("alpha", "gamma")).unwrap();
+                first
+            });
+            let mut out = OutputFile::create(Some(&dir.path().join("out.txt"))).unwrap();
+            let result = dedup(&config, &control, &mut out);
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            (result, watcher.join().unwrap())
+        });
+        if !written_first {
+            continue;
+        }
+        match result {
+            Err(dupgram_pipeline::PipelineError::Changed(what)) => {
+                assert!(what.contains("c.txt") && what.contains("modification time"), "{what}");
+                return;
+            }
+            other => panic!("a file written to while the job ran was not noticed: {:?}", other.map(|s| s.units)),
+        }
+    }
+    panic!("the job ended before the file could be written to, five times");
+}
