@@ -57,9 +57,10 @@ impl Input {
 
     /// What the file behind the input is now (see [`FileStamp`]); none for
     /// standard input, which is read once (a job that reads it again reads
-    /// its own copy), or a file that cannot be looked at.
+    /// its own copy), a pipe or a device (read once, or not again), or a
+    /// file that cannot be looked at.
     pub fn stamp(&self) -> Option<FileStamp> {
-        let meta = std::fs::metadata(self.path()?).ok()?;
+        let meta = std::fs::metadata(self.path()?).ok().filter(std::fs::Metadata::is_file)?;
         #[cfg(unix)]
         let identity = {
             use std::os::unix::fs::MetadataExt;

@@ -376,3 +376,18 @@ fn a_copy_is_compressed_only_when_its_head_shows_no_magic() {
     assert!(!crate::spool_compresses(b"ab"));
     assert!(!crate::spool_compresses(b""));
 }
+
+#[test]
+fn a_stamp_changes_when_the_file_is_written_to_and_only_files_have_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = file(&dir, "a.txt", b"one two three\n");
+    let before = input.stamp().expect("a file has a stamp");
+    assert_eq!(input.stamp(), Some(before), "an untouched file keeps its stamp");
+    // A later tick of the clock that stamps files; the same length.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    std::fs::write(input.path().unwrap(), b"one two thref\n").unwrap();
+    assert_ne!(input.stamp(), Some(before), "a file written to in place");
+    assert_eq!(Input::Stdin { spool: None }.stamp(), None);
+    assert_eq!(Input::Path("/dev/null".into()).stamp(), None, "a device is no file read twice");
+    assert_eq!(Input::Path(dir.path().join("missing")).stamp(), None);
+}

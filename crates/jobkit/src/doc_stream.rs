@@ -239,6 +239,18 @@ pub struct Doc {
 }
 
 impl Doc {
+    /// Gives a whole document made with [`DocStream::counts_known`] the
+    /// token count a table holds for it; a vertical document, counted as
+    /// its lines were read, keeps its own for the caller to compare.
+    pub fn count_as(&mut self, tokens: u32) {
+        if self.unit_tokens.is_empty() {
+            debug_assert!(
+                matches!(&self.body, Body::Jsonl { units, .. } | Body::Text { units, .. } if units.len() == 1)
+            );
+            self.unit_tokens.push(tokens);
+        }
+    }
+
     /// Bytes its buffers hold (their capacities): what holding it costs.
     pub fn heap_bytes(&self) -> usize {
         let body = match &self.body {
@@ -1096,6 +1108,32 @@ fn utf8_lossy(raw: Vec<u8>) -> (String, Option<Vec<u8>>) {
             let raw = e.into_bytes();
             (String::from_utf8_lossy(&raw).into_owned(), Some(raw))
         }
+    }
+}
+
+/// Each input file's [`FileStamp`](dupgram_corpus::FileStamp) taken before
+/// a job's first reading, to show at the end that a later reading read the
+/// same files: what a job relies on when it takes token counts from its
+/// first reading ([`DocStream::counts_known`]) instead of counting again.
+pub struct InputStamps(Vec<Option<dupgram_corpus::FileStamp>>);
+
+impl InputStamps {
+    /// The stamps of `inputs` now (none for standard input, which a job reads once and then from its own copy).
+    pub fn of(inputs: &[Input]) -> Self {
+        InputStamps(inputs.iter().map(Input::stamp).collect())
+    }
+
+    /// Fails when a file of `inputs` (the same list) was written to, cut or replaced since.
+    pub fn check(&self, inputs: &[Input]) -> Result<(), PipelineError> {
+        for (input, before) in inputs.iter().zip(&self.0) {
+            if before.is_some() && input.stamp() != *before {
+                return Err(PipelineError::Changed(format!(
+                    "{} is not the file it was when the job began (its length or modification time changed)",
+                    input.name()
+                )));
+            }
+        }
+        Ok(())
     }
 }
 

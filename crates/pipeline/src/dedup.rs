@@ -21,7 +21,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use dupgram_corpus::{CorpusError, FileStamp, Format, Input, ReadOptions};
+use dupgram_corpus::{CorpusError, Format, Input, ReadOptions};
 use dupgram_dedup::{DedupParams, ExactHasher, LengthTable, Marker, UnitKind, UnitVerdict, nothing_kept};
 use dupgram_merge::MergeSink;
 use serde::Serialize;
@@ -33,8 +33,8 @@ use doc_occurrences::DocOccurrences;
 use dupgram_jobkit::attributes::{AttributesFile, char_spans};
 use dupgram_jobkit::control::Control;
 use dupgram_jobkit::doc_stream::{
-    Body, Doc, DocStream, Item, ReadAheadTaker, Role, extend_short, marked_record, read_ahead, stripped_record,
-    vertical_attributes,
+    Body, Doc, DocStream, InputStamps, Item, ReadAheadTaker, Role, extend_short, marked_record, read_ahead,
+    stripped_record, vertical_attributes,
 };
 use dupgram_jobkit::error::PipelineError;
 use dupgram_jobkit::memory::{MemoryPlan, human_bytes, peak_rss};
@@ -297,7 +297,7 @@ pub fn dedup_to(config: &DedupConfig, control: &Control, mut out: DedupOutput) -
     config.check()?;
     out.check_inputs(&config.base.inputs, &config.base.read)?;
     // The decisions read the files again; these say they read what the index did.
-    let stamps = config.base.inputs.iter().map(Input::stamp).collect();
+    let stamps = InputStamps::of(&config.base.inputs);
     let started = Instant::now();
     let base = &config.base;
     let (plan, work) = plan_and_scratch(base)?;
@@ -372,8 +372,8 @@ struct DedupJob<'a> {
     index: IndexJob<'a>,
     built: &'a BuiltIndex,
     plan: MemoryPlan,
-    /// Each input's [`FileStamp`] before the index read it (none for standard input).
-    stamps: Vec<Option<FileStamp>>,
+    /// The input files as they were before the index read them.
+    stamps: InputStamps,
 }
 
 impl DedupJob<'_> {
@@ -389,20 +389,6 @@ impl DedupJob<'_> {
         );
         stream.hasher = fingerprints.then(ExactHasher::default);
         stream
-    }
-
-    /// Fails when an input file is not what it was before the index read
-    /// it: written to, cut or replaced meanwhile (see [`FileStamp`]).
-    fn check_unchanged(&self) -> Result<(), PipelineError> {
-        for (input, before) in self.config.base.inputs.iter().zip(&self.stamps) {
-            if before.is_some() && input.stamp() != *before {
-                return Err(PipelineError::Changed(format!(
-                    "{} is not the file it was when the job began (its length or modification time changed)",
-                    input.name()
-                )));
-            }
-        }
-        Ok(())
     }
 
     /// Marks every unit whose letters repeat an earlier unit's.
@@ -556,7 +542,7 @@ impl DedupJob<'_> {
                     }
                     done_with.give(slots);
                 }
-                self.check_unchanged()?;
+                self.stamps.check(&self.config.base.inputs)?;
                 out.finish_documents(&mut writer)?;
                 source.check_all_taken()?;
                 if by_doc.is_some() {
@@ -607,16 +593,14 @@ struct Fed {
 /// the index counted, `indexed[doc]`: tokenising the text again only to
 /// count it took a sixth of the decisions' time on short documents. Only
 /// a whole document has its count in the table. That the text is still
-/// what was indexed is the inputs' stamps' to show (`check_unchanged`),
+/// what was indexed is the inputs' stamps' to show ([`InputStamps`]),
 /// and a document read back past the table's is an error here.
 fn with_indexed_tokens(mut d: Doc, doc: u32, indexed: Option<&[u32]>) -> Result<Doc, PipelineError> {
-    if let Some(indexed) = indexed
-        && d.unit_tokens.is_empty()
-    {
+    if let Some(indexed) = indexed {
         let tokens = indexed.get(doc as usize).ok_or_else(|| {
             PipelineError::Changed(format!("{} documents were indexed, more read back", indexed.len()))
         })?;
-        d.unit_tokens.push(*tokens);
+        d.count_as(*tokens);
     }
     Ok(d)
 }

@@ -50,7 +50,7 @@ use crate::ngrams::{NgramConfig, Reread, zstd_need};
 use crate::span::token_ranges;
 use dupgram_jobkit::attributes::char_spans;
 use dupgram_jobkit::control::Control;
-use dupgram_jobkit::doc_stream::{Body, DocStream, Item};
+use dupgram_jobkit::doc_stream::{Body, DocStream, InputStamps, Item};
 use dupgram_jobkit::error::PipelineError;
 use dupgram_jobkit::memory::{MemoryPlan, human_bytes, peak_rss};
 use dupgram_jobkit::output::{OutputFile, push_decimal, push_tsv_field};
@@ -155,6 +155,8 @@ pub fn overlap(
     mut out: OverlapOutput,
 ) -> Result<OverlapStats, PipelineError> {
     config.check()?;
+    // `--drop-reference` reads the reference again; these say it read what the index did.
+    let stamps = InputStamps::of(&config.base.inputs);
     let started = Instant::now();
     let base = &config.base;
     let plan = MemoryPlan::new(base.memory, base.threads, zstd_need(&base.inputs)?)
@@ -172,7 +174,7 @@ pub fn overlap(
         )));
     }
     stats.seconds.index = started.elapsed().as_secs_f64();
-    let job = OverlapJob { config, control, index: &index, built: &built, queries: queries as u32, plan };
+    let job = OverlapJob { config, control, index: &index, built: &built, queries: queries as u32, plan, stamps };
     let t = Instant::now();
     let shared = job.find_shared(&mut stats)?;
     stats.seconds.shared = t.elapsed().as_secs_f64();
@@ -211,6 +213,8 @@ struct OverlapJob<'a> {
     /// Documents `0..queries` are the query's, the rest the reference's.
     queries: u32,
     plan: MemoryPlan,
+    /// The input files as they were before the index read them.
+    stamps: InputStamps,
 }
 
 /// What step 2 and 3 found.
@@ -431,6 +435,8 @@ impl OverlapJob<'_> {
         let inputs = &self.built.inputs[self.config.query_inputs..];
         self.control.start_pass("writing the reference", inputs.iter().map(Input::size).sum());
         let mut stream = self.stream(inputs);
+        // Each document's count is the table's, its text unchanged as the stamps show at the end.
+        stream.counts_known = true;
         let mut out = DedupOutput::documents(kept);
         let mut writer = out.doc_writer(true, &base.read.text_field)?;
         // Only documents holding a query n-gram go: not those with no tokens.
@@ -438,7 +444,7 @@ impl OverlapJob<'_> {
         let table = &self.built.table;
         let (mut doc, mut kept_documents) = (0usize, 0u64);
         while let Some(item) = stream.next_doc()? {
-            let d = match item {
+            let mut d = match item {
                 Item::Passthrough(line) => {
                     out.passthrough(&mut writer, &line, stream.is_vertical())?;
                     continue;
@@ -449,13 +455,14 @@ impl OverlapJob<'_> {
                 return Err(PipelineError::Interrupted);
             }
             let number = self.queries as usize + doc;
-            let tokens: u32 = d.unit_tokens.iter().sum();
             let (Some(&expected), Some(&found)) = (table.tokens.get(number), reference_found.get(doc)) else {
                 return Err(PipelineError::Changed(format!(
                     "the reference holds more documents now than the {} it held when it was indexed",
                     reference_found.len()
                 )));
             };
+            d.count_as(expected);
+            let tokens: u32 = d.unit_tokens.iter().sum();
             if tokens != expected {
                 return Err(PipelineError::Changed(format!(
                     "reference document {} has {tokens} tokens now and had {expected} when it was indexed",
@@ -472,6 +479,7 @@ impl OverlapJob<'_> {
             self.control.progress.bytes.store(stream.position(), Ordering::Relaxed);
             doc += 1;
         }
+        self.stamps.check(&self.config.base.inputs)?;
         out.finish_documents(&mut writer)?;
         stats.reference_documents_kept = Some(kept_documents);
         if doc != reference_found.len() {
@@ -544,8 +552,12 @@ struct QueryTexts<'a> {
 
 impl<'a> QueryTexts<'a> {
     fn new(job: &'a OverlapJob<'a>, inputs: &'a [Input]) -> Self {
+        let mut stream = job.stream(inputs);
+        // `next` tokenises each text for its ranges, and checks their number:
+        // counting its tokens before that would tokenise it twice.
+        stream.counts_known = true;
         QueryTexts {
-            stream: job.stream(inputs),
+            stream,
             tokenizer: Tokenizer::new(job.built.norm),
             stopwords: job.built.stopwords.iter().cloned().collect(),
             bytes: Vec::new(),
@@ -568,17 +580,20 @@ impl<'a> QueryTexts<'a> {
             }
         };
         self.read += 1;
-        let found: u32 = doc.unit_tokens.iter().sum();
-        if found != tokens {
-            return Err(PipelineError::Changed(format!(
-                "query document {} has {found} tokens now and had {tokens} when it was indexed",
-                self.read
-            )));
-        }
         let text = match &doc.body {
             Body::Jsonl { text, .. } => text.as_str(),
             Body::Text { text, .. } => line_text(text),
-            Body::Vertical { .. } => return Ok(None),
+            Body::Vertical { .. } => {
+                // Counted as its lines were read.
+                let found: u32 = doc.unit_tokens.iter().sum();
+                if found != tokens {
+                    return Err(PipelineError::Changed(format!(
+                        "query document {} has {found} tokens now and had {tokens} when it was indexed",
+                        self.read
+                    )));
+                }
+                return Ok(None);
+            }
         };
         token_ranges(&mut self.tokenizer, &self.stopwords, text, &mut self.bytes);
         if self.bytes.len() != tokens as usize {

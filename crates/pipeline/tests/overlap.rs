@@ -14,7 +14,10 @@ use dupgram_corpus::{Format, Input};
 use proptest::prelude::*;
 
 use dupgram_pipeline::output::OutputFile;
-use dupgram_pipeline::{Control, NgramConfig, OverlapConfig, OverlapFormat, OverlapOutput, OverlapStats, overlap};
+use dupgram_pipeline::{
+    Control, NgramConfig, OverlapConfig, OverlapFormat, OverlapOutput, OverlapStats, PipelineError, overlap,
+};
+use dupgram_testkit::write_during;
 
 const VOCAB: [&str; 6] = ["ab", "ba", "cd", "x", "yy", "ünï"];
 const PUNCT: [&str; 4] = ["", "", ",", "."];
@@ -375,4 +378,57 @@ fn every_setting_gives_the_same_bytes() {
             }
         }
     }
+}
+
+/// `--drop-reference` takes each reference document's token count from the
+/// index's table when it reads the reference again, so a reference file
+/// written to while the job runs is found by its stamp: here with the same
+/// length and the same tokens in every document (`alpha` becomes `gamma`).
+#[test]
+fn a_reference_written_to_during_the_job_fails_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (query, reference) = (dir.path().join("query.txt"), dir.path().join("reference.txt"));
+    std::fs::write(&query, "beta delta one two three\nnothing here at all\n").unwrap();
+    let line = "alpha beta delta one two three four five six seven\n";
+    let text: String = (0..20_000).map(|i| format!("{i} {line}")).collect();
+    for _attempt in 0..5 {
+        std::fs::write(&reference, &text).unwrap();
+        // The write below falls on a later tick of the clock that stamps files.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let base = NgramConfig::new(vec![Input::Path(query.clone()), Input::Path(reference.clone())], 3);
+        let config = OverlapConfig {
+            base: NgramConfig { tmp_dir: dir.path().to_owned(), ..base },
+            query_inputs: 1,
+            top: 0,
+            spans: false,
+        };
+        let control = Control::default();
+        let mut rows = OutputFile::create(Some(&dir.path().join("rows.tsv"))).unwrap();
+        let mut kept = OutputFile::create(Some(&dir.path().join("kept.txt"))).unwrap();
+        let job = || {
+            let out = OverlapOutput {
+                queries: &mut rows,
+                format: OverlapFormat::Tsv,
+                marks: None,
+                kept_reference: Some(&mut kept),
+            };
+            overlap(&config, &control, out)
+        };
+        let changed = text.replace("alpha", "gamma");
+        let Some(result) = write_during(&reference, changed.as_bytes(), || !control.progress.phase().is_empty(), job)
+        else {
+            continue;
+        };
+        match result {
+            Err(PipelineError::Changed(what)) => {
+                assert!(what.contains("reference.txt") && what.contains("modification time"), "{what}");
+                return;
+            }
+            other => panic!(
+                "a reference written to while the job ran was not noticed: {:?}",
+                other.map(|s| s.query_documents)
+            ),
+        }
+    }
+    panic!("the job ended before the reference could be written to, five times");
 }

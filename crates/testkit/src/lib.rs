@@ -24,3 +24,34 @@ impl std::hash::Hasher for Identity {
         self.0 = v;
     }
 }
+
+/// Runs `job` while another thread writes `after` over the file at `path`
+/// as soon as `started` says the job has begun (its first phase shown,
+/// say): a file changed while a job reads it. The bytes are written in
+/// place, from the start, and the file is not cut first, so a reading
+/// meanwhile meets old bytes or new ones, never an empty file. Returns the
+/// job's result, or none when the job ended before the file was written (a
+/// run that proves nothing, for the caller to make again).
+pub fn write_during<T>(
+    path: &std::path::Path,
+    after: &[u8],
+    started: impl Fn() -> bool + Sync,
+    job: impl FnOnce() -> T,
+) -> Option<T> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            while !started() {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            let first = !done.load(Ordering::SeqCst);
+            let mut file = std::fs::OpenOptions::new().write(true).open(path).expect("the file opened");
+            std::io::Write::write_all(&mut file, after).expect("the file written to");
+            first
+        });
+        let result = job();
+        done.store(true, Ordering::SeqCst);
+        writer.join().expect("the writer thread").then_some(result)
+    })
+}
