@@ -424,11 +424,10 @@ fn a_reference_written_to_during_the_job_fails_it() {
                 assert!(what.contains("reference.txt") && what.contains("modification time"), "{what}");
                 return;
             }
-            other => panic!(
-                "a reference written to while the job ran was not noticed: {:?}",
-                other.map(|s| s.query_documents)
-            ),
+            // The job may have checked the file just before the write ended: try again.
+            Ok(_) => continue,
+            Err(e) => panic!("{e}"),
         }
     }
-    panic!("the job ended before the reference could be written to, five times");
+    panic!("a reference written to while the job ran was not noticed, in five tries");
 }
