@@ -214,7 +214,9 @@ struct Repeats {
 }
 
 impl SpanJob<'_> {
-    fn stream(&self, ids: Option<Vec<String>>) -> DocStream<'_> {
+    /// The documents of the corpus, each with its key (its tokens) when
+    /// `keys` (the K-grams are made from it), else with its token count only.
+    fn stream(&self, ids: Option<Vec<String>>, keys: bool) -> DocStream<'_> {
         let base = &self.config.base;
         let mut stream = DocStream::new(
             self.inputs,
@@ -225,7 +227,7 @@ impl SpanJob<'_> {
             (self.index.working() / 8) as usize,
             crossbeam_channel::never(),
         );
-        stream.keys = true;
+        stream.keys = keys;
         stream.ids = ids;
         stream
     }
@@ -306,7 +308,7 @@ impl SpanJob<'_> {
         let KgramSieve { sieve: table, words, .. } = sieve;
         let (mut line, mut kgrams) = (InsertLine::default(), 0u64);
         let threads = self.config.base.threads;
-        read_batched(self.stream(None), self.control, (self.index.working(), threads), |item, _, _| {
+        read_batched(self.stream(None, true), self.control, (self.index.working(), threads), |item, _, _| {
             let Item::Doc(doc) = item else { return Ok(()) };
             words.fingerprints(doc.key(0), |_, fingerprint| {
                 kgrams += 1;
@@ -345,7 +347,7 @@ impl SpanJob<'_> {
         let mut position = 0u64;
         let mut starts: Vec<usize> = Vec::new();
         let mut passing: Vec<usize> = Vec::new();
-        read_batched(self.stream(None), self.control, (working, self.config.base.threads), |item, _, _| {
+        read_batched(self.stream(None, true), self.control, (working, self.config.base.threads), |item, _, _| {
             let Item::Doc(doc) = item else { return Ok(()) };
             stats.index.documents += 1;
             let keys = doc.key(0);
@@ -504,7 +506,8 @@ impl SpanJob<'_> {
         let mut passthrough = DocWriter::lines(self.config.strip, &base.read.text_field);
         let (mut position, mut docs, mut kgrams_here) = (0u64, 0u64, Vec::new());
         read_batched(
-            self.stream(self.ids.clone()),
+            // Counts are all the decisions need; spans cut are tokenised again for their ranges.
+            self.stream(self.ids.clone(), false),
             self.control,
             // The outputs' encoders fill up as they are written: beside the reading, not in its room.
             (self.index.working().saturating_sub(out.encoder_bytes()), self.config.base.threads),
