@@ -929,9 +929,12 @@ fn removed_share(unit_tokens: &[u32], verdicts: &[UnitVerdict]) -> f64 {
 /// Character offsets `[start, end)` of the removed units, adjacent ones merged.
 fn duplicate_spans(text: &str, units: &[Range<usize>], verdicts: &[UnitVerdict]) -> Vec<[u64; 2]> {
     let mut spans: Vec<[u64; 2]> = Vec::new();
+    // Characters are counted up to the end of the last removed unit: none
+    // in a document kept whole (most of them).
+    let Some(last) = verdicts.iter().rposition(UnitVerdict::removed) else { return spans };
     let mut chars = 0u64;
     let mut at = 0usize;
-    for (r, v) in units.iter().zip(verdicts) {
+    for (r, v) in units.iter().zip(verdicts).take(last + 1) {
         chars += text[at..r.start].chars().count() as u64;
         let len = text[r.clone()].chars().count() as u64;
         if v.removed() {
