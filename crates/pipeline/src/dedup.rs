@@ -503,7 +503,7 @@ impl DedupJob<'_> {
         let mut stream = self.stream(false, spare_rx);
         stream.ids = out.id_names(&self.config.base.inputs);
         // A whole document's tokens are in the table (see `with_indexed_tokens`).
-        let indexed_tokens = (self.config.unit == UnitKind::Document && by_doc.is_none()).then_some(&table.tokens[..]);
+        let indexed_tokens = source.indexed_tokens().filter(|_| self.config.unit == UnitKind::Document);
         stream.counts_known = indexed_tokens.is_some();
         let decided = std::thread::scope(|scope| {
             let reader = scope.spawn(move || send_batches(&mut stream, &ahead, &tx));

@@ -30,7 +30,7 @@ pub(super) enum DocOccurrences<'a> {
     ByDoc { reader: OccurrenceReader, list: Vec<NgramAt> },
 }
 
-impl DocOccurrences<'_> {
+impl<'a> DocOccurrences<'a> {
     /// The occurrences of document `doc`, asked for in increasing order,
     /// which has `tokens` tokens read back: fails when the document was
     /// indexed with other tokens than that (the text changed).
@@ -74,6 +74,15 @@ impl DocOccurrences<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// Each document's token count as indexed, when a table in memory holds
+    /// them (not when the index is read sorted by document).
+    pub fn indexed_tokens(&self) -> Option<&'a [u32]> {
+        match self {
+            DocOccurrences::Lists { tokens, .. } | DocOccurrences::Blocks { tokens, .. } => Some(tokens),
+            DocOccurrences::ByDoc { .. } => None,
+        }
     }
 
     /// Readings of the whole index to build blocks.
