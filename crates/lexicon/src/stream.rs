@@ -15,18 +15,34 @@
 //! is written as its word's *slot* in the current epoch, and the end of an
 //! epoch as its number of slots. After the pass a side file says what each
 //! slot's word is (see `dupgram-vocab`): a frequent word past the table
-//! costs its slot's two or three bytes here and one entry per epoch there,
-//! not a record per token.
+//! costs its slot's code here, one to four bytes, and one entry per epoch
+//! there, not a record per token.
+//!
+//! A frame's codes come in one of two layouts, whichever is shorter for
+//! it. *Escaped* (bit 31 of the frame's length clear): a first-seen ID is a
+//! code of its own and a slot follows a code 1. *Interleaved* (bit 31
+//! set): first-seen IDs and slots share the codes from 2 on, even and odd,
+//! so a slot takes no escape. A stream whose table never froze has only
+//! escaped frames; past the freeze each frame is written both ways and
+//! the shorter kept. Where the words past the table are most of the tokens
+//! (a vocabulary that starts again), interleaving saves a byte on each; where they are a few
+//! rare words among the table's, it would cost frequent words a byte, and
+//! the frame stays escaped.
 //!
 //! ```text
 //! magic "DGWIDS\r\n" | version u16 LE | 0 u16 | 0 u32
 //! frames, each:
-//!   length u32 LE (1 ..= MAX_FRAME_BYTES) | XXH3-64 of the payload u64 LE
+//!   length u32 LE: bits 0..31 the payload's bytes (1 ..= MAX_FRAME_BYTES),
+//!                  bit 31 set when the payload is interleaved
+//!   XXH3-64 of the payload u64 LE
 //!   payload: LEB128 varints; 0 ends a document,
-//!            k ≥ 2 is the word with first-seen ID k − 2,
 //!            1 is followed by m: m = 0 a word seen once (in a stream of
 //!            final IDs), m = 1 and then n: the epoch of n slots ends,
-//!            m ≥ 2 the word in slot m − 2 of the current epoch
+//!            m ≥ 2 (escaped only) the word in slot m − 2 of the current epoch;
+//!            escaped:     k ≥ 2 is the word with first-seen ID k − 2,
+//!            interleaved: k ≥ 2 is, for j = k − 2, the word with
+//!                         first-seen ID j / 2 (j even) or the word in
+//!                         slot (j − 1) / 2 of the current epoch (j odd)
 //! end: length 0 u32 | documents u64 LE | words u64 LE | XXH3-64 of those 16 bytes u64 LE
 //! ```
 //!
@@ -35,8 +51,8 @@
 //! A mark is not a word in the totals.
 //!
 //! Version 2 wrote every overflow token as a bare 1 (the `n`-th of them
-//! was the side file's `n`-th entry); streams are temporary files, so this
-//! build reads version 3 only.
+//! was the side file's `n`-th entry), version 3 escaped every slot; streams
+//! are temporary files, so this build reads version 4 only.
 //!
 //! A document may run across frames. Stop words on the stop list are not
 //! written (they only count as tokens). Nothing may follow the end.
@@ -48,9 +64,11 @@ use xxhash_rust::xxh3::xxh3_64;
 /// First eight bytes of a word-ID stream.
 pub const STREAM_MAGIC: &[u8; 8] = b"DGWIDS\r\n";
 /// The stream format this build writes and reads.
-pub const STREAM_VERSION: u16 = 3;
+pub const STREAM_VERSION: u16 = 4;
 /// The largest frame payload a reader accepts (and a writer makes: it cuts frames far below).
 pub const MAX_FRAME_BYTES: usize = 16 << 20;
+/// Set in a frame's length when its payload is interleaved.
+const INTERLEAVED_BIT: u32 = 1 << 31;
 /// The code that ends a document.
 pub const END_OF_DOCUMENT: u32 = 0;
 /// The code of a word with no first-seen ID and no slot: in a stream
@@ -81,10 +99,18 @@ pub enum StreamError {
     Corrupt(&'static str),
 }
 
-/// Writes a stream: codes go into a frame buffer, cut into frames as it fills.
+/// Writes a stream: codes go into a frame buffer, cut into frames as it
+/// fills; past the first slot, into a second buffer too, interleaved, and
+/// each frame is written the shorter way.
 pub struct StreamWriter<W: Write> {
     out: W,
+    /// The frame being filled, escaped.
     frame: Vec<u8>,
+    /// The same frame interleaved, once `interleaving`.
+    interleaved: Vec<u8>,
+    /// Whether a slot has been written: from the frame of the first on,
+    /// frames are encoded both ways.
+    interleaving: bool,
     documents: u64,
     words: u64,
     bytes: u64,
@@ -97,48 +123,68 @@ impl<W: Write> StreamWriter<W> {
         head[..8].copy_from_slice(STREAM_MAGIC);
         head[8..10].copy_from_slice(&STREAM_VERSION.to_le_bytes());
         out.write_all(&head)?;
-        Ok(StreamWriter { out, frame: Vec::with_capacity(FRAME_TARGET + 16), documents: 0, words: 0, bytes: 16 })
+        Ok(StreamWriter {
+            out,
+            frame: Vec::with_capacity(FRAME_TARGET + 16),
+            interleaved: Vec::new(),
+            interleaving: false,
+            documents: 0,
+            words: 0,
+            bytes: 16,
+        })
     }
 
     /// A word, by first-seen ID.
     #[inline]
     pub fn word(&mut self, first_seen: u32) -> std::io::Result<()> {
-        self.code(u64::from(first_seen) + u64::from(FIRST_WORD))
+        self.words += 1;
+        let id = u64::from(first_seen);
+        push_varint(&mut self.frame, id + u64::from(FIRST_WORD));
+        if self.interleaving {
+            push_varint(&mut self.interleaved, 2 * id + u64::from(FIRST_WORD));
+        }
+        self.cut_if_full()
     }
 
     /// A word with no first-seen ID and no slot.
     #[inline]
     pub fn overflow(&mut self) -> std::io::Result<()> {
-        self.escaped(0, None)
+        self.words += 1;
+        self.escaped(&[u64::from(OVERFLOW), 0])
     }
 
     /// The word in slot `slot` (below [`MAX_EPOCH_SLOTS`]) of the current epoch.
     #[inline]
     pub fn slot(&mut self, slot: u32) -> std::io::Result<()> {
-        self.escaped(u64::from(slot) + 2, None)
+        if !self.interleaving {
+            // The frames before this one hold no slot: they stay escaped.
+            self.cut()?;
+            self.interleaving = true;
+            self.interleaved.reserve(FRAME_TARGET + 16);
+        }
+        self.words += 1;
+        let slot = u64::from(slot);
+        push_varint(&mut self.frame, u64::from(OVERFLOW));
+        push_varint(&mut self.frame, slot + 2);
+        push_varint(&mut self.interleaved, 2 * slot + 1 + u64::from(FIRST_WORD));
+        self.cut_if_full()
     }
 
     /// The end of the current epoch, which had `slots` slots.
     pub fn epoch_end(&mut self, slots: u32) -> std::io::Result<()> {
-        self.escaped(1, Some(slots))
+        self.escaped(&[u64::from(OVERFLOW), 1, u64::from(slots)])
     }
 
-    /// Code 1, then `m` (and the epoch's slots, a mark and not a word): in one frame.
+    /// Numbers that read the same either way (an escape and what follows
+    /// it, a document's end): in one frame.
     #[inline]
-    fn escaped(&mut self, m: u64, slots: Option<u32>) -> std::io::Result<()> {
-        self.words += u64::from(slots.is_none());
-        self.frame.push(OVERFLOW as u8);
-        push_varint(&mut self.frame, m);
-        if let Some(n) = slots {
-            push_varint(&mut self.frame, u64::from(n));
+    fn escaped(&mut self, numbers: &[u64]) -> std::io::Result<()> {
+        for &v in numbers {
+            push_varint(&mut self.frame, v);
+            if self.interleaving {
+                push_varint(&mut self.interleaved, v);
+            }
         }
-        self.cut_if_full()
-    }
-
-    #[inline]
-    fn code(&mut self, code: u64) -> std::io::Result<()> {
-        self.words += 1;
-        push_varint(&mut self.frame, code);
         self.cut_if_full()
     }
 
@@ -146,32 +192,33 @@ impl<W: Write> StreamWriter<W> {
     #[inline]
     pub fn end_document(&mut self) -> std::io::Result<()> {
         self.documents += 1;
-        self.frame.push(0);
-        self.cut_if_full()
+        self.escaped(&[u64::from(END_OF_DOCUMENT)])
     }
 
     #[inline]
     fn cut_if_full(&mut self) -> std::io::Result<()> {
-        if self.frame.len() >= FRAME_TARGET { self.cut() } else { Ok(()) }
+        if self.frame.len().max(self.interleaved.len()) >= FRAME_TARGET { self.cut() } else { Ok(()) }
     }
 
-    /// Bytes of the stream so far, the frame being filled counted.
+    /// Bytes of the stream so far, the frame being filled counted (the shorter way).
     pub fn bytes_written(&self) -> u64 {
-        self.bytes + self.frame.len() as u64
+        self.bytes + shorter(self.interleaving, &self.frame, &self.interleaved).1.len() as u64
     }
 
-    /// Writes what the frame buffer holds as a frame.
+    /// Writes what the frame buffer holds as a frame, the shorter way.
     pub fn cut(&mut self) -> std::io::Result<()> {
         if self.frame.is_empty() {
             return Ok(());
         }
+        let (flag, payload) = shorter(self.interleaving, &self.frame, &self.interleaved);
         let mut head = [0u8; 12];
-        head[..4].copy_from_slice(&(self.frame.len() as u32).to_le_bytes());
-        head[4..].copy_from_slice(&xxh3_64(&self.frame).to_le_bytes());
+        head[..4].copy_from_slice(&(payload.len() as u32 | flag).to_le_bytes());
+        head[4..].copy_from_slice(&xxh3_64(payload).to_le_bytes());
         self.out.write_all(&head)?;
-        self.out.write_all(&self.frame)?;
-        self.bytes += 12 + self.frame.len() as u64;
+        self.out.write_all(payload)?;
+        self.bytes += 12 + payload.len() as u64;
         self.frame.clear();
+        self.interleaved.clear();
         Ok(())
     }
 
@@ -187,6 +234,11 @@ impl<W: Write> StreamWriter<W> {
         self.out.flush()?;
         Ok((self.out, self.bytes + 28))
     }
+}
+
+/// A frame's payload the shorter way, and the flag its length carries.
+fn shorter<'a>(interleaving: bool, escaped: &'a [u8], interleaved: &'a [u8]) -> (u32, &'a [u8]) {
+    if interleaving && interleaved.len() < escaped.len() { (INTERLEAVED_BIT, interleaved) } else { (0, escaped) }
 }
 
 #[inline]
@@ -247,12 +299,14 @@ impl<R: Read> StreamReader<R> {
         }
         let mut len = [0u8; 4];
         self.read_exact(&mut len)?;
-        let len = u32::from_le_bytes(len) as usize;
-        if len == 0 {
+        let len = u32::from_le_bytes(len);
+        let interleaved = len & INTERLEAVED_BIT != 0;
+        let len = (len & !INTERLEAVED_BIT) as usize;
+        if len == 0 && !interleaved {
             self.read_end()?;
             return Ok(false);
         }
-        if len > MAX_FRAME_BYTES {
+        if len == 0 || len > MAX_FRAME_BYTES {
             return Err(StreamError::Corrupt("frame longer than any writer makes"));
         }
         let mut check = [0u8; 8];
@@ -266,10 +320,11 @@ impl<R: Read> StreamReader<R> {
         if xxh3_64(&self.payload) != u64::from_le_bytes(check) {
             return Err(StreamError::Corrupt("frame checksum mismatch"));
         }
-        self.decode(codes)
+        if interleaved { self.decode::<true>(codes) } else { self.decode::<false>(codes) }
     }
 
-    fn decode(&mut self, codes: &mut Vec<u32>) -> Result<bool, StreamError> {
+    /// The codes of an escaped frame, or of an interleaved one.
+    fn decode<const INTERLEAVED: bool>(&mut self, codes: &mut Vec<u32>) -> Result<bool, StreamError> {
         let bytes = &self.payload;
         codes.reserve(bytes.len());
         let mut at = 0;
@@ -292,11 +347,25 @@ impl<R: Read> StreamReader<R> {
             at += len;
             if v == u64::from(OVERFLOW) {
                 let (code, used) = Self::escaped(&bytes[at..])?;
+                if INTERLEAVED && code & SLOT != 0 && code & EPOCH_END != EPOCH_END {
+                    return Err(StreamError::Corrupt("an escaped slot in an interleaved frame"));
+                }
                 at += used;
                 marks += u64::from(code & EPOCH_END == EPOCH_END);
                 codes.push(code);
                 continue;
             }
+            let v = if INTERLEAVED && v >= u64::from(FIRST_WORD) {
+                let j = v - u64::from(FIRST_WORD);
+                if j & 1 == 1 {
+                    let slot = u32::try_from(j >> 1).ok().filter(|&j| j < MAX_EPOCH_SLOTS);
+                    codes.push(SLOT | slot.ok_or(StreamError::Corrupt("slot beyond an epoch's size"))?);
+                    continue;
+                }
+                (j >> 1) + u64::from(FIRST_WORD)
+            } else {
+                v
+            };
             if v > self.max_code {
                 return Err(StreamError::Corrupt("word ID beyond the vocabulary"));
             }
@@ -442,6 +511,81 @@ mod tests {
             let stream = one_frame(&payload);
             let mut r = StreamReader::new(&stream[..], 10).unwrap();
             assert!(r.next_frame(&mut Vec::new()).is_err(), "{payload:?}");
+        }
+    }
+
+    /// The flags of a stream's frames: true where interleaved.
+    fn frame_flags(stream: &[u8]) -> Vec<bool> {
+        let (mut flags, mut at) = (Vec::new(), 16);
+        loop {
+            let len = u32::from_le_bytes(stream[at..at + 4].try_into().unwrap());
+            if len == 0 {
+                return flags;
+            }
+            flags.push(len & INTERLEAVED_BIT != 0);
+            at += 12 + (len & !INTERLEAVED_BIT) as usize;
+        }
+    }
+
+    /// Writes `tokens` (a first-seen ID, or `SLOT | slot`) as one document.
+    fn written_with_slots(tokens: &[u32]) -> Vec<u8> {
+        let mut w = StreamWriter::new(Vec::new()).unwrap();
+        for &t in tokens {
+            if t & SLOT != 0 { w.slot(t & !SLOT).unwrap() } else { w.word(t).unwrap() }
+        }
+        w.end_document().unwrap();
+        let (out, bytes) = w.finish().unwrap();
+        assert_eq!(bytes, out.len() as u64);
+        out
+    }
+
+    #[test]
+    fn each_frame_past_the_first_slot_is_written_the_shorter_way() {
+        // Table words first (escaped), then mostly slots (interleaved:
+        // slots of 64 ..= 8191 take two bytes instead of three), then
+        // mostly table words of 63 ..= 125 (escaped again: one byte, not two).
+        let mut tokens: Vec<u32> = (0..100_000u32).map(|i| i % 120).collect();
+        tokens.extend((0..100_000u32).map(|i| if i % 10 == 0 { i % 60 } else { SLOT | (64 + i % 8000) }));
+        tokens.extend((0..100_000u32).map(|i| if i % 10 == 0 { SLOT | (i % 60) } else { 63 + i % 60 }));
+        let stream = written_with_slots(&tokens);
+        let flags = frame_flags(&stream);
+        let (first_slot, first_word_again) = (flags.len() / 6, flags.len() * 5 / 6);
+        assert!(!flags[..first_slot].iter().any(|&f| f), "{flags:?}");
+        assert!(flags[first_slot + 2..first_word_again - 2].iter().all(|&f| f), "{flags:?}");
+        assert!(!flags[first_word_again + 2..].iter().any(|&f| f), "{flags:?}");
+        let mut want: Vec<u32> = tokens.iter().map(|&t| if t & SLOT != 0 { t } else { t + FIRST_WORD }).collect();
+        want.push(END_OF_DOCUMENT);
+        assert_eq!(read_all(&stream, 125).unwrap(), want);
+        // Every slot escaped would have taken a byte more.
+        let escaped_bytes = 16 + 28 + 300_001 + 100_000 + 180_000 * 2 + 10_000 + 9_000 + 90_000;
+        assert!(stream.len() < escaped_bytes - 150_000, "{} bytes", stream.len());
+    }
+
+    /// A stream of one interleaved frame holding `payload`, checksum right.
+    fn one_interleaved_frame(payload: &[u8]) -> Vec<u8> {
+        let mut stream = one_frame(payload);
+        stream[16 + 3] |= 0x80;
+        stream
+    }
+
+    #[test]
+    fn interleaved_codes_decode_and_what_they_cannot_hold_is_refused() {
+        // ID 0, slot 0, ID 3, slot 5, an overflow word, an epoch of 6 slots, the end.
+        let stream = one_interleaved_frame(&[2, 3, 8, 13, 1, 0, 1, 1, 6, 0]);
+        let mut r = StreamReader::new(&stream[..], 4).unwrap();
+        let mut codes = Vec::new();
+        r.next_frame(&mut codes).unwrap();
+        assert_eq!(codes, [FIRST_WORD, SLOT, FIRST_WORD + 3, SLOT | 5, OVERFLOW, EPOCH_END | 6, 0]);
+        for (payload, vocabulary, why) in [
+            (&[10u8][..], 4, "beyond the vocabulary"),         // ID 4
+            (&[1, 2][..], 4, "escaped slot"),                  // slot 0, escaped
+            (&[0x83, 0x80, 0x80, 0x40][..], 4, "slot beyond"), // slot 2^26
+            (&[][..], 4, "longer than any writer"),            // an empty interleaved frame
+        ] {
+            let stream = one_interleaved_frame(payload);
+            let mut r = StreamReader::new(&stream[..], vocabulary).unwrap();
+            let err = r.next_frame(&mut Vec::new()).unwrap_err();
+            assert!(err.to_string().contains(why), "{payload:?}: {err}");
         }
     }
 

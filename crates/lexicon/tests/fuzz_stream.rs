@@ -43,6 +43,26 @@ fn slotted() -> Vec<u8> {
     w.finish().unwrap().0
 }
 
+/// A stream of mostly slots: its frames past the first slot are interleaved.
+fn mostly_slots() -> Vec<u8> {
+    let mut w = StreamWriter::new(Vec::new()).unwrap();
+    for i in 0..3000u32 {
+        match i % 1000 {
+            999 => w.epoch_end(999).unwrap(),
+            j if j % 5 == 0 => w.word(j).unwrap(),
+            j => w.slot(j * 37 % 999).unwrap(),
+        }
+        if i % 40 == 39 {
+            w.end_document().unwrap();
+        }
+    }
+    let stream = w.finish().unwrap().0;
+    // The first frame holds the word before the first slot; the second is interleaved.
+    let first = u32::from_le_bytes(stream[HEAD_LEN..HEAD_LEN + 4].try_into().unwrap()) as usize;
+    assert_ne!(stream[HEAD_LEN + 12 + first + 3] & 0x80, 0, "the second frame is interleaved");
+    stream
+}
+
 /// Reads a stream as the count pass does, the error naming the file.
 fn load(path: &Path) -> Result<Vec<u32>, String> {
     let named = |e: String| format!("{}: {e}", path.display());
@@ -61,7 +81,8 @@ fn seal(content: &[u8]) -> Vec<u8> {
     let mut out = content.to_vec();
     let mut at = HEAD_LEN;
     while at + 4 <= out.len() {
-        let len = u32::from_le_bytes(out[at..at + 4].try_into().unwrap()) as usize;
+        // Bit 31 marks an interleaved frame.
+        let len = (u32::from_le_bytes(out[at..at + 4].try_into().unwrap()) & !(1 << 31)) as usize;
         if len == 0 {
             if at + 28 <= out.len() {
                 let check = xxh3_64(&out[at + 4..at + 20]);
@@ -87,6 +108,7 @@ fn word_streams_survive_mutation() {
         stream(&[long]),
         stream(&[]),
         slotted(),
+        mostly_slots(),
     ];
     Fuzz::new("word-stream", "words-w0.dgw", seeds)
         .cases(2500)
