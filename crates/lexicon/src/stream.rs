@@ -236,6 +236,75 @@ impl<W: Write> StreamWriter<W> {
     }
 }
 
+/// The 7-bit groups of a varint of up to four bytes in `word` (little-endian), side by side.
+#[inline(always)]
+fn varint_groups(word: u32) -> u32 {
+    (word & 0x7f) | ((word >> 1) & 0x3f80) | ((word >> 2) & 0x1f_c000) | ((word >> 3) & 0x0fe0_0000)
+}
+
+/// Decodes the codes that end within the eight payload bytes of `window`
+/// (little-endian), up to the first escape or code longer than four bytes;
+/// returns the bytes they took (0: the first code is one of those).
+///
+/// Each code's end is a byte whose top bit is clear, so the ends of every
+/// code in the window come from one mask, and only the step from one
+/// window to the next waits for a load: reading code by code, each code's
+/// length must be known before the next code can be found.
+#[inline(always)]
+fn plain_codes<const INTERLEAVED: bool>(
+    window: u64,
+    max_code: u64,
+    codes: &mut Vec<u32>,
+    ends: &mut u64,
+) -> Result<usize, StreamError> {
+    let mut stops = !window & 0x8080_8080_8080_8080;
+    let mut start = 0u32;
+    while stops != 0 {
+        let stop = stops.trailing_zeros() + 1;
+        let bits = stop - start;
+        // A code of more than four bytes, or an escape (its next numbers belong to it).
+        if bits > 32 {
+            break;
+        }
+        let v = varint_groups((window >> start) as u32) & (u32::MAX >> (32 - bits / 8 * 7));
+        if v == OVERFLOW {
+            break;
+        }
+        plain_code::<INTERLEAVED>(u64::from(v), max_code, codes, ends)?;
+        start = stop;
+        stops &= stops - 1;
+    }
+    Ok(start as usize / 8)
+}
+
+/// A code that is no escape: a document's end, a word by first-seen ID,
+/// or (interleaved) a slot.
+#[inline(always)]
+fn plain_code<const INTERLEAVED: bool>(
+    v: u64,
+    max_code: u64,
+    codes: &mut Vec<u32>,
+    ends: &mut u64,
+) -> Result<(), StreamError> {
+    let v = if INTERLEAVED && v >= u64::from(FIRST_WORD) {
+        let j = v - u64::from(FIRST_WORD);
+        if j & 1 == 1 {
+            let slot = u32::try_from(j >> 1).ok().filter(|&j| j < MAX_EPOCH_SLOTS);
+            codes.push(SLOT | slot.ok_or(StreamError::Corrupt("slot beyond an epoch's size"))?);
+            return Ok(());
+        }
+        (j >> 1) + u64::from(FIRST_WORD)
+    } else {
+        v
+    };
+    if v > max_code {
+        return Err(StreamError::Corrupt("word ID beyond the vocabulary"));
+    }
+    *ends += u64::from(v == 0);
+    codes.push(v as u32);
+    Ok(())
+}
+
 /// A frame's payload the shorter way, and the flag its length carries.
 fn shorter<'a>(interleaving: bool, escaped: &'a [u8], interleaved: &'a [u8]) -> (u32, &'a [u8]) {
     if interleaving && interleaved.len() < escaped.len() { (INTERLEAVED_BIT, interleaved) } else { (0, escaped) }
@@ -326,21 +395,27 @@ impl<R: Read> StreamReader<R> {
     /// The codes of an escaped frame, or of an interleaved one.
     fn decode<const INTERLEAVED: bool>(&mut self, codes: &mut Vec<u32>) -> Result<bool, StreamError> {
         let bytes = &self.payload;
+        let max_code = self.max_code;
         codes.reserve(bytes.len());
         let mut at = 0;
         let (mut ends, mut marks) = (0u64, 0u64);
         while at < bytes.len() {
+            if let Some(window) = bytes.get(at..at + 8) {
+                let window = u64::from_le_bytes(window.try_into().expect("8 bytes"));
+                let used = plain_codes::<INTERLEAVED>(window, max_code, codes, &mut ends)?;
+                if used > 0 {
+                    at += used;
+                    continue;
+                }
+            }
+            // An escape, a code of more than four bytes, or the frame's last bytes: one code at a time.
             let (v, len) = match bytes.get(at..at + 4) {
                 // Codes of up to four bytes, read four bytes at a time without a
                 // branch on their length: the first byte whose top bit is clear ends the code.
                 Some(&[a, b, c, d]) if (a & b & c & d) < 0x80 => {
                     let word = u32::from_le_bytes([a, b, c, d]);
                     let len = (!word & 0x8080_8080).trailing_zeros() / 8 + 1;
-                    let groups = (word & 0x7f)
-                        | ((word >> 1) & 0x3f80)
-                        | ((word >> 2) & 0x1f_c000)
-                        | ((word >> 3) & 0x0fe0_0000);
-                    (u64::from(groups & (u32::MAX >> (32 - 7 * len))), len as usize)
+                    (u64::from(varint_groups(word) & (u32::MAX >> (32 - 7 * len))), len as usize)
                 }
                 _ => Self::long_varint(&bytes[at..])?,
             };
@@ -355,22 +430,7 @@ impl<R: Read> StreamReader<R> {
                 codes.push(code);
                 continue;
             }
-            let v = if INTERLEAVED && v >= u64::from(FIRST_WORD) {
-                let j = v - u64::from(FIRST_WORD);
-                if j & 1 == 1 {
-                    let slot = u32::try_from(j >> 1).ok().filter(|&j| j < MAX_EPOCH_SLOTS);
-                    codes.push(SLOT | slot.ok_or(StreamError::Corrupt("slot beyond an epoch's size"))?);
-                    continue;
-                }
-                (j >> 1) + u64::from(FIRST_WORD)
-            } else {
-                v
-            };
-            if v > self.max_code {
-                return Err(StreamError::Corrupt("word ID beyond the vocabulary"));
-            }
-            ends += u64::from(v == 0);
-            codes.push(v as u32);
+            plain_code::<INTERLEAVED>(v, max_code, codes, &mut ends)?;
         }
         self.documents += ends;
         self.words += codes.len() as u64 - ends - marks;
@@ -587,6 +647,59 @@ mod tests {
             let err = r.next_frame(&mut Vec::new()).unwrap_err();
             assert!(err.to_string().contains(why), "{payload:?}: {err}");
         }
+    }
+
+    /// One token or mark of a generated stream.
+    #[derive(Debug, Clone, Copy)]
+    enum Item {
+        Word(u32),
+        Slot(u32),
+        Overflow,
+        EpochEnd(u32),
+        EndDocument,
+    }
+
+    fn item() -> impl proptest::strategy::Strategy<Value = Item> {
+        use proptest::prelude::*;
+        // IDs and slots of every code length, the lengths' edges most often.
+        let number = prop_oneof![0u32..130, 16_370u32..16_400, 2_097_140u32..2_097_160, 0u32..MAX_EPOCH_SLOTS];
+        prop_oneof![
+            4 => number.clone().prop_map(Item::Word),
+            3 => number.clone().prop_map(Item::Slot),
+            1 => Just(Item::Overflow),
+            1 => number.prop_map(Item::EpochEnd),
+            1 => Just(Item::EndDocument),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_mix_of_codes_comes_back_as_written(items in proptest::collection::vec(item(), 0..3000)) {
+            let mut w = StreamWriter::new(Vec::new()).unwrap();
+            let mut want = Vec::new();
+            for &item in &items {
+                match item {
+                    Item::Word(id) => { w.word(id).unwrap(); want.push(id + FIRST_WORD); }
+                    Item::Slot(slot) => { w.slot(slot).unwrap(); want.push(SLOT | slot); }
+                    Item::Overflow => { w.overflow().unwrap(); want.push(OVERFLOW); }
+                    Item::EpochEnd(n) => { w.epoch_end(n).unwrap(); want.push(EPOCH_END | n); }
+                    Item::EndDocument => { w.end_document().unwrap(); want.push(END_OF_DOCUMENT); }
+                }
+            }
+            let (out, _) = w.finish().unwrap();
+            proptest::prop_assert_eq!(read_all(&out, MAX_EPOCH_SLOTS).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn a_long_spelling_of_the_escape_is_still_an_escape() {
+        // 1 as two bytes, then a word seen once's 0, then ID 3: eight bytes and more, so
+        // the window of eight reads them, and the escape is found by value, not by its first byte.
+        let stream = one_frame(&[0x81, 0x00, 0x00, 5, 5, 5, 5, 5, 5]);
+        let mut r = StreamReader::new(&stream[..], 10).unwrap();
+        let mut codes = Vec::new();
+        r.next_frame(&mut codes).unwrap();
+        assert_eq!(codes, [OVERFLOW, 5, 5, 5, 5, 5, 5]);
     }
 
     #[test]
