@@ -375,7 +375,10 @@ impl<R: Read> StreamReader<R> {
             self.read_end()?;
             return Ok(false);
         }
-        if len == 0 || len > MAX_FRAME_BYTES {
+        if len == 0 {
+            return Err(StreamError::Corrupt("an empty interleaved frame"));
+        }
+        if len > MAX_FRAME_BYTES {
             return Err(StreamError::Corrupt("frame longer than any writer makes"));
         }
         let mut check = [0u8; 8];
@@ -640,7 +643,7 @@ mod tests {
             (&[10u8][..], 4, "beyond the vocabulary"),         // ID 4
             (&[1, 2][..], 4, "escaped slot"),                  // slot 0, escaped
             (&[0x83, 0x80, 0x80, 0x40][..], 4, "slot beyond"), // slot 2^26
-            (&[][..], 4, "longer than any writer"),            // an empty interleaved frame
+            (&[][..], 4, "an empty interleaved frame"),        // an empty interleaved frame
         ] {
             let stream = one_interleaved_frame(payload);
             let mut r = StreamReader::new(&stream[..], vocabulary).unwrap();
