@@ -739,7 +739,7 @@ impl OpenInput {
         while batch.held_bytes() < target {
             if std::mem::take(&mut self.replay) {
                 // The `<doc>` line that ended the previous batch (already counted).
-            } else if self.in_doc && self.token_lines(batch, *next_doc - 1, options)? {
+            } else if self.in_doc && self.token_lines(batch, *next_doc - 1, target, options)? {
                 continue;
             } else {
                 match self.read_line(line, options.max_record_bytes, options)? {
@@ -796,34 +796,36 @@ impl OpenInput {
     }
 
     /// Vertical: takes the token lines at the front of the read buffer
-    /// (whole, not starting with `<`, none too long, their first column
-    /// valid UTF-8) into document `doc` without classifying each; false
-    /// when the buffer does not begin with a whole such line.
+    /// (whole, not starting with `<`, none too long, valid UTF-8, as many as
+    /// fit in a batch of `target` bytes) into document `doc` without
+    /// classifying each; false when the buffer does not begin with a whole
+    /// such line.
     ///
-    /// The text has the tokens the line-by-line path's text has, each token
-    /// line followed by `\n`. Lines of one column are copied as they are, in
-    /// one go: that keeps blank lines and a line's `\r`, which the
-    /// line-by-line path drops, but every tokenizer ends a token at `\r` and
-    /// `\n` and makes none of a blank line. Lines with more columns give
-    /// their first. Most of a vertical file is token lines, and a token is a
-    /// few bytes: one copy and one UTF-8 check per buffer, or per token
-    /// without the line's classifying, cost far less than the line-by-line path.
-    fn token_lines(&mut self, batch: &mut Batch, doc: u64, options: &ReadOptions) -> Result<bool, CorpusError> {
+    /// The lines are copied as they are, in one go, each followed by its
+    /// `\n`. The line-by-line path's text has each token line's first column
+    /// and `\n`; the line tokenizer takes a line's first column (ending a
+    /// token at a TAB, `\r` or `\n`) and makes no token of a blank line, so
+    /// both give the same tokens. Most of a vertical file is token lines,
+    /// and a token is a few bytes: one copy and one UTF-8 check per run of
+    /// lines cost far less than classifying, checking and copying each.
+    fn token_lines(
+        &mut self,
+        batch: &mut Batch,
+        doc: u64,
+        target: usize,
+        options: &ReadOptions,
+    ) -> Result<bool, CorpusError> {
         let avail = match self.src.fill_buf() {
             Ok(a) => a,
             Err(e) => return Err(self.fail(self.line + 1, e, options)),
         };
+        // No more than the batch has room for (a line that does not fit goes line by line).
+        let avail = &avail[..avail.len().min(target.saturating_sub(batch.held_bytes()))];
         if !batch.open {
             // As the line-by-line path does for whatever line of the document comes next.
             batch.begin(doc, None);
         }
-        let (plain, mut lines) = plain_token_lines(avail, options.max_record_bytes);
-        let mut end = plain.len();
-        if end > 0 {
-            batch.text.push_str(plain);
-        } else {
-            (end, lines) = first_columns(avail, options.max_record_bytes, &mut batch.text);
-        }
+        let (end, lines) = plain_token_lines(avail, options.max_record_bytes, &mut batch.text);
         if end == 0 {
             return Ok(false);
         }
@@ -869,86 +871,58 @@ impl OpenInput {
 /// short document's token lines, which ends at its `</p>` or `</doc>`.
 static TAG_LINE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"\n<"));
 
-/// The whole plain token lines at the front of `buf` (see
-/// `OpenInput::token_lines`) as text, and their number: a few searches of
-/// the buffer for what ends them, rather than a call per line (a token is a
-/// few bytes). The searches look at a window of the buffer that doubles
-/// while no line ends the run, so the bytes looked at stay within twice
-/// those taken (plus a window's first 256): a buffer of lines the
-/// line-by-line path must take, one by one, is not searched whole for each.
-fn plain_token_lines(buf: &[u8], max_line: usize) -> (&str, u64) {
-    let mut window = buf.len().min(256);
-    let text = loop {
-        let (text, stopped) = plain_lines_in(&buf[..window]);
-        if stopped || window == buf.len() {
-            break text;
-        }
-        window = buf.len().min(window * 2);
-    };
-    let mut end = text.len();
-    if max_line < end {
-        // A line longer than the limit is the line-by-line path's to refuse.
-        let mut start = 0;
-        for newline in memchr::memchr_iter(b'\n', &text.as_bytes()[..end]) {
-            if newline - start > max_line {
-                end = start;
-                break;
-            }
-            start = newline + 1;
-        }
+/// Appends the whole plain token lines at the front of `buf` (see
+/// `OpenInput::token_lines`) to `out`; returns the bytes and lines taken.
+/// A few searches of the buffer find what ends them, rather than a call per
+/// line (a token is a few bytes). The searches look at a window of the
+/// buffer that doubles while no line ends the run, each window searched and
+/// checked from where the last one stopped, so the bytes looked at stay
+/// within twice those taken (plus a first window of 256): a buffer of lines
+/// the line-by-line path must take, one by one, is not searched whole for
+/// each.
+fn plain_token_lines(buf: &[u8], max_line: usize, out: &mut String) -> (usize, u64) {
+    if buf.first() == Some(&b'<') {
+        return (0, 0);
     }
-    // `end` follows a newline (or is 0): a character boundary.
-    let text = text.get(..end).unwrap_or_default();
-    (text, text.bytes().filter(|&b| b == b'\n').count() as u64)
-}
-
-/// The whole plain token lines at the front of `window`, as text checked
-/// once, and whether a line that is not one (starting with `<`, with a TAB,
-/// with invalid UTF-8) ends them.
-fn plain_lines_in(window: &[u8]) -> (&str, bool) {
-    if window.first() == Some(&b'<') {
-        return ("", true);
-    }
-    let mut stop = TAG_LINE.find(window).map(|i| i + 1);
-    if let Some(i) = memchr::memchr(b'\t', &window[..stop.unwrap_or(window.len())]) {
-        stop = Some(i);
-    }
-    let checked = stop.unwrap_or(window.len());
-    let valid = match std::str::from_utf8(&window[..checked]) {
-        Ok(text) => text,
-        Err(e) => {
+    let start = out.len();
+    let (mut from, mut window) = (0, buf.len().min(256));
+    loop {
+        let tag = TAG_LINE.find(&buf[from..window]).map(|i| from + i + 1);
+        // The bytes checked so far (and appended).
+        let checked = out.len() - start;
+        let (valid, bad) = match std::str::from_utf8(&buf[checked..tag.unwrap_or(window)]) {
+            Ok(text) => (text, false),
             // A character cut by the window's end is no stop: a wider window has it whole.
-            if e.error_len().is_some() || stop.is_some() {
-                stop = Some(e.valid_up_to());
-            }
-            std::str::from_utf8(&window[..e.valid_up_to()]).unwrap_or_default()
-        }
-    };
-    // The last newline before the stop is within the valid text: a character
-    // cut by the window's end holds none.
-    let before = stop.unwrap_or(window.len());
-    let end = memchr::memrchr(b'\n', &window[..before]).map_or(0, |i| i + 1);
-    (valid.get(..end).unwrap_or_default(), stop.is_some())
-}
-
-/// The token lines at the front of `buf` as `plain_token_lines` takes them,
-/// but of any number of columns: each line's first column and `\n` go to
-/// `out`. Returns the bytes and lines taken.
-fn first_columns(buf: &[u8], max_line: usize, out: &mut String) -> (usize, u64) {
-    let (mut end, mut lines) = (0, 0u64);
-    while buf.get(end).is_some_and(|&b| b != b'<') {
-        let Some(len) = memchr::memchr(b'\n', &buf[end..]) else { break };
-        let line = &buf[end..end + len];
-        let column = memchr::memchr(b'\t', line).map_or(line, |tab| &line[..tab]);
-        let Ok(word) = std::str::from_utf8(column) else { break };
-        if len > max_line {
+            Err(e) => (
+                std::str::from_utf8(&buf[checked..checked + e.valid_up_to()]).unwrap_or_default(),
+                e.error_len().is_some(),
+            ),
+        };
+        out.push_str(valid);
+        if tag.is_some() || bad || window == buf.len() {
             break;
         }
-        out.push_str(word);
-        out.push('\n');
-        end += len + 1;
-        lines += 1;
+        // A byte back: a `\n<` may straddle two windows.
+        from = window - 1;
+        window = buf.len().min(window * 2);
     }
+    // Whole lines only: the last newline before the stop ends them.
+    let taken = &out.as_bytes()[start..];
+    let mut end = memchr::memrchr(b'\n', taken).map_or(0, |i| i + 1);
+    if max_line < end {
+        // A line longer than the limit is the line-by-line path's to refuse.
+        let mut line = 0;
+        for newline in memchr::memchr_iter(b'\n', &taken[..end]) {
+            if newline - line > max_line {
+                end = line;
+                break;
+            }
+            line = newline + 1;
+        }
+    }
+    let lines = taken[..end].iter().filter(|&&b| b == b'\n').count() as u64;
+    // `end` follows a newline (or is 0): a character boundary.
+    out.truncate(start + end);
     (end, lines)
 }
 

@@ -23,7 +23,8 @@ pub enum TokenMode {
     Words,
     /// Whitespace-separated tokens, untouched.
     Raw,
-    /// One token per line, untouched (vertical files).
+    /// One token per line, untouched (vertical files): a line's first
+    /// column, the text before its first TAB.
     Lines,
 }
 
@@ -109,6 +110,9 @@ pub struct Tokenizer {
     long_tokens: u64,
     /// See [`Tokenizer::taken`].
     taken: u64,
+    /// Lines mode, past a line's first TAB: its other columns, up to the
+    /// next `\n`, are no token.
+    later_columns: bool,
 }
 
 impl Tokenizer {
@@ -123,6 +127,7 @@ impl Tokenizer {
             overflow: None,
             long_tokens: 0,
             taken: 0,
+            later_columns: false,
         }
     }
 
@@ -161,15 +166,25 @@ impl Tokenizer {
         }
     }
 
-    /// One token per line: whole lines at once.
+    /// One token per line: whole lines at once. A token ends at `\n` or
+    /// `\r`, or at a TAB, past which the line's other columns are skipped
+    /// (a vertical file's lemma and tag columns come to the tokenizer as the
+    /// reader found them, rather than cut out line by line).
     fn feed_lines(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
         let mut rest = text;
         while !rest.is_empty() {
-            // A token is a few bytes: a plain loop beats a search call.
-            match rest.bytes().position(|b| b == b'\n' || b == b'\r') {
+            if self.later_columns {
+                // A column is a few bytes: a plain loop beats a search call.
+                let Some(i) = rest.bytes().position(|b| b == b'\n') else { return };
+                self.later_columns = false;
+                rest = &rest[i + 1..];
+                continue;
+            }
+            match rest.bytes().position(|b| b == b'\n' || b == b'\r' || b == b'\t') {
                 Some(i) => {
                     self.append_str(&rest[..i]);
                     self.boundary(emit);
+                    self.later_columns = rest.as_bytes()[i] == b'\t';
                     rest = &rest[i + 1..];
                 }
                 None => {
@@ -283,6 +298,7 @@ impl Tokenizer {
             self.flush_entity_as_text(emit);
         }
         self.markup = Markup::Text;
+        self.later_columns = false;
         self.boundary(emit);
     }
 
@@ -574,6 +590,22 @@ mod tests {
     }
 
     #[test]
+    fn lines_take_the_first_column() {
+        let lines = Normalization::lines();
+        // Later columns, a `\r` among them, an empty first column, and a document ending in a column.
+        let text = "New\tNNP\tnew\nYork\tN\rNP\r\n\tX\tY\nis\r\n\nbig\tJJ";
+        assert_eq!(tokenize(lines, text), ["New", "York", "is", "big"]);
+        // The columns skipped in one piece are skipped across pieces too.
+        let mut t = Tokenizer::new(lines);
+        let mut out = Vec::new();
+        for piece in ["a\tDT", "\tthe\nb", "ig\tJJ\tbi", "g\nc"] {
+            t.feed(piece, &mut |w| out.push(w.to_owned()));
+        }
+        t.finish(&mut |w| out.push(w.to_owned()));
+        assert_eq!(out, ["a", "big", "c"]);
+    }
+
+    #[test]
     fn long_tokens_are_cut_and_hashed() {
         let a = "x".repeat(5000);
         let b = format!("{}y", "x".repeat(4999));
@@ -587,7 +619,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_split_gives_the_same_tokens(text in "[a-zA-Z0-9 .,<>&;#éß日\u{301}\u{a0}\n\r]{0,80}", cut in 0usize..80, numbers: bool, markup: bool, mode in 0u8..3) {
+        fn any_split_gives_the_same_tokens(text in "[a-zA-Z0-9 .,<>&;#éß日\u{301}\u{a0}\n\r\t]{0,80}", cut in 0usize..80, numbers: bool, markup: bool, mode in 0u8..3) {
             let norm = match mode {
                 0 => Normalization { mode: TokenMode::Words, numbers_as_token: numbers, strip_markup: markup },
                 1 => Normalization::raw(),
