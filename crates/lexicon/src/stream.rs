@@ -310,8 +310,27 @@ fn shorter<'a>(interleaving: bool, escaped: &'a [u8], interleaved: &'a [u8]) -> 
     if interleaving && interleaved.len() < escaped.len() { (INTERLEAVED_BIT, interleaved) } else { (0, escaped) }
 }
 
+/// Appends `v` as a varint: 7 bits a byte, low groups first, the top bit
+/// set on every byte but the last. A code of up to four bytes (nearly
+/// every one) is made in one word and stored as one four-byte copy, cut
+/// back to its length, rather than a byte (and a check of the room) at a time.
 #[inline]
-fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+fn push_varint(out: &mut Vec<u8>, v: u64) {
+    if v >= 1 << 28 {
+        return push_varint_bytes(out, v);
+    }
+    let v = v as u32;
+    let len = (32 - (v | 1).leading_zeros()).div_ceil(7);
+    let groups = (v & 0x7f) | ((v << 1) & 0x7f00) | ((v << 2) & 0x7f_0000) | ((v << 3) & 0x7f00_0000);
+    // The top bit of each byte below the last.
+    let more = 0x8080_8080u32 & ((1u32 << (8 * (len - 1))) - 1);
+    let at = out.len();
+    out.extend_from_slice(&(groups | more).to_le_bytes());
+    out.truncate(at + len as usize);
+}
+
+/// [`push_varint`] a byte at a time, for any value.
+fn push_varint_bytes(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -673,6 +692,17 @@ mod tests {
             1 => number.prop_map(Item::EpochEnd),
             1 => Just(Item::EndDocument),
         ]
+    }
+
+    #[test]
+    fn a_varint_made_in_one_word_is_the_varint_made_a_byte_at_a_time() {
+        let edges = (0..64).flat_map(|bit| [(1u64 << bit) - 1, 1u64 << bit, (1u64 << bit) + 1]);
+        for v in edges.chain([u64::MAX, 0x0fff_ffff, 0x1000_0000, 300, 16_383, 16_384]) {
+            let (mut fast, mut plain) = (b"x".to_vec(), b"x".to_vec());
+            push_varint(&mut fast, v);
+            push_varint_bytes(&mut plain, v);
+            assert_eq!(fast, plain, "{v}");
+        }
     }
 
     proptest::proptest! {
