@@ -182,8 +182,14 @@ impl Tokenizer {
             }
             match rest.bytes().position(|b| b == b'\n' || b == b'\r' || b == b'\t') {
                 Some(i) => {
-                    self.append_str(&rest[..i]);
-                    self.boundary(emit);
+                    if self.kind == Kind::Empty && i > 0 && i <= MAX_TOKEN_BYTES {
+                        // A whole token in the text: handed on as it stands there, not copied.
+                        self.taken += 1;
+                        emit(&rest[..i]);
+                    } else {
+                        self.append_str(&rest[..i]);
+                        self.boundary(emit);
+                    }
                     self.later_columns = rest.as_bytes()[i] == b'\t';
                     rest = &rest[i + 1..];
                 }
@@ -205,6 +211,14 @@ impl Tokenizer {
                 let start = i;
                 while i < bytes.len() && bytes[i] < 0x80 && !bytes[i].is_ascii_whitespace() {
                     i += 1;
+                }
+                // A whole token in the text (begun after a boundary, ended by
+                // ASCII white space) is handed on as it stands there, not
+                // copied; the space after it then ends nothing.
+                if self.kind == Kind::Empty && i < bytes.len() && bytes[i] < 0x80 && i - start <= MAX_TOKEN_BYTES {
+                    self.taken += 1;
+                    emit(&text[start..i]);
+                    continue;
                 }
                 self.append_str(&text[start..i]);
             } else if b < 0x80 {
