@@ -179,6 +179,22 @@ fn vertical_documents_and_structure() {
     assert_eq!(stats.documents, 3);
 }
 
+/// A token line past the length limit inside a run of token lines is the
+/// line-by-line path's: refused with its line number, or skipped and counted.
+#[test]
+fn a_long_token_line_inside_a_run_is_refused_or_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = format!("<doc id=\"a\">\nw1\tNN\nw2\tNN\n{}\tNN\nw3\tNN\n</doc>\n", "x".repeat(50));
+    let input = file(&dir, "long.vert", v.as_bytes());
+    let options = ReadOptions { max_record_bytes: 20, ..ReadOptions::default() };
+    let err = read_all(vec![input.clone()], options.clone(), 1 << 16).unwrap_err().to_string();
+    assert!(err.contains("long.vert: line 4 is longer than 20 bytes"), "{err}");
+    let (docs, stats) = read_all(vec![input], ReadOptions { skip_bad: true, ..options }, 1 << 16).unwrap();
+    let docs: Vec<_> = docs.iter().map(|(id, text)| (id.clone(), line_tokens(text))).collect();
+    assert_eq!(docs, [("a".to_string(), "w1\nw2\nw3".to_string())]);
+    assert_eq!(stats.skipped_records, 1);
+}
+
 #[test]
 fn vertical_batches_end_at_document_ends() {
     // A batch that ends inside a document chains the next batch to the same
@@ -364,8 +380,7 @@ fn runs_read_as_lines(dir: &tempfile::TempDir, bytes: &[u8], what: &str) {
         let (docs, stats) = read_all(vec![input.clone()], ReadOptions::default(), target).unwrap();
         assert_eq!(docs.len(), expect.len(), "{what}, batches of {target}");
         for (got, want) in docs.iter().zip(&expect) {
-            let tokens = line_tokens;
-            assert_eq!((&got.0, tokens(&got.1)), (&want.0, tokens(&want.1)), "{what}, batches of {target}");
+            assert_eq!((&got.0, line_tokens(&got.1)), (&want.0, line_tokens(&want.1)), "{what}, batches of {target}");
         }
         assert_eq!(stats.documents, expect.len() as u64);
         assert_eq!(stats.replaced_utf8, replaced);

@@ -629,6 +629,14 @@ mod tests {
         assert!(ta[0].len() <= MAX_TOKEN_BYTES);
         assert_ne!(ta, tb);
         assert_eq!(ta, tokenize(Normalization::default(), &a));
+        // Raw and line tokens ended within the text: kept whole up to the limit, cut past it.
+        for (norm, end) in [(Normalization::raw(), " z"), (Normalization::lines(), "\nz")] {
+            let at_limit = tokenize(norm, &format!("{}{end}", "x".repeat(MAX_TOKEN_BYTES)));
+            assert_eq!(at_limit, ["x".repeat(MAX_TOKEN_BYTES), "z".to_string()]);
+            let past = tokenize(norm, &format!("{}{end}", "x".repeat(MAX_TOKEN_BYTES + 1)));
+            assert_eq!(past.len(), 2);
+            assert!(past[0].len() <= MAX_TOKEN_BYTES && past[0].contains('…'), "{norm:?}");
+        }
     }
 
     proptest! {
