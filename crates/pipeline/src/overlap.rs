@@ -461,14 +461,17 @@ impl OverlapJob<'_> {
                     reference_found.len()
                 )));
             };
-            d.count_as(expected);
+            // A vertical document is counted as its lines are read: its count
+            // must be the index's. Others take the index's count, their text
+            // unchanged as the stamps show at the end.
             let tokens: u32 = d.unit_tokens.iter().sum();
-            if tokens != expected {
+            if matches!(d.body, Body::Vertical { .. }) && tokens != expected {
                 return Err(PipelineError::Changed(format!(
                     "reference document {} has {tokens} tokens now and had {expected} when it was indexed",
                     doc + 1
                 )));
             }
+            d.count_as(expected);
             let verdicts: Vec<UnitVerdict> = d
                 .unit_tokens
                 .iter()
