@@ -63,6 +63,26 @@ fn onion_semantics_on_the_sample() {
     assert!(!stripped.contains("indeed") && stripped.contains("farmers"));
 }
 
+/// A `\r` inside a token line's first column is part of its token (only
+/// one ending the line is dropped): the index counts the tokens the
+/// decisions read, whichever way the line was read.
+#[test]
+fn a_carriage_return_inside_a_token_line_is_part_of_its_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cr.vert");
+    let doc = |id: &str| format!("<doc id=\"{id}\">\r\nab\rcd\tX\r\nx\ny\r\n\r\tZ\nz\nw\n</doc>\n");
+    std::fs::write(&path, format!("{}{}", doc("1"), doc("2"))).unwrap();
+    for unit in ["doc", "p", "s", "span"] {
+        let (code, _, err) = run(&["dedup", s(&path), "--unit", unit, "-n", "3", "-q", "-o", "/dev/null"]);
+        assert_eq!(code, 0, "{unit}: {err}");
+    }
+    let (code, out, err) = run(&["ngrams", s(&path), "-n", "2", "-q"]);
+    assert_eq!(code, 0, "{err}");
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(lines, ["\r z\t2", "ab\rcd x\t2", "x y\t2", "y \r\t2", "z w\t2"]);
+}
+
 #[test]
 fn exact_test_catches_short_paragraphs() {
     let sample = sample("benko-exact.vert");

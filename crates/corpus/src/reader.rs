@@ -788,6 +788,12 @@ impl OpenInput {
                     let before = self.utf8.replaced();
                     self.utf8.push(word, true, &mut batch.text);
                     self.note_replacements(before, stats);
+                    // A column ending in `\r` is ended by a TAB, as in its line: the
+                    // `\r` is part of the token (the line tokenizer drops one only
+                    // where it ends a line).
+                    if word.ends_with(b"\r") {
+                        batch.text.push('\t');
+                    }
                     batch.text.push('\n');
                 }
             }

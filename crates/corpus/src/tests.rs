@@ -329,7 +329,8 @@ fn vertical_by_lines(file: &[u8]) -> (Vec<(String, String)>, u64, Option<u64>) {
                     replaced += bad as u64;
                     first_replaced.get_or_insert(n);
                 }
-                docs.last_mut().expect("a document").1.push_str(&format!("{text}\n"));
+                let tab = if text.ends_with('\r') { "\t" } else { "" };
+                docs.last_mut().expect("a document").1.push_str(&format!("{text}{tab}\n"));
             }
         }
     }
@@ -364,11 +365,16 @@ fn vertical_lines_of_three_columns_read_in_runs_make_what_line_by_line_makes() {
 }
 
 /// The tokens of a vertical document's text as the line tokenizer takes
-/// them, one a line: runs of token lines keep blank lines, `\r` and the
-/// columns after the first, which the line-by-line path drops.
+/// them, one a line: each line's first column, a `\r` ending the line
+/// dropped. Runs of token lines keep blank lines, `\r` and the columns
+/// after the first, which the line-by-line path drops (it ends a first
+/// column ending in `\r` with a TAB).
 fn line_tokens(text: &str) -> String {
-    let first_columns = text.split('\n').map(|line| line.split('\t').next().unwrap_or_default());
-    first_columns.flat_map(|column| column.split('\r')).filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n")
+    let first_columns = text.split('\n').map(|line| match line.split_once('\t') {
+        Some((column, _)) => column,
+        None => line.strip_suffix('\r').unwrap_or(line),
+    });
+    first_columns.filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n")
 }
 
 /// Reads `bytes` as a vertical file at two batch sizes and checks it gives

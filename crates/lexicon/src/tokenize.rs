@@ -113,6 +113,9 @@ pub struct Tokenizer {
     /// Lines mode, past a line's first TAB: its other columns, up to the
     /// next `\n`, are no token.
     later_columns: bool,
+    /// Lines mode: the last piece ended in a `\r`, kept out of the token
+    /// until the next piece shows whether it ends the line.
+    held_cr: bool,
 }
 
 impl Tokenizer {
@@ -128,6 +131,7 @@ impl Tokenizer {
             long_tokens: 0,
             taken: 0,
             later_columns: false,
+            held_cr: false,
         }
     }
 
@@ -166,12 +170,20 @@ impl Tokenizer {
         }
     }
 
-    /// One token per line: whole lines at once. A token ends at `\n` or
-    /// `\r`, or at a TAB, past which the line's other columns are skipped
-    /// (a vertical file's lemma and tag columns come to the tokenizer as the
-    /// reader found them, rather than cut out line by line).
+    /// One token per line: whole lines at once. A token is a line's first
+    /// column: it ends at `\n`, or at a TAB, past which the line's other
+    /// columns are skipped (a vertical file's lemma and tag columns come to
+    /// the tokenizer as the reader found them, rather than cut out line by
+    /// line). A `\r` that ends a line is no part of it (CRLF line ends); any
+    /// other `\r` is, as the reader's `VerticalLine::classify` takes the line.
     fn feed_lines(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
         let mut rest = text;
+        if self.held_cr && !rest.is_empty() {
+            self.held_cr = false;
+            if !rest.starts_with('\n') {
+                self.append_str("\r");
+            }
+        }
         while !rest.is_empty() {
             if self.later_columns {
                 // A column is a few bytes: a plain loop beats a search call.
@@ -180,25 +192,39 @@ impl Tokenizer {
                 rest = &rest[i + 1..];
                 continue;
             }
-            match rest.bytes().position(|b| b == b'\n' || b == b'\r' || b == b'\t') {
+            match rest.bytes().position(|b| b == b'\n' || b == b'\t') {
                 Some(i) => {
-                    if self.kind == Kind::Empty && i > 0 && i <= MAX_TOKEN_BYTES {
-                        // A whole token in the text: handed on as it stands there, not copied.
-                        self.taken += 1;
-                        emit(&rest[..i]);
-                    } else {
-                        self.append_str(&rest[..i]);
+                    let end = rest.as_bytes()[i];
+                    let token =
+                        if end == b'\n' { rest[..i].strip_suffix('\r').unwrap_or(&rest[..i]) } else { &rest[..i] };
+                    if !self.emit_in_place(token, emit) {
+                        self.append_str(token);
                         self.boundary(emit);
                     }
-                    self.later_columns = rest.as_bytes()[i] == b'\t';
+                    self.later_columns = end == b'\t';
                     rest = &rest[i + 1..];
                 }
                 None => {
-                    self.append_str(rest);
+                    // A `\r` at the end of the piece may end its line: the next piece says.
+                    self.held_cr = rest.ends_with('\r');
+                    self.append_str(rest.strip_suffix('\r').unwrap_or(rest));
                     return;
                 }
             }
         }
+    }
+
+    /// Hands on `token`, which lies whole in the text, as it stands there
+    /// rather than copied, when no token is being gathered and it is within
+    /// the length limit; false when it is left to the caller.
+    #[inline]
+    fn emit_in_place(&mut self, token: &str, emit: &mut impl FnMut(&str)) -> bool {
+        if self.kind != Kind::Empty || token.is_empty() || token.len() > MAX_TOKEN_BYTES {
+            return false;
+        }
+        self.taken += 1;
+        emit(token);
+        true
     }
 
     /// Whitespace-separated tokens: runs of ASCII non-space bytes at once.
@@ -215,9 +241,7 @@ impl Tokenizer {
                 // A whole token in the text (begun after a boundary, ended by
                 // ASCII white space) is handed on as it stands there, not
                 // copied; the space after it then ends nothing.
-                if self.kind == Kind::Empty && i < bytes.len() && bytes[i] < 0x80 && i - start <= MAX_TOKEN_BYTES {
-                    self.taken += 1;
-                    emit(&text[start..i]);
+                if i < bytes.len() && bytes[i] < 0x80 && self.emit_in_place(&text[start..i], emit) {
                     continue;
                 }
                 self.append_str(&text[start..i]);
@@ -312,7 +336,8 @@ impl Tokenizer {
             self.flush_entity_as_text(emit);
         }
         self.markup = Markup::Text;
-        self.later_columns = false;
+        // A `\r` held at the document's end ended its last line.
+        (self.later_columns, self.held_cr) = (false, false);
         self.boundary(emit);
     }
 
@@ -617,6 +642,22 @@ mod tests {
         }
         t.finish(&mut |w| out.push(w.to_owned()));
         assert_eq!(out, ["a", "big", "c"]);
+    }
+
+    #[test]
+    fn lines_drop_only_a_carriage_return_that_ends_the_line() {
+        let lines = Normalization::lines();
+        // Inside a column, or ending a column before a TAB, a `\r` is part of the token.
+        let text = "a\rb\nc\r\n\r\n\r\tX\nd\r\tY\r\ne\r\r\n";
+        assert_eq!(tokenize(lines, text), ["a\rb", "c", "\r", "d\r", "e\r"]);
+        // The same across pieces: a `\r` ending a piece waits for what follows.
+        let mut t = Tokenizer::new(lines);
+        let mut out = Vec::new();
+        for piece in ["f\r", "\ng\r", "h\n", "i\r", "\tZ\n", "j\r"] {
+            t.feed(piece, &mut |w| out.push(w.to_owned()));
+        }
+        t.finish(&mut |w| out.push(w.to_owned()));
+        assert_eq!(out, ["f", "g\rh", "i\r", "j"]);
     }
 
     #[test]
